@@ -1,0 +1,32 @@
+"""Chunk identity: the contract's id, and the one predicate that checks an id's form."""
+
+import hashlib
+import json
+import re
+
+CHUNK_ID_RE = re.compile(r"^[a-f0-9]{64}$")
+
+
+def chunk_id(
+    tenant_id: str,
+    repo_slug: str,
+    kind: str,
+    name: str,
+    content: str,
+    source_path: str,
+    parser_id: str,
+    parser_version: str,
+) -> str:
+    """sha256 over the identity tuple, encoded as canonical JSON so no field can bleed
+    into its neighbour (``("a", "bc")`` and ``("ab", "c")`` hash differently)."""
+    payload = json.dumps(
+        [tenant_id, repo_slug, kind, name, content, source_path, parser_id, parser_version],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+
+def is_chunk_id(value: object) -> bool:
+    """True only for a string of exactly 64 lowercase hex digits."""
+    return isinstance(value, str) and CHUNK_ID_RE.fullmatch(value) is not None

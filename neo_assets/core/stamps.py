@@ -1,0 +1,41 @@
+"""The metadata stamped on every row. Stamps come from the partition's tenant and repo
+and the declaration, never from chunk content (a chunk that imitates stamp keys stays
+plain text in the document)."""
+
+from typing import Any
+
+
+def row_stamps(
+    *,
+    tenant_id: str,
+    repo_slug: str,
+    source_path: str,
+    kind: str,
+    name: str,
+    parser_id: str,
+    parser_version: str,
+    tenant_config_version: int,
+    ingested_at: float,
+    revision: str,
+    embedding_generation: str,
+) -> dict[str, Any]:
+    return {
+        "tenantId": str(tenant_id),
+        "repoSlug": str(repo_slug),
+        "sourcePath": str(source_path),
+        "kind": str(kind),
+        "name": str(name),
+        "parserId": str(parser_id),
+        "parserVersion": str(parser_version),
+        "tenantConfigVersion": int(tenant_config_version),
+        "ingestedAt": float(ingested_at),
+        "revision": str(revision),
+        "embeddingGeneration": str(embedding_generation),
+    }
+
+
+def tenant_filter(tenant_id: str, repo_slug: str | None = None) -> dict[str, Any]:
+    """A Chroma ``where`` that can only narrow: equality on validated stamp values."""
+    if repo_slug is None:
+        return {"tenantId": {"$eq": tenant_id}}
+    return {"$and": [{"tenantId": {"$eq": tenant_id}}, {"repoSlug": {"$eq": repo_slug}}]}

@@ -1,0 +1,119 @@
+"""Every tunable of the project: one typed leaf each, with its default and its NEO_* name.
+
+Settings are read from the environment at the moment they are used (``load_settings()``
+is cheap), so an operator who changes a leaf between two runs is heard on the second.
+"""
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+# The example shipped with the checkout (one tenant is the checkout itself).
+BUNDLED_TENANTS_FILE = PACKAGE_DIR.parent / "examples" / "tenants.yaml"
+
+ProviderKind = Literal["hashing", "openai_compatible", "ollama", "gemini", "sentence_transformers"]
+
+
+class SettingsError(ValueError):
+    """A NEO_* variable holds a value the project cannot use; the message names it."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
+
+    # --- where things live
+    home: Path = Field(Path(".neo"), description="data root (chroma, ledger, dagster)")
+    tenants_file: Path | None = Field(None, description="tenants.yaml; default ./tenants.yaml")
+    chroma_url: str | None = Field(None, description="http://host:port of a Chroma server")
+    ledger_url: str | None = Field(None, description="SQLAlchemy URL of the ledger")
+    collection_name: str = "neo-knowledge-base"
+
+    # --- embedding provider
+    embedding_provider: ProviderKind = "hashing"
+    embedding_base_url: str | None = None
+    embedding_model: str | None = None
+    embedding_api_key: str | None = None
+    embedding_dimensions: int = Field(384, ge=1, le=65536)
+    embedding_request_timeout_ms: int = Field(60_000, ge=1)
+    embedding_batch_size: int = Field(64, ge=1, le=4096)
+    embedding_max_inflight: int = Field(2, ge=1, le=64)
+    embedding_context_tokens: int = Field(8192, ge=16)
+    embedding_admission_safety: float = Field(0.9, gt=0, le=1)
+    embedding_chars_per_token: float = Field(3.0, gt=0)
+    embedding_call_ceiling_ms: int = Field(60_000, ge=1)
+    embedding_strike_threshold: int = Field(2, ge=1)
+    embedding_circuit_threshold: int = Field(5, ge=1)
+    embedding_recovery_initial_s: float = Field(0.5, ge=0)
+    embedding_recovery_max_s: float = Field(30.0, ge=0)
+    embedding_recovery_max_wait_s: float = Field(120.0, ge=0)
+
+    # --- sources and parsing
+    max_file_bytes: int = Field(1_000_000, ge=1)
+    max_chunk_chars: int = Field(6000, ge=200)
+    window_lines: int = Field(60, ge=5)
+
+    # --- scheduling
+    default_cadence_minutes: int = Field(30, ge=1)
+    backoff_cap_minutes: int = Field(30, ge=1)
+    backoff_jitter_s: float = Field(30.0, ge=0)
+
+    # --- reconciliation
+    reconciliation_enabled: bool = False
+    reconciliation_stale_gap: int = Field(2, ge=1)
+    reconciliation_delete_batch: int = Field(500, ge=1)
+
+    # --- health canary and freeze re-probe
+    canary_timeout_ms: int = Field(30_000, ge=1)
+    canary_ttl_s: float = Field(300.0, ge=0)
+    recovery_freeze_reprobe_timeout_ms: int = Field(30_000, ge=1)
+
+    # --- links
+    links_semantic_threshold: float = Field(0.7, ge=-1, le=1)
+    links_top_k: int = Field(20, ge=1)
+
+    # --- alerts
+    alert_webhook_url: str | None = None
+
+    @field_validator("chroma_url", "ledger_url", "embedding_base_url", "tenants_file", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
+    # --- derived locations
+    @property
+    def home_dir(self) -> Path:
+        return self.home.expanduser().resolve()
+
+    @property
+    def chroma_dir(self) -> Path:
+        return self.home_dir / "chroma"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.home_dir / "dagster"
+
+    @property
+    def resolved_ledger_url(self) -> str:
+        return self.ledger_url or f"sqlite:///{self.home_dir / 'ledger.sqlite'}"
+
+    @property
+    def resolved_tenants_file(self) -> Path:
+        if self.tenants_file is not None:
+            return self.tenants_file.expanduser().resolve()
+        local = Path("tenants.yaml")
+        return local.resolve() if local.exists() else BUNDLED_TENANTS_FILE
+
+
+def load_settings(**overrides: object) -> Settings:
+    """Read the environment now; raise SettingsError naming the NEO_* variable at fault."""
+    try:
+        return Settings(**overrides)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            leaf = ".".join(str(p) for p in err["loc"])
+            lines.append(f"NEO_{leaf.upper()}: {err['msg']} (got {err.get('input')!r})")
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None

@@ -1,0 +1,209 @@
+"""The Chroma adapter: one shared collection, embeddings always passed explicitly.
+
+Chroma's default embedding function downloads a model on first use, and passing
+``embedding_function=None`` does not prevent that, so the collection is always opened
+with ``RefuseToEmbed``: if anything ever asks Chroma to embed, it fails loudly here
+instead of reaching for the network.
+"""
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import chromadb
+import numpy as np
+from chromadb.api.types import Documents, EmbeddingFunction
+from chromadb.config import Settings as ChromaSettings
+
+COLLECTION_SPACE = "cosine"
+# Metadata keys the project stamps on every row (CONTRACT.md, "The collection").
+STAMP_KEYS = (
+    "tenantId",
+    "repoSlug",
+    "sourcePath",
+    "kind",
+    "name",
+    "parserId",
+    "parserVersion",
+    "tenantConfigVersion",
+    "ingestedAt",
+    "revision",
+    "embeddingGeneration",
+)
+
+
+class RefuseToEmbed(EmbeddingFunction[Documents]):
+    """Never embeds: the project always passes ``embeddings=``/``query_embeddings=``."""
+
+    def __init__(self) -> None:
+        pass
+
+    def __call__(self, input: Documents) -> Any:  # noqa: A002 - Chroma's signature
+        raise RuntimeError(
+            "neo_assets never lets Chroma embed (its default model needs a download); "
+            "pass embeddings explicitly"
+        )
+
+    @staticmethod
+    def name() -> str:
+        return "neo-refuse-to-embed"
+
+    def get_config(self) -> dict[str, Any]:
+        return {}
+
+    @staticmethod
+    def build_from_config(config: dict[str, Any]) -> "RefuseToEmbed":
+        return RefuseToEmbed()
+
+
+def make_client(*, persist_dir: Path | None = None, url: str | None = None) -> Any:
+    """A Chroma client: HttpClient for ``url`` (http://host:port), else PersistentClient."""
+    chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+    if url:
+        from urllib.parse import urlparse
+
+        parsed = urlparse(url)
+        if parsed.scheme not in ("http", "https") or not parsed.hostname:
+            raise ValueError(f"NEO_CHROMA_URL must look like http://host:port, got {url!r}")
+        return chromadb.HttpClient(
+            host=parsed.hostname,
+            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
+            ssl=parsed.scheme == "https",
+            settings=chroma_settings,
+        )
+    if persist_dir is None:
+        raise ValueError("a persistent Chroma needs a directory (NEO_HOME)")
+    persist_dir.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(persist_dir), settings=chroma_settings)
+
+
+@dataclass
+class ChromaStore:
+    """Rows of the shared collection, read and written by id."""
+
+    client: Any
+    collection_name: str
+
+    def __post_init__(self) -> None:
+        self.collection = self.client.get_or_create_collection(
+            self.collection_name,
+            configuration={"hnsw": {"space": COLLECTION_SPACE}},
+            embedding_function=RefuseToEmbed(),
+        )
+        self._max_batch = int(self.client.get_max_batch_size())
+
+    @property
+    def max_batch(self) -> int:
+        return self._max_batch
+
+    def _batches(self, seq: Sequence[Any], size: int | None = None) -> Iterator[Sequence[Any]]:
+        step = max(1, min(size or self._max_batch, self._max_batch))
+        for start in range(0, len(seq), step):
+            yield seq[start : start + step]
+
+    def present_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of ``ids`` exist: checked by id, never by scanning a tenant."""
+        wanted = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for batch in self._batches(wanted):
+            found.update(self.collection.get(ids=list(batch), include=[])["ids"])
+        return found
+
+    def add(
+        self,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Write new rows with ``add`` (upsert of existing ids is ~5x slower)."""
+        if not ids:
+            return
+        step = self._max_batch
+        for start in range(0, len(ids), step):
+            stop = start + step
+            self.collection.add(
+                ids=list(ids[start:stop]),
+                embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
+                documents=list(documents[start:stop]),
+                metadatas=[dict(m) for m in metadatas[start:stop]],
+            )
+
+    def get_rows(
+        self, ids: Sequence[str], *, include_documents: bool = False
+    ) -> dict[str, dict[str, Any]]:
+        """Metadata (and optionally documents) of ``ids``, keyed by id."""
+        include = ["metadatas", "documents"] if include_documents else ["metadatas"]
+        out: dict[str, dict[str, Any]] = {}
+        for batch in self._batches(list(ids)):
+            got = self.collection.get(ids=list(batch), include=include)
+            docs = got.get("documents") or [None] * len(got["ids"])
+            for rid, meta, doc in zip(got["ids"], got["metadatas"], docs, strict=True):
+                out[rid] = {"id": rid, "metadata": dict(meta or {}), "document": doc}
+        return out
+
+    def iter_rows(
+        self, where: Mapping[str, Any] | None = None, *, page: int = 5000
+    ) -> Iterator[dict[str, Any]]:
+        """Every row matching ``where`` (id + metadata), paged so memory stays bounded."""
+        offset = 0
+        while True:
+            got = self.collection.get(
+                where=dict(where) if where else None,
+                include=["metadatas"],
+                limit=page,
+                offset=offset,
+            )
+            for rid, meta in zip(got["ids"], got["metadatas"], strict=True):
+                yield {"id": rid, "metadata": dict(meta or {})}
+            if len(got["ids"]) < page:
+                return
+            offset += page
+
+    def tenant_rows(self, tenant_id: str) -> Iterator[dict[str, Any]]:
+        """A tenant's rows: filtered by tenantId in Chroma, checked again row by row."""
+        for row in self.iter_rows({"tenantId": tenant_id}):
+            if row["metadata"].get("tenantId") == tenant_id:
+                yield row
+
+    def count_where(self, where: Mapping[str, Any]) -> int:
+        return sum(1 for _ in self.iter_rows(where))
+
+    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
+        for start in range(0, len(ids), self._max_batch):
+            stop = start + self._max_batch
+            self.collection.update(
+                ids=list(ids[start:stop]), metadatas=[dict(m) for m in metadatas[start:stop]]
+            )
+
+    def delete_ids(self, ids: Sequence[str]) -> None:
+        for batch in self._batches(list(ids)):
+            self.collection.delete(ids=list(batch))
+
+    def query(
+        self, embedding: np.ndarray, *, where: Mapping[str, Any], k: int
+    ) -> list[dict[str, Any]]:
+        """Nearest rows to ``embedding`` among those matching ``where``."""
+        got = self.collection.query(
+            query_embeddings=np.asarray([embedding], dtype=np.float32),
+            n_results=max(1, k),
+            where=dict(where),
+            include=["metadatas", "documents", "distances"],
+        )
+        rows = []
+        for rid, meta, doc, dist in zip(
+            got["ids"][0], got["metadatas"][0], got["documents"][0], got["distances"][0],
+            strict=True,
+        ):
+            rows.append(
+                {"id": rid, "score": 1.0 - float(dist), "document": doc, "metadata": dict(meta)}
+            )
+        return rows
+
+    def count(self) -> int:
+        return int(self.collection.count())
+
+
+def open_store(*, persist_dir: Path | None, url: str | None, collection_name: str) -> ChromaStore:
+    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name)

@@ -1,0 +1,379 @@
+"""The ledger: the project's durable state (SQLite by default, Postgres when shared).
+
+Every write a decision depends on is committed before the method returns, so the
+decision can be acted on. Records are read back as plain data; a torn or unreadable
+value reads as None ("unobserved"), never as a smaller or default value.
+"""
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import Engine
+
+from neo_assets.store import ledger_schema as t
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def _engine(url: str) -> Engine:
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(url, connect_args={"timeout": 60})
+
+        @sa.event.listens_for(engine, "connect")
+        def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+            # WAL lets the webserver read while a run writes; busy_timeout waits for locks.
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA busy_timeout=60000")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.close()
+
+        return engine
+    return sa.create_engine(url, pool_pre_ping=True)
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest alembic revision (idempotent)."""
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    with engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.upgrade(cfg, "head")
+
+
+def _loads(raw: str | None) -> Any:
+    if raw is None:
+        return None
+    try:
+        return json.loads(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+@dataclass(frozen=True)
+class DeclaredChunk:
+    chunk_id: str
+    source_path: str
+    kind: str
+    name: str
+
+
+class Ledger:
+    """Durable state, one engine per process. Construct with ``Ledger.open(url)``."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, url: str) -> "Ledger":
+        engine = _engine(url)
+        migrate(engine)
+        return cls(engine)
+
+    def dispose(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------ config versions
+    def config_version(self, tenant_id: str, digest: str, now: float) -> int:
+        """The tenant's configVersion for ``digest``: 1 at first, +1 on every change."""
+        with self.engine.begin() as conn:
+            latest = conn.execute(
+                sa.select(t.tenant_config_versions.c.version, t.tenant_config_versions.c.digest)
+                .where(t.tenant_config_versions.c.tenant_id == tenant_id)
+                .order_by(t.tenant_config_versions.c.version.desc())
+                .limit(1)
+            ).first()
+            if latest is not None and latest.digest == digest:
+                return int(latest.version)
+            version = 1 if latest is None else int(latest.version) + 1
+            conn.execute(
+                sa.insert(t.tenant_config_versions).values(
+                    tenant_id=tenant_id, version=version, digest=digest, recorded_at=now
+                )
+            )
+            return version
+
+    def current_config_version(self, tenant_id: str) -> int | None:
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                sa.select(sa.func.max(t.tenant_config_versions.c.version)).where(
+                    t.tenant_config_versions.c.tenant_id == tenant_id
+                )
+            ).scalar()
+        return None if value is None else int(value)
+
+    # ------------------------------------------------------------------ repo state
+    def repo_state(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(t.repo_state).where(
+                    t.repo_state.c.tenant_id == tenant_id, t.repo_state.c.repo_slug == repo_slug
+                )
+            ).mappings().first()
+        return None if row is None else dict(row)
+
+    def all_repo_states(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(t.repo_state).order_by(t.repo_state.c.tenant_id, t.repo_state.c.repo_slug)
+            ).mappings()
+            return [dict(r) for r in rows]
+
+    def upsert_repo_state(self, tenant_id: str, repo_slug: str, **values: Any) -> None:
+        """Write ``values`` into the repo's state row in one transaction."""
+        with self.engine.begin() as conn:
+            self._upsert_repo_state(conn, tenant_id, repo_slug, values)
+
+    def _upsert_repo_state(
+        self, conn: sa.Connection, tenant_id: str, repo_slug: str, values: Mapping[str, Any]
+    ) -> None:
+        key = (t.repo_state.c.tenant_id == tenant_id) & (t.repo_state.c.repo_slug == repo_slug)
+        exists = conn.execute(sa.select(sa.literal(1)).where(key)).first() is not None
+        if exists:
+            if values:
+                conn.execute(sa.update(t.repo_state).where(key).values(**values))
+        else:
+            conn.execute(
+                sa.insert(t.repo_state).values(tenant_id=tenant_id, repo_slug=repo_slug, **values)
+            )
+
+    # ------------------------------------------------------------------ envelopes
+    def record_envelope(
+        self,
+        tenant_id: str,
+        repo_slug: str,
+        *,
+        revision: str,
+        kind: str,
+        entries: Iterable[Mapping[str, Any]],
+        now: float,
+    ) -> None:
+        """Replace the repo's latest complete envelope (all paths, yielded or not)."""
+        key_e = (t.envelopes.c.tenant_id == tenant_id) & (t.envelopes.c.repo_slug == repo_slug)
+        key_p = (t.envelope_paths.c.tenant_id == tenant_id) & (
+            t.envelope_paths.c.repo_slug == repo_slug
+        )
+        rows = [
+            {
+                "tenant_id": tenant_id,
+                "repo_slug": repo_slug,
+                "path": e["path"],
+                "yielded": bool(e["yielded"]),
+                "blob": e.get("blob"),
+                "size": e.get("size"),
+                "skip_reason": e.get("skip_reason"),
+                "changed_at": e.get("changed_at"),
+            }
+            for e in entries
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(t.envelope_paths).where(key_p))
+            if rows:
+                conn.execute(sa.insert(t.envelope_paths), rows)
+            conn.execute(sa.delete(t.envelopes).where(key_e))
+            conn.execute(
+                sa.insert(t.envelopes).values(
+                    tenant_id=tenant_id,
+                    repo_slug=repo_slug,
+                    revision=revision,
+                    kind=kind,
+                    recorded_at=now,
+                )
+            )
+
+    def envelope(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
+        """The latest complete envelope: revision, kind, recorded_at and its paths."""
+        with self.engine.connect() as conn:
+            head = conn.execute(
+                sa.select(t.envelopes).where(
+                    t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug
+                )
+            ).mappings().first()
+            if head is None:
+                return None
+            paths = conn.execute(
+                sa.select(t.envelope_paths).where(
+                    t.envelope_paths.c.tenant_id == tenant_id,
+                    t.envelope_paths.c.repo_slug == repo_slug,
+                )
+            ).mappings()
+            return {**dict(head), "paths": [dict(p) for p in paths]}
+
+    # ------------------------------------------------------------------ declared generation
+    def record_generation(
+        self,
+        tenant_id: str,
+        repo_slug: str,
+        *,
+        revision: str,
+        parser_id: str,
+        parser_version: str,
+        declaration_digest: str,
+        chunks: Iterable[DeclaredChunk],
+        now: float,
+    ) -> None:
+        """Replace the repo's declared generation (path -> chunk ids) in one transaction."""
+        key_g = (t.declared_generations.c.tenant_id == tenant_id) & (
+            t.declared_generations.c.repo_slug == repo_slug
+        )
+        key_c = (t.declared_chunks.c.tenant_id == tenant_id) & (
+            t.declared_chunks.c.repo_slug == repo_slug
+        )
+        rows = [
+            {
+                "tenant_id": tenant_id,
+                "repo_slug": repo_slug,
+                "chunk_id": c.chunk_id,
+                "source_path": c.source_path,
+                "kind": c.kind,
+                "name": c.name,
+            }
+            for c in chunks
+        ]
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(t.declared_chunks).where(key_c))
+            for start in range(0, len(rows), 5000):
+                conn.execute(sa.insert(t.declared_chunks), rows[start : start + 5000])
+            conn.execute(sa.delete(t.declared_generations).where(key_g))
+            conn.execute(
+                sa.insert(t.declared_generations).values(
+                    tenant_id=tenant_id,
+                    repo_slug=repo_slug,
+                    revision=revision,
+                    parser_id=parser_id,
+                    parser_version=parser_version,
+                    declaration_digest=declaration_digest,
+                    recorded_at=now,
+                )
+            )
+
+    def declared_generation(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                sa.select(t.declared_generations).where(
+                    t.declared_generations.c.tenant_id == tenant_id,
+                    t.declared_generations.c.repo_slug == repo_slug,
+                )
+            ).mappings().first()
+        return None if row is None else dict(row)
+
+    def declared_chunks(self, tenant_id: str, repo_slug: str) -> list[DeclaredChunk]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(
+                    t.declared_chunks.c.chunk_id,
+                    t.declared_chunks.c.source_path,
+                    t.declared_chunks.c.kind,
+                    t.declared_chunks.c.name,
+                ).where(
+                    t.declared_chunks.c.tenant_id == tenant_id,
+                    t.declared_chunks.c.repo_slug == repo_slug,
+                )
+            )
+            return [DeclaredChunk(r.chunk_id, r.source_path, r.kind, r.name) for r in rows]
+
+    # ------------------------------------------------------------------ fences and strikes
+    def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(t.fences).where(
+                    t.fences.c.tenant_id == tenant_id,
+                    t.fences.c.repo_slug == repo_slug,
+                    t.fences.c.generation == generation,
+                )
+            ).mappings()
+            return [{**dict(r), "receipt": _loads(r["receipt"])} for r in rows]
+
+    def record_fence(
+        self,
+        tenant_id: str,
+        repo_slug: str,
+        generation: str,
+        chunk_id: str,
+        *,
+        disposition: str,
+        reason_code: str,
+        receipt: Mapping[str, Any],
+        observed_at: float,
+    ) -> None:
+        key = (
+            (t.fences.c.tenant_id == tenant_id)
+            & (t.fences.c.repo_slug == repo_slug)
+            & (t.fences.c.generation == generation)
+            & (t.fences.c.chunk_id == chunk_id)
+        )
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(t.fences).where(key))
+            conn.execute(
+                sa.insert(t.fences).values(
+                    tenant_id=tenant_id,
+                    repo_slug=repo_slug,
+                    generation=generation,
+                    chunk_id=chunk_id,
+                    disposition=disposition,
+                    reason_code=reason_code,
+                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
+                    observed_at=observed_at,
+                )
+            )
+
+    def strikes(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                sa.select(t.strikes).where(
+                    t.strikes.c.tenant_id == tenant_id,
+                    t.strikes.c.repo_slug == repo_slug,
+                    t.strikes.c.generation == generation,
+                )
+            ).mappings()
+            return [{**dict(r), "receipt": _loads(r["receipt"])} for r in rows]
+
+    def record_strike(
+        self,
+        tenant_id: str,
+        repo_slug: str,
+        generation: str,
+        chunk_id: str,
+        *,
+        kind: str,
+        count: int,
+        receipt: Mapping[str, Any],
+        now: float,
+    ) -> None:
+        key = (
+            (t.strikes.c.tenant_id == tenant_id)
+            & (t.strikes.c.repo_slug == repo_slug)
+            & (t.strikes.c.generation == generation)
+            & (t.strikes.c.chunk_id == chunk_id)
+        )
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(t.strikes).where(key))
+            conn.execute(
+                sa.insert(t.strikes).values(
+                    tenant_id=tenant_id,
+                    repo_slug=repo_slug,
+                    generation=generation,
+                    chunk_id=chunk_id,
+                    kind=kind,
+                    count=count,
+                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
+                    updated_at=now,
+                )
+            )
+
+    # ------------------------------------------------------------------ completion
+    def record_sweep_result(
+        self, tenant_id: str, repo_slug: str, *, state: Mapping[str, Any]
+    ) -> None:
+        """The checkpoint, outcome and both censuses land together or not at all."""
+        with self.engine.begin() as conn:
+            self._upsert_repo_state(conn, tenant_id, repo_slug, state)

@@ -1,0 +1,63 @@
+"""The lane's fence book on the SQL ledger, bound to one tenant repo.
+
+Each record_* call commits before returning: the lane moves on only once a fence or a
+strike is durable.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from neo_assets.store.ledger import Ledger
+
+
+class LedgerFenceBook:
+    def __init__(
+        self, ledger: Ledger, tenant_id: str, repo_slug: str, *, clock: Callable[[], float]
+    ) -> None:
+        self.ledger = ledger
+        self.tenant_id = tenant_id
+        self.repo_slug = repo_slug
+        self.clock = clock
+
+    def fences(self, generation: str) -> list[dict[str, Any]]:
+        return self.ledger.fences(self.tenant_id, self.repo_slug, generation)
+
+    def fenced_ids(self, generation: str) -> set[str]:
+        return {f["chunk_id"] for f in self.fences(generation)}
+
+    def strike_rows(self, generation: str) -> list[dict[str, Any]]:
+        return self.ledger.strikes(self.tenant_id, self.repo_slug, generation)
+
+    def record_fence(
+        self,
+        generation: str,
+        chunk_id: str,
+        disposition: str,
+        reason_code: str,
+        receipt: Mapping[str, Any],
+        observed_at: float,
+    ) -> None:
+        self.ledger.record_fence(
+            self.tenant_id,
+            self.repo_slug,
+            generation,
+            chunk_id,
+            disposition=disposition,
+            reason_code=reason_code,
+            receipt=receipt,
+            observed_at=observed_at,
+        )
+
+    def record_strike(
+        self, generation: str, chunk_id: str, kind: str, count: int, receipt: Mapping[str, Any]
+    ) -> None:
+        self.ledger.record_strike(
+            self.tenant_id,
+            self.repo_slug,
+            generation,
+            chunk_id,
+            kind=kind,
+            count=count,
+            receipt=receipt,
+            now=self.clock(),
+        )

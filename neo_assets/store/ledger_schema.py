@@ -1,0 +1,109 @@
+"""The ledger's tables (SQLAlchemy Core). Migrations in ``migrations/`` create them."""
+
+import sqlalchemy as sa
+
+metadata = sa.MetaData()
+
+tenant_config_versions = sa.Table(
+    "tenant_config_versions",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("version", sa.Integer, primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
+
+repo_state = sa.Table(
+    "repo_state",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("last_ingested_rev", sa.String(128)),
+    sa.Column("last_attempted_rev", sa.String(128)),
+    sa.Column("declaration_digest", sa.String(64)),
+    sa.Column("embedding_generation", sa.String(64)),
+    sa.Column("last_outcome", sa.String(16)),
+    sa.Column("deferred_cause_code", sa.String(64)),
+    sa.Column("consecutive_failures", sa.Integer, nullable=False, server_default="0"),
+    sa.Column("last_attempt_at", sa.Float),
+    sa.Column("next_due_at", sa.Float),
+    sa.Column("recovery_episode_opened_at", sa.Float),
+    sa.Column("content_poison_census", sa.Text),
+    sa.Column("undeliverable_census", sa.Text),
+    sa.Column("last_summary", sa.Text),
+    sa.Column("rows", sa.Integer),
+    sa.Column("updated_at", sa.Float),
+)
+
+envelopes = sa.Table(
+    "envelopes",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("revision", sa.String(128), nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
+
+envelope_paths = sa.Table(
+    "envelope_paths",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("path", sa.Text, primary_key=True),
+    sa.Column("yielded", sa.Boolean, nullable=False),
+    sa.Column("blob", sa.String(64)),
+    sa.Column("size", sa.BigInteger),
+    sa.Column("skip_reason", sa.String(32)),
+    sa.Column("changed_at", sa.Float),
+)
+
+declared_generations = sa.Table(
+    "declared_generations",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("revision", sa.String(128), nullable=False),
+    sa.Column("parser_id", sa.String(64), nullable=False),
+    sa.Column("parser_version", sa.String(64), nullable=False),
+    sa.Column("declaration_digest", sa.String(64), nullable=False),
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
+
+declared_chunks = sa.Table(
+    "declared_chunks",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    sa.Column("source_path", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("name", sa.Text, nullable=False),
+    sa.Index("ix_declared_chunks_path", "tenant_id", "repo_slug", "source_path"),
+)
+
+fences = sa.Table(
+    "fences",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.String(64), primary_key=True),
+    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    sa.Column("disposition", sa.String(32), nullable=False),
+    sa.Column("reason_code", sa.String(64), nullable=False),
+    sa.Column("receipt", sa.Text),
+    sa.Column("observed_at", sa.Float, nullable=False),
+)
+
+strikes = sa.Table(
+    "strikes",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.String(64), primary_key=True),
+    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("receipt", sa.Text),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)

@@ -1,0 +1,51 @@
+"""The Chroma adapter against a real PersistentClient."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from neo_assets.store.chroma_store import open_store
+
+
+def _store(tmp_path: Path):
+    return open_store(persist_dir=tmp_path / "chroma", url=None, collection_name="neo-test-kb")
+
+
+def _vec(n: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    v = rng.normal(size=(n, 16)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def test_add_then_present_ids_checks_by_id(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    ids = [f"{i:064x}" for i in range(10)]
+    metas = [{"tenantId": "a" if i < 5 else "b", "repoSlug": "r"} for i in range(10)]
+    store.add(ids, _vec(10), [f"doc {i}" for i in range(10)], metas)
+    assert store.present_ids(ids[:3] + ["f" * 64]) == set(ids[:3])
+    assert store.count() == 10
+    assert {r["id"] for r in store.tenant_rows("a")} == set(ids[:5])
+
+
+def test_query_is_scoped_by_where_and_never_embeds(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    ids = [f"{i:064x}" for i in range(6)]
+    vecs = _vec(6, 1)
+    metas = [{"tenantId": "a" if i % 2 else "b", "repoSlug": "r"} for i in range(6)]
+    store.add(ids, vecs, [f"doc {i}" for i in range(6)], metas)
+    hits = store.query(vecs[1], where={"tenantId": {"$eq": "a"}}, k=10)
+    assert hits[0]["id"] == ids[1]
+    assert {h["metadata"]["tenantId"] for h in hits} == {"a"}
+    assert hits[0]["score"] == pytest.approx(1.0, abs=1e-4)
+    # Anything that would make Chroma embed fails loudly instead of downloading a model.
+    with pytest.raises(Exception, match="never lets Chroma embed"):
+        store.collection.add(ids=["e" * 64], documents=["text without embedding"])
+
+
+def test_collection_is_cosine_and_reopens(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
+    again = _store(tmp_path)
+    assert again.count() == 1
+    assert again.collection.configuration_json["hnsw"]["space"] == "cosine"

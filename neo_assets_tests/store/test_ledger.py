@@ -1,0 +1,80 @@
+"""The ledger on a real SQLite file: migrations, versions, generations, fences, state."""
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from neo_assets.store.ledger import DeclaredChunk, Ledger
+
+
+def _ledger(tmp_path: Path) -> Ledger:
+    return Ledger.open(f"sqlite:///{tmp_path / 'ledger.sqlite'}")
+
+
+def test_migrations_are_idempotent_and_create_every_table(tmp_path: Path) -> None:
+    first = _ledger(tmp_path)
+    first.dispose()
+    second = _ledger(tmp_path)  # upgrading an up-to-date schema changes nothing
+    names = set(sa.inspect(second.engine).get_table_names())
+    assert {"alembic_version", "repo_state", "fences", "strikes", "declared_chunks"} <= names
+    with second.engine.connect() as conn:
+        assert conn.execute(sa.text("select version_num from alembic_version")).scalar()
+
+
+def test_config_version_starts_at_one_and_grows_on_change(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    assert ledger.current_config_version("acme") is None
+    assert ledger.config_version("acme", "d1", 1.0) == 1
+    assert ledger.config_version("acme", "d1", 2.0) == 1
+    assert ledger.config_version("acme", "d2", 3.0) == 2
+    assert ledger.config_version("other", "d2", 3.0) == 1
+    assert ledger.current_config_version("acme") == 2
+
+
+def test_declared_generation_is_replaced_whole(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    common = dict(parser_id="neo-code", declaration_digest="x" * 64, now=1.0)
+    ledger.record_generation(
+        "acme", "w", revision="r1", parser_version="1.0.0",
+        chunks=[DeclaredChunk("a" * 64, "a.py", "function", "f"),
+                DeclaredChunk("b" * 64, "b.py", "module", "b")],
+        **common,
+    )
+    ledger.record_generation(
+        "acme", "w", revision="r2", parser_version="1.1.0",
+        chunks=[DeclaredChunk("c" * 64, "a.py", "function", "f")], **common,
+    )
+    gen = ledger.declared_generation("acme", "w")
+    assert gen is not None and gen["revision"] == "r2" and gen["parser_version"] == "1.1.0"
+    assert [c.chunk_id for c in ledger.declared_chunks("acme", "w")] == ["c" * 64]
+    assert ledger.declared_chunks("other", "w") == []
+
+
+def test_fences_and_strikes_belong_to_a_generation(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    ledger.record_fence(
+        "acme", "w", "g1", "a" * 64, disposition="proven-content-poison",
+        reason_code="KB_VECTOR_EMBED_PROVEN_CONTENT_POISON", receipt={"n": 1}, observed_at=5.0,
+    )
+    ledger.record_strike("acme", "w", "g1", "b" * 64, kind="death", count=1, receipt={}, now=5.0)
+    ledger.record_strike("acme", "w", "g1", "b" * 64, kind="death", count=2, receipt={}, now=6.0)
+    assert [f["chunk_id"] for f in ledger.fences("acme", "w", "g1")] == ["a" * 64]
+    assert ledger.fences("acme", "w", "g2") == []
+    assert ledger.fences("other", "w", "g1") == []
+    strikes = ledger.strikes("acme", "w", "g1")
+    assert [(s["chunk_id"], s["count"]) for s in strikes] == [("b" * 64, 2)]
+    assert ledger.fences("acme", "w", "g1")[0]["receipt"] == {"n": 1}
+
+
+def test_sweep_result_survives_reopen(tmp_path: Path) -> None:
+    ledger = _ledger(tmp_path)
+    ledger.record_sweep_result(
+        "acme", "w", state={"last_outcome": "complete", "last_ingested_rev": "r1",
+                            "consecutive_failures": 0, "content_poison_census": '{"count":0,"ids":[]}'},
+    )
+    ledger.dispose()
+    again = _ledger(tmp_path)
+    row = again.repo_state("acme", "w")
+    assert row is not None
+    assert row["last_outcome"] == "complete" and row["last_ingested_rev"] == "r1"
+    assert again.repo_state("acme", "other") is None
