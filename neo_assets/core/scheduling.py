@@ -1,0 +1,278 @@
+"""When a repo is due for a sweep: backoff, stable jitter and the due rule.
+
+The sweep sensor asks ``due_reason(state, observed, now)`` for each declared repo and
+requests exactly the repos with a reason, so a knowledge base whose repos are complete or
+fence-only launches no runs. Time always comes in as an argument (epoch seconds).
+
+A repo is due (first matching reason wins, in this order):
+
+1. ``DUE_NEVER_SWEPT`` — no state at all (``state is None`` or every field ``None``).
+2. ``DUE_STATE_UNOBSERVED`` — a state the rule cannot read: an unknown ``last_outcome``;
+   a complete repo missing its checkpoint, declaration digest or generation; a deferred or
+   failed repo missing ``consecutive_failures`` (or negative) or ``last_attempt_at``. A
+   torn record means "not observed", and the sweep that follows rewrites it.
+3. ``DUE_REVISION_MOVED`` — the current revision differs from the one the repo's state was
+   decided at: the checkpoint (``last_ingested_rev``) for a complete repo, the revision of
+   the last attempt (``last_attempted_rev``) for a deferred or failed one (its checkpoint
+   is held back by design, so comparing it would make the repo due on every tick).
+4. ``DUE_DECLARATION_MOVED`` — the declaration digest differs from the last attempt's.
+5. ``DUE_GENERATION_CHANGED`` — the embedding generation differs from the last attempt's
+   (fenced chunks are offered again under the new geometry).
+6. ``DUE_RECOVERY_HEALTHY`` — deferred, a recovery episode is open, and the canary saw the
+   provider healthy after both the episode opened and the last attempt (the second bound
+   makes one healthy sighting worth one retry, not one per tick).
+7. ``DUE_BACKOFF_ELAPSED`` — deferred or failed and ``now >= retry_due_at(...)``: the last
+   attempt plus ``min(cadence × 2^consecutive_failures, cap)`` plus a stable jitter.
+
+Otherwise ``None``: not due. A complete repo with nothing moved is never due, whatever the
+time. A comparison is made only when both sides are known: ``None`` in ``observed`` means
+"the sensor cannot tell now" and is never a reason; ``None`` on the state side of a
+deferred or failed repo means the attempt never learned it (e.g. it failed before the
+revision resolved), and the backoff governs it.
+"""
+
+import hashlib
+import math
+from dataclasses import dataclass, fields
+from typing import TypeGuard
+
+from neo_assets.core import codes
+
+# Due reasons (sensor tags / run tags / status); a closed set.
+DUE_NEVER_SWEPT = "never-swept"
+DUE_STATE_UNOBSERVED = "state-unobserved"
+DUE_REVISION_MOVED = "revision-moved"
+DUE_DECLARATION_MOVED = "declaration-moved"
+DUE_GENERATION_CHANGED = "generation-changed"
+DUE_RECOVERY_HEALTHY = "recovery-healthy"
+DUE_BACKOFF_ELAPSED = "backoff-elapsed"
+DUE_REASONS = frozenset(
+    {
+        DUE_NEVER_SWEPT,
+        DUE_STATE_UNOBSERVED,
+        DUE_REVISION_MOVED,
+        DUE_DECLARATION_MOVED,
+        DUE_GENERATION_CHANGED,
+        DUE_RECOVERY_HEALTHY,
+        DUE_BACKOFF_ELAPSED,
+    }
+)
+
+# Defaults mirror settings.backoff_cap_minutes (30) and settings.backoff_jitter_s (30).
+DEFAULT_BACKOFF_CAP_SECONDS = 30 * 60.0
+DEFAULT_MAX_JITTER_SECONDS = 30.0
+
+# Past this exponent cadence × 2^n overflows a float for every positive cadence, i.e. the
+# cap has long been reached; clamping first keeps huge failure counts O(1).
+_MAX_EXPONENT = 2100
+
+_RETRYING_OUTCOMES = frozenset({codes.OUTCOME_DEFERRED, codes.OUTCOME_FAILED})
+_PERSISTED_OUTCOMES = _RETRYING_OUTCOMES | {codes.OUTCOME_COMPLETE}
+
+
+@dataclass(frozen=True)
+class RepoState:
+    """A repo's persisted scheduling state, as the ledger holds it. ``None`` = not observed.
+
+    ``last_outcome``: ``codes.OUTCOME_COMPLETE`` / ``OUTCOME_DEFERRED`` / ``OUTCOME_FAILED``.
+    ``last_ingested_rev``: the checkpoint (advances on complete only).
+    ``last_attempted_rev``: the revision the last sweep ran against, whatever its outcome.
+    ``declaration_digest`` / ``embedding_generation``: those the last sweep ran with.
+    ``consecutive_failures``: deferred/failed sweeps since the last complete one.
+    ``last_attempt_at``: when the last sweep was classified (epoch seconds).
+    ``recovery_episode_opened_at``: when the open recovery episode was armed; ``None`` when
+    no episode is open.
+    """
+
+    last_outcome: str | None = None
+    last_ingested_rev: str | None = None
+    last_attempted_rev: str | None = None
+    declaration_digest: str | None = None
+    embedding_generation: str | None = None
+    consecutive_failures: int | None = None
+    last_attempt_at: float | None = None
+    recovery_episode_opened_at: float | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What is true now for one repo, as the sensor can learn it without sweeping.
+
+    ``repo_key``: stable identity for the jitter (e.g. ``"tenant/repo"``).
+    ``cadence_seconds``: the repo's declared cadence (backoff base).
+    ``current_revision`` / ``declaration_digest`` / ``embedding_generation``: now; ``None``
+    when the sensor cannot tell (never a reason to be due).
+    ``recovery_healthy_at``: the latest time the health canary saw the provider healthy.
+    """
+
+    repo_key: str
+    cadence_seconds: float
+    current_revision: str | None = None
+    declaration_digest: str | None = None
+    embedding_generation: str | None = None
+    recovery_healthy_at: float | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Backoff settings: ``cap_seconds`` bounds the exponential part; the stable jitter in
+    ``[0, max_jitter_seconds)`` is added on top so repos failing together retry apart."""
+
+    cap_seconds: float = DEFAULT_BACKOFF_CAP_SECONDS
+    max_jitter_seconds: float = DEFAULT_MAX_JITTER_SECONDS
+
+
+DEFAULT_RETRY_POLICY = RetryPolicy()
+
+
+def _check_non_negative(name: str, value: float) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{name} must be a number, got {value!r}")
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be finite and >= 0, got {value!r}")
+
+
+def backoff_seconds(cadence_seconds: float, consecutive_failures: int, cap_seconds: float) -> float:
+    """``min(cadence_seconds × 2^consecutive_failures, cap_seconds)``.
+
+    Doubles per consecutive failure and never exceeds the cap, however large the count
+    (no overflow). Raises ``ValueError`` for negative or non-finite inputs.
+    """
+    _check_non_negative("cadence_seconds", cadence_seconds)
+    _check_non_negative("cap_seconds", cap_seconds)
+    if (
+        isinstance(consecutive_failures, bool)
+        or not isinstance(consecutive_failures, int)
+        or consecutive_failures < 0
+    ):
+        raise ValueError(f"consecutive_failures must be an int >= 0, got {consecutive_failures!r}")
+    try:
+        raw = math.ldexp(float(cadence_seconds), min(consecutive_failures, _MAX_EXPONENT))
+    except OverflowError:
+        return float(cap_seconds)
+    return float(min(raw, cap_seconds))
+
+
+def stable_jitter_seconds(key: str, max_jitter_seconds: float) -> float:
+    """A per-key jitter in ``[0, max_jitter_seconds)``, the same for the same key in every
+    process (sha256 of the key, not ``hash()`` or a random draw), so a repo's retry time
+    does not wander from tick to tick yet repos are spread apart."""
+    if not isinstance(key, str):
+        raise ValueError(f"key must be a str, got {key!r}")
+    _check_non_negative("max_jitter_seconds", max_jitter_seconds)
+    digest = hashlib.sha256(b"neo-assets/jitter\x00" + key.encode("utf-8", "surrogatepass"))
+    # 53 bits: the fraction is an exact float in [0, 1), so the product stays below max.
+    fraction = (int.from_bytes(digest.digest()[:8], "big") >> 11) / float(1 << 53)
+    if max_jitter_seconds == 0:
+        return 0.0
+    # Rounding may carry the product up to the bound itself; keep the interval half-open.
+    return min(fraction * float(max_jitter_seconds), math.nextafter(max_jitter_seconds, 0.0))
+
+
+def next_due_at(
+    last_attempt_at: float,
+    cadence_seconds: float,
+    consecutive_failures: int,
+    cap_seconds: float,
+    jitter_seconds: float,
+) -> float:
+    """When a deferred or failed repo is due again:
+    ``last_attempt_at + backoff_seconds(...) + jitter_seconds``."""
+    _check_non_negative("jitter_seconds", jitter_seconds)
+    if isinstance(last_attempt_at, bool) or not isinstance(last_attempt_at, int | float):
+        raise ValueError(f"last_attempt_at must be a number, got {last_attempt_at!r}")
+    if not math.isfinite(last_attempt_at):
+        raise ValueError(f"last_attempt_at must be finite, got {last_attempt_at!r}")
+    backoff = backoff_seconds(cadence_seconds, consecutive_failures, cap_seconds)
+    return float(last_attempt_at) + backoff + float(jitter_seconds)
+
+
+def _is_finite_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _readable_failures(state: RepoState) -> bool:
+    failures = state.consecutive_failures
+    return isinstance(failures, int) and not isinstance(failures, bool) and failures >= 0
+
+
+def _is_unobserved(state: RepoState) -> bool:
+    """The state cannot be read by the rule (see module docstring, reason 2)."""
+    if state.last_outcome not in _PERSISTED_OUTCOMES:
+        return True
+    if state.last_outcome == codes.OUTCOME_COMPLETE:
+        return (
+            state.last_ingested_rev is None
+            or state.declaration_digest is None
+            or state.embedding_generation is None
+        )
+    return not (_is_finite_number(state.last_attempt_at) and _readable_failures(state))
+
+
+def retry_due_at(
+    state: RepoState | None, observed: Observed, policy: RetryPolicy = DEFAULT_RETRY_POLICY
+) -> float | None:
+    """The backoff-based due time of a deferred or failed repo (for ``nextDueAt`` in
+    status), or ``None`` when the repo is not retrying (complete, never swept, unreadable).
+    A recovery episode or a moved input may make the repo due earlier."""
+    if state is None or state.last_outcome not in _RETRYING_OUTCOMES or _is_unobserved(state):
+        return None
+    last_attempt_at, failures = state.last_attempt_at, state.consecutive_failures
+    if last_attempt_at is None or failures is None:  # excluded by _is_unobserved; narrows types
+        return None
+    return next_due_at(
+        last_attempt_at,
+        observed.cadence_seconds,
+        failures,
+        policy.cap_seconds,
+        stable_jitter_seconds(observed.repo_key, policy.max_jitter_seconds),
+    )
+
+
+def _moved(before: str | None, now: str | None) -> bool:
+    return before is not None and now is not None and before != now
+
+
+def due_reason(
+    state: RepoState | None,
+    observed: Observed,
+    now: float,
+    policy: RetryPolicy = DEFAULT_RETRY_POLICY,
+) -> str | None:
+    """Why the repo is due now (one of ``DUE_REASONS``), or ``None`` when it is not.
+
+    The rule and the order of reasons are in the module docstring.
+    """
+    if state is None or all(getattr(state, f.name) is None for f in fields(state)):
+        return DUE_NEVER_SWEPT
+    if _is_unobserved(state):
+        return DUE_STATE_UNOBSERVED
+
+    complete = state.last_outcome == codes.OUTCOME_COMPLETE
+    decided_at_rev = state.last_ingested_rev if complete else state.last_attempted_rev
+    if _moved(decided_at_rev, observed.current_revision):
+        return DUE_REVISION_MOVED
+    if _moved(state.declaration_digest, observed.declaration_digest):
+        return DUE_DECLARATION_MOVED
+    if _moved(state.embedding_generation, observed.embedding_generation):
+        return DUE_GENERATION_CHANGED
+    if complete:
+        return None
+
+    healthy_at = observed.recovery_healthy_at
+    opened_at = state.recovery_episode_opened_at
+    last_attempt_at = state.last_attempt_at
+    if (
+        state.last_outcome == codes.OUTCOME_DEFERRED
+        and _is_finite_number(opened_at)
+        and _is_finite_number(healthy_at)
+        and last_attempt_at is not None
+        and healthy_at > opened_at
+        and healthy_at > last_attempt_at
+    ):
+        return DUE_RECOVERY_HEALTHY
+
+    due_at = retry_due_at(state, observed, policy)
+    if due_at is not None and now >= due_at:
+        return DUE_BACKOFF_ELAPSED
+    return None
