@@ -1,0 +1,790 @@
+"""Repository envelopes: the revision of a repository and every path in it, each marked
+yielded (handed to the parser) or skipped with a recorded reason.
+
+Two kinds of root:
+
+- **git** — ``root`` is the top of a git work tree (it holds ``.git``). The revision is
+  the commit sha of ``ref`` (default ``HEAD``); the tree is listed and read *at that
+  commit* through git (``ls-tree``, one long-lived ``cat-file --batch``), so dirty,
+  untracked and ignored work-tree files are never seen.
+- **dir** — anything else, including a *subdirectory* of a git work tree (walked as plain
+  files: dirty, untracked and ignored files included; declare the work tree's top with
+  exclude globs to get git semantics). The revision is a content digest: sha256 over every
+  path with its content's sha256, or its skip reason and size when its content was not
+  read (mtimes do not count; ``blob`` is the content's sha256). The walk never
+  follows a symlink (a symlinked directory is listed, not entered, so loops cannot hang),
+  opens every component relative to the root with ``O_NOFOLLOW`` (nothing outside the root
+  is ever opened, even if the tree changes mid-walk), and never opens a fifo, socket or
+  device. ``.git`` entries (nested repositories) are listed as excluded, never entered.
+
+Skip reasons (codes.SKIP_*), in the order they are decided: unreadable for a path that
+is not valid UTF-8 or not a safe relative path; excluded (by a glob, or a ``.git`` entry;
+the content is not read); symlink (never followed); submodule / not-regular-file;
+too-large (over ``max_file_bytes``; not read); unreadable (permissions, vanished, missing
+git object; ``skip_detail`` says which); binary (a NUL byte in the first 8 KiB).
+Excluded directories are still walked so that every path is listed.
+
+Errors: ``SourceError`` with codes.SOURCE_REPO_MISSING (the root does not exist or is not a
+directory, ``ref`` names no commit, ``ref`` given for a non-git root) or
+codes.SOURCE_UNREADABLE (git missing or unable to read the repository, a file changed
+between the envelope and the read). Each message names the root, the ref and the fix.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+import pandas as pd
+
+from neo_assets.core import codes
+from neo_assets.core.path_rules import (
+    check_exclude_glob,
+    decode_text,
+    is_excluded,
+    is_safe_relative_path,
+    looks_binary,
+)
+
+ENVELOPE_COLUMNS = ("path", "size", "blob", "yielded", "skip_reason", "changed_at", "skip_detail")
+
+# Variables that would point git at another repository, index or object store.
+_GIT_REDIRECT_VARS = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_NAMESPACE",
+    "GIT_PREFIX",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+_DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
+
+
+class SourceError(Exception):
+    """A repository could not be enveloped or read; ``code`` is a codes.SOURCE_* constant."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One path of the tree. ``blob`` is the git object id (git) or the sha256 of the
+    content (dir; empty when the content was not read). ``changed_at`` is the commit time
+    of the last commit touching the path (git) or its mtime (dir), epoch seconds; None
+    when unobserved. ``skip_detail`` says why, in words, for unreadable and .git paths."""
+
+    path: str
+    size: int
+    blob: str
+    yielded: bool
+    skip_reason: str | None
+    changed_at: float | None
+    skip_detail: str | None = None
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The authority on path membership at one revision; entries sorted by path."""
+
+    kind: Literal["git", "dir"]
+    root: str
+    revision: str
+    entries: tuple[FileEntry, ...]
+
+    def yielded_paths(self) -> tuple[str, ...]:
+        return tuple(e.path for e in self.entries if e.yielded)
+
+    def all_paths(self) -> tuple[str, ...]:
+        return tuple(e.path for e in self.entries)
+
+    def entry(self, path: str) -> FileEntry | None:
+        return self._index().get(path)
+
+    def skip_counts(self) -> dict[str, int]:
+        """Skipped paths per reason (only reasons that occur), sorted by reason."""
+        counts = Counter(e.skip_reason for e in self.entries if e.skip_reason is not None)
+        return dict(sorted(counts.items()))
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per path with ENVELOPE_COLUMNS (changed_at NaN when unobserved)."""
+        rows = self.entries
+        return pd.DataFrame(
+            {
+                "path": pd.Series([e.path for e in rows], dtype=object),
+                "size": pd.Series([e.size for e in rows], dtype="int64"),
+                "blob": pd.Series([e.blob for e in rows], dtype=object),
+                "yielded": pd.Series([e.yielded for e in rows], dtype="bool"),
+                # object dtype keeps None as None (not NaN) for "not skipped"
+                "skip_reason": pd.Series([e.skip_reason for e in rows], dtype=object),
+                "changed_at": pd.Series(
+                    [float("nan") if e.changed_at is None else e.changed_at for e in rows],
+                    dtype="float64",
+                ),
+                "skip_detail": pd.Series([e.skip_detail for e in rows], dtype=object),
+            },
+            columns=list(ENVELOPE_COLUMNS),
+        )
+
+    @classmethod
+    def from_frame(
+        cls, frame: pd.DataFrame, *, kind: Literal["git", "dir"], root: str, revision: str
+    ) -> "Envelope":
+        """The inverse of ``to_frame`` (NaN/None read back as None), for a downstream
+        step that received only the table."""
+
+        def opt_str(value: object) -> str | None:
+            return None if value is None or pd.isna(value) else str(value)  # type: ignore[arg-type]
+
+        entries = tuple(
+            FileEntry(
+                path=str(row.path),
+                size=int(row.size),
+                blob=str(row.blob),
+                yielded=bool(row.yielded),
+                skip_reason=opt_str(row.skip_reason),
+                changed_at=None if pd.isna(row.changed_at) else float(row.changed_at),
+                skip_detail=opt_str(getattr(row, "skip_detail", None)),
+            )
+            for row in frame.itertuples(index=False)
+        )
+        return cls(kind=kind, root=root, revision=revision, entries=entries)
+
+    def _index(self) -> dict[str, FileEntry]:
+        cached = self.__dict__.get("_by_path")
+        if cached is None:
+            cached = {e.path: e for e in self.entries}
+            object.__setattr__(self, "_by_path", cached)
+        return cached
+
+
+# --------------------------------------------------------------------------- dispatch
+
+
+def build_envelope(
+    root: str | Path,
+    *,
+    ref: str | None = None,
+    exclude: Sequence[str] = (),
+    max_file_bytes: int,
+) -> Envelope:
+    """Envelope ``root``: git when it is the top of a work tree, a plain directory
+    otherwise (see the module docstring). ``ref`` is only allowed for git roots."""
+    top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
+    if is_git:
+        return _git_envelope(top, ref or "HEAD", tuple(exclude), max_file_bytes)
+    return _dir_envelope(top, tuple(exclude), max_file_bytes)
+
+
+def resolve_revision(
+    root: str | Path,
+    *,
+    ref: str | None = None,
+    exclude: Sequence[str] = (),
+    max_file_bytes: int,
+) -> str:
+    """``build_envelope(...).revision`` at the least cost: one ``rev-parse`` for git
+    (no tree listing), the full content walk for a plain directory. Same dispatch and
+    errors as ``build_envelope``; for a sensor deciding whether a repo moved."""
+    top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
+    if is_git:
+        return _resolve_commit(top, ref or "HEAD")
+    return _dir_envelope(top, tuple(exclude), max_file_bytes).revision
+
+
+def _dispatch(
+    root: str | Path, ref: str | None, exclude: Sequence[str], max_file_bytes: int
+) -> tuple[str, bool]:
+    """(resolved root, whether it is read through git), after validating the settings."""
+    if max_file_bytes <= 0:
+        raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
+    for pattern in exclude:
+        problem = check_exclude_glob(pattern)
+        if problem is not None:
+            raise ValueError(f"exclude glob {pattern!r}: {problem}")
+    top = _resolve_root(root, ref)
+    if _is_git_top(top, ref):
+        return top, True
+    if ref is not None:
+        raise SourceError(
+            codes.SOURCE_REPO_MISSING,
+            f"repository {top}: ref {ref!r} is declared but {top} is not the top of a git "
+            "work tree. Fix: point path at the work tree's top (the folder holding .git), "
+            "or remove ref: for a plain directory.",
+        )
+    return top, False
+
+
+def read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    """Yield ``(path, text)`` for each of ``paths`` in order, streaming.
+
+    Every path must be yielded by the envelope (ValueError otherwise). Git content comes
+    from the envelope's blob through one ``cat-file --batch`` process; dir content is
+    re-read under the root with the same no-follow rules and must still match the
+    envelope's digest (SourceError SOURCE_UNREADABLE otherwise: re-envelope and retry).
+    """
+    if envelope.kind == "git":
+        yield from _git_read_texts(envelope, paths)
+    else:
+        yield from _dir_read_texts(envelope, paths)
+
+
+def changed_paths(root: str | Path, old_rev: str | None, new_rev: str) -> set[str] | None:
+    """Paths that differ between two commits of the git work tree at ``root`` (both
+    sides of a rename), or None when that cannot be known: no old revision, either
+    revision unreachable, or ``root`` not the top of a git work tree."""
+    if not old_rev or not new_rev or not _ref_is_sane(old_rev) or not _ref_is_sane(new_rev):
+        return None
+    top = os.path.realpath(root)
+    if not os.path.isdir(top) or not os.path.lexists(os.path.join(top, ".git")):
+        return None
+    if shutil.which("git") is None:
+        return None
+    for rev in (old_rev, new_rev):
+        probe = _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        if probe.returncode != 0:
+            return None
+    done = _git(
+        top,
+        "diff",
+        "--name-only",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        old_rev,
+        new_rev,
+        "--",
+    )
+    if done.returncode != 0:
+        return None
+    return {_decode_path(raw)[0] for raw in done.stdout.split(b"\0") if raw}
+
+
+# --------------------------------------------------------------------------- shared
+
+
+def _resolve_root(root: str | Path, ref: str | None) -> str:
+    top = os.path.realpath(root)
+    if not os.path.isdir(top):
+        raise SourceError(
+            codes.SOURCE_REPO_MISSING,
+            f"repository {root} (ref {ref or 'HEAD'!r}): no such directory. Fix: correct "
+            "the repo's path in tenants.yaml (relative paths resolve against the file's "
+            "folder), or create/clone the repository there.",
+        )
+    return top
+
+
+def _decode_path(raw: bytes) -> tuple[str, str | None]:
+    """(path as text, why it is unusable or None)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("utf-8", errors="replace"), "path is not valid UTF-8"
+    if not is_safe_relative_path(text):
+        return text, "path is not a safe relative path"
+    return text, None
+
+
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _classify_content(data: bytes) -> str | None:
+    return codes.SKIP_BINARY if looks_binary(data) else None
+
+
+# --------------------------------------------------------------------------- git
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_REDIRECT_VARS}
+    # No prompts, no optional index locks (we only read), stable English messages.
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_OPTIONAL_LOCKS": "0", "LC_ALL": "C"})
+    return env
+
+
+def _git_argv(top: str, *args: str) -> list[str]:
+    return ["git", "-C", top, "-c", "log.showSignature=false", *args]
+
+
+def _git(top: str, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        _git_argv(top, *args),
+        env=_git_env(),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        check=False,
+    )
+
+
+def _git_stderr(done: subprocess.CompletedProcess[bytes]) -> str:
+    return done.stderr.decode("utf-8", errors="replace").strip() or f"exit {done.returncode}"
+
+
+def _ref_is_sane(ref: str) -> bool:
+    # A leading '-' would be read as an option; control characters are never in refs.
+    return bool(ref) and not ref.startswith("-") and all(c >= " " and c != "\x7f" for c in ref)
+
+
+def _require_git(top: str, ref: str) -> None:
+    if shutil.which("git") is None:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top} (ref {ref!r}) is a git work tree but the git executable "
+            "was not found on PATH. Fix: install git (e.g. apt-get install git) or put it "
+            "on PATH for the process running the sweep.",
+        )
+
+
+def _is_git_top(top: str, ref: str | None) -> bool:
+    if not os.path.lexists(os.path.join(top, ".git")):
+        return False
+    shown = ref or "HEAD"
+    _require_git(top, shown)
+    done = _git(top, "rev-parse", "--show-toplevel")
+    if done.returncode != 0:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top} (ref {shown!r}): git cannot read it: {_git_stderr(done)}. "
+            "Fix: repair the repository (git fsck), or if git reports 'dubious ownership', "
+            "run the sweep as the repository's owner or add it with "
+            f"`git config --global --add safe.directory {top}`.",
+        )
+    toplevel = done.stdout.decode("utf-8", errors="surrogateescape").strip()
+    if os.path.realpath(toplevel) != top:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top} (ref {shown!r}) holds a .git entry but git resolves the "
+            f"work tree to {toplevel}. Fix: point path at {toplevel}, or remove the stray "
+            f".git from {top} to read it as a plain directory.",
+        )
+    return True
+
+
+def _resolve_commit(top: str, ref: str) -> str:
+    if not _ref_is_sane(ref):
+        raise SourceError(
+            codes.SOURCE_REPO_MISSING,
+            f"repository {top}: ref {ref!r} is not a valid ref. Fix: set ref: to a branch, "
+            "tag or commit sha (it may not start with '-').",
+        )
+    done = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if done.returncode != 0:
+        raise SourceError(
+            codes.SOURCE_REPO_MISSING,
+            f"repository {top}: ref {ref!r} does not name a commit "
+            f"({_git_stderr(done) if done.stderr.strip() else 'unknown revision'}). Fix: set "
+            "ref: to an existing branch, tag or commit (fetch it first if it only exists "
+            "on a remote), or make a first commit when the repository is empty.",
+        )
+    return done.stdout.decode("ascii").strip()
+
+
+class _CatFile:
+    """One long-lived ``git cat-file --batch``: raw blob bytes by object id, in request
+    order (no filters, no textconv: exactly what the commit holds)."""
+
+    def __init__(self, top: str) -> None:
+        self._top = top
+        self._proc = subprocess.Popen(
+            _git_argv(top, "cat-file", "--batch"),
+            env=_git_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self._proc.stdin is not None and self._proc.stdout is not None
+        self._stdin: IO[bytes] = self._proc.stdin
+        self._stdout: IO[bytes] = self._proc.stdout
+
+    def read(self, oid: str) -> bytes | None:
+        """The blob's bytes, or None when the object is missing or not a blob."""
+        try:
+            self._stdin.write(oid.encode("ascii") + b"\n")
+            self._stdin.flush()
+        except BrokenPipeError as exc:
+            raise SourceError(
+                codes.SOURCE_UNREADABLE,
+                f"repository {self._top}: git cat-file exited while reading {oid}. Fix: "
+                "check the repository with git fsck.",
+            ) from exc
+        header = self._stdout.readline()
+        if not header.endswith(b"\n"):
+            raise SourceError(
+                codes.SOURCE_UNREADABLE,
+                f"repository {self._top}: git cat-file stopped answering at {oid}. Fix: "
+                "check the repository with git fsck.",
+            )
+        parts = header.split()
+        if len(parts) != 3:
+            return None  # "<oid> missing" / "<oid> ambiguous"
+        size = int(parts[2])
+        data = self._stdout.read(size)
+        self._stdout.read(1)  # the newline after the content
+        if len(data) != size:
+            raise SourceError(
+                codes.SOURCE_UNREADABLE,
+                f"repository {self._top}: git cat-file returned a truncated {oid}.",
+            )
+        return data if parts[1] == b"blob" else None
+
+    def close(self) -> None:
+        if self._proc.poll() is None:
+            try:
+                self._stdin.close()
+            except BrokenPipeError:
+                pass
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()
+        self._stdout.close()
+
+    def __enter__(self) -> "_CatFile":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _git_envelope(top: str, ref: str, exclude: tuple[str, ...], cap: int) -> Envelope:
+    sha = _resolve_commit(top, ref)
+    done = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", sha)
+    if done.returncode != 0:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top} (ref {ref!r} = {sha}): git ls-tree failed: "
+            f"{_git_stderr(done)}. Fix: check the repository with git fsck.",
+        )
+    # path -> (raw path, object id, size, skip reason, skip detail)
+    rows: dict[str, tuple[bytes, str, int, str | None, str | None]] = {}
+    to_read: list[str] = []
+    for record in done.stdout.split(b"\0"):
+        if not record:
+            continue
+        meta, _, raw = record.partition(b"\t")
+        mode, _type, oid, size_text = meta.decode("ascii").split()
+        size = int(size_text) if size_text.isdigit() else 0
+        path, unusable = _decode_path(raw)
+        if path in rows:
+            continue  # two undecodable names collapsed to one text: keep the first
+        reason: str | None
+        detail: str | None = None
+        if unusable is not None:
+            reason, detail = codes.SKIP_UNREADABLE, unusable
+        elif is_excluded(path, exclude):
+            reason = codes.SKIP_EXCLUDED
+        elif mode == "120000":
+            reason = codes.SKIP_SYMLINK
+        elif mode == "160000":
+            reason = codes.SKIP_SUBMODULE
+        elif not mode.startswith("100"):
+            reason = codes.SKIP_NOT_REGULAR
+        elif size > cap:
+            reason = codes.SKIP_TOO_LARGE
+        else:
+            reason = None
+            to_read.append(path)
+        rows[path] = (raw, oid, size, reason, detail)
+
+    with _CatFile(top) as cat:
+        for path in to_read:
+            raw, oid, size, _reason, _detail = rows[path]
+            data = cat.read(oid)
+            if data is None:
+                rows[path] = (raw, oid, size, codes.SKIP_UNREADABLE, "git object missing")
+            else:
+                rows[path] = (raw, oid, size, _classify_content(data), None)
+
+    times = _last_change_times(top, sha, {row[0] for row in rows.values()})
+    entries = tuple(
+        FileEntry(
+            path=path,
+            size=size,
+            blob=oid,
+            yielded=reason is None,
+            skip_reason=reason,
+            changed_at=times.get(raw),
+            skip_detail=detail,
+        )
+        for path, (raw, oid, size, reason, detail) in sorted(rows.items())
+    )
+    return Envelope(kind="git", root=top, revision=sha, entries=entries)
+
+
+def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, float]:
+    """Commit time of the newest commit (in ``git log`` order) touching each wanted
+    path, from ONE streamed log pass that stops as soon as every path is dated.
+    Paths only touched by merge resolutions stay undated (None): unobserved."""
+    found: dict[bytes, float] = {}
+    if not wanted:
+        return found
+    proc = subprocess.Popen(
+        _git_argv(
+            top,
+            "log",
+            "-z",
+            "--no-renames",
+            "--no-ext-diff",
+            "--name-only",
+            "--format=%x00%ct",
+            sha,
+            "--",
+        ),
+        env=_git_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    assert proc.stdout is not None
+    # Stream: "\0<ct>\0\n<name>\0<name>\0" per commit. Names are never empty, so an
+    # empty token marks a commit header; the first name after it carries one "\n".
+    state = "names"
+    current: float | None = None
+    pending = b""
+    try:
+        while True:
+            data = proc.stdout.read1(1 << 16)  # type: ignore[attr-defined]
+            if not data:
+                break
+            *tokens, pending = (pending + data).split(b"\0")
+            for token in tokens:
+                if token == b"":
+                    state = "time"
+                    continue
+                if state == "time":
+                    current = float(token.decode("ascii"))
+                    state = "first"
+                    continue
+                if state == "first":
+                    token = token[1:] if token.startswith(b"\n") else token
+                    state = "names"
+                if current is not None and token in wanted and token not in found:
+                    found[token] = current
+                    if len(found) == len(wanted):
+                        return found
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.wait()
+    return found
+
+
+def _git_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    with _CatFile(envelope.root) as cat:
+        for path in paths:
+            entry = _yielded_entry(envelope, path)
+            data = cat.read(entry.blob)
+            if data is None:
+                raise SourceError(
+                    codes.SOURCE_UNREADABLE,
+                    f"repository {envelope.root} (revision {envelope.revision}): blob "
+                    f"{entry.blob} of {path!r} is no longer in the object store. Fix: "
+                    "re-run the sweep so the envelope is rebuilt from the current ref.",
+                )
+            yield path, decode_text(data)
+
+
+def _yielded_entry(envelope: Envelope, path: str) -> FileEntry:
+    entry = envelope.entry(path)
+    if entry is None or not entry.yielded:
+        raise ValueError(f"{path!r} is not a yielded path of the envelope of {envelope.root}")
+    return entry
+
+
+# --------------------------------------------------------------------------- plain dir
+
+
+def _open_dir_under(root_fd: int, rel: str) -> int:
+    """A directory fd for ``rel`` under the root, never following a symlink."""
+    fd = os.dup(root_fd)
+    try:
+        for part in rel.split("/") if rel else ():
+            nxt = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _read_regular(dir_fd: int, name: str, limit: int) -> bytes | str:
+    """At most ``limit`` + 1 bytes of the regular file ``name`` in ``dir_fd``, or a skip
+    reason when it is not a regular file at open time (it may have changed since it was
+    listed). Opening is O_NOFOLLOW | O_NONBLOCK, so a symlink or fifo swapped in is
+    neither followed nor waited on. OSError propagates."""
+    fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return codes.SKIP_NOT_REGULAR
+        chunks: list[bytes] = []
+        remaining = limit + 1
+        while remaining > 0:
+            block = os.read(fd, min(remaining, 1 << 20))
+            if not block:
+                break
+            chunks.append(block)
+            remaining -= len(block)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _os_detail(exc: OSError) -> str:
+    return f"{type(exc).__name__}: {exc.strerror or exc}"
+
+
+def _dir_envelope(top: str, exclude: tuple[str, ...], cap: int) -> Envelope:
+    entries: dict[str, FileEntry] = {}
+
+    def record(entry: FileEntry) -> None:
+        entries.setdefault(entry.path, entry)
+
+    root_fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        pending = [""]
+        while pending:
+            rel_dir = pending.pop()
+            try:
+                dir_fd = _open_dir_under(root_fd, rel_dir)
+            except OSError as exc:
+                record(
+                    FileEntry(rel_dir, 0, "", False, codes.SKIP_UNREADABLE, None, _os_detail(exc))
+                )
+                continue
+            try:
+                _walk_one_dir(dir_fd, rel_dir, exclude, cap, record, pending)
+            finally:
+                os.close(dir_fd)
+    finally:
+        os.close(root_fd)
+
+    ordered = tuple(entries[p] for p in sorted(entries))
+    return Envelope(kind="dir", root=top, revision=_dir_digest(ordered), entries=ordered)
+
+
+def _walk_one_dir(
+    dir_fd: int,
+    rel_dir: str,
+    exclude: tuple[str, ...],
+    cap: int,
+    record: Callable[[FileEntry], None],
+    pending: list[str],
+) -> None:
+    prefix = f"{rel_dir}/" if rel_dir else ""
+    try:
+        listing = sorted(os.scandir(dir_fd), key=lambda d: d.name)
+    except OSError as exc:
+        record(FileEntry(rel_dir, 0, "", False, codes.SKIP_UNREADABLE, None, _os_detail(exc)))
+        return
+    for item in listing:
+        name = item.name
+        try:
+            name.encode("utf-8")
+            path, unusable = prefix + name, None
+        except UnicodeEncodeError:
+            raw = os.fsencode(name)
+            path, unusable = (
+                prefix + raw.decode("utf-8", errors="replace"),
+                "path is not valid UTF-8",
+            )
+        try:
+            st = item.stat(follow_symlinks=False)
+        except OSError as exc:
+            record(FileEntry(path, 0, "", False, codes.SKIP_UNREADABLE, None, _os_detail(exc)))
+            continue
+        if stat.S_ISDIR(st.st_mode) and unusable is None and name != ".git":
+            pending.append(path)  # excluded dirs are still listed: every path is recorded
+            continue
+        record(_classify_dir_item(dir_fd, name, path, unusable, st, exclude, cap))
+
+
+def _classify_dir_item(
+    dir_fd: int,
+    name: str,
+    path: str,
+    unusable: str | None,
+    st: os.stat_result,
+    exclude: tuple[str, ...],
+    cap: int,
+) -> FileEntry:
+    def skip(reason: str, detail: str | None = None) -> FileEntry:
+        return FileEntry(path, st.st_size, "", False, reason, st.st_mtime, detail)
+
+    if unusable is not None:
+        return skip(codes.SKIP_UNREADABLE, unusable)
+    if name == ".git":
+        return skip(codes.SKIP_EXCLUDED, "git metadata is not content")
+    if is_excluded(path, exclude):
+        return skip(codes.SKIP_EXCLUDED)
+    if stat.S_ISLNK(st.st_mode):
+        return skip(codes.SKIP_SYMLINK)
+    if not stat.S_ISREG(st.st_mode):
+        return skip(codes.SKIP_NOT_REGULAR)
+    if st.st_size > cap:
+        return skip(codes.SKIP_TOO_LARGE)
+    try:
+        data = _read_regular(dir_fd, name, cap)
+    except OSError as exc:
+        return skip(codes.SKIP_UNREADABLE, _os_detail(exc))
+    if isinstance(data, str):
+        return skip(data)
+    if len(data) > cap:
+        return skip(codes.SKIP_TOO_LARGE)  # grew after it was listed
+    reason = _classify_content(data)
+    return FileEntry(path, len(data), _sha256(data), reason is None, reason, st.st_mtime)
+
+
+def _dir_digest(entries: tuple[FileEntry, ...]) -> str:
+    """sha256 over every path with its content digest, or its skip reason and size when
+    the content was not read: any change to what the envelope says moves the revision."""
+    pairs = [[e.path, e.blob if e.blob else f"{e.skip_reason}:{e.size}"] for e in entries]
+    payload = json.dumps(pairs, ensure_ascii=False, separators=(",", ":"))
+    return _sha256(payload.encode("utf-8"))
+
+
+def _dir_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
+    root_fd = os.open(envelope.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for path in paths:
+            entry = _yielded_entry(envelope, path)
+            parent, _, name = path.rpartition("/")
+            try:
+                dir_fd = _open_dir_under(root_fd, parent)
+                try:
+                    data = _read_regular(dir_fd, name, entry.size)
+                finally:
+                    os.close(dir_fd)
+            except OSError as exc:
+                data = _os_detail(exc)
+            if isinstance(data, str) or _sha256(data) != entry.blob:
+                why = data if isinstance(data, str) else "its content changed"
+                raise SourceError(
+                    codes.SOURCE_UNREADABLE,
+                    f"directory {envelope.root} (revision {envelope.revision}): {path!r} "
+                    f"can no longer be read as enveloped ({why}). Fix: re-run the sweep so "
+                    "the envelope is rebuilt from the current files.",
+                )
+            yield path, decode_text(data)
+    finally:
+        os.close(root_fd)

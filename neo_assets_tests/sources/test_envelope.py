@@ -1,0 +1,556 @@
+import hashlib
+import json
+import os
+import re
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from neo_assets.core import codes
+from neo_assets.sources.envelope import (
+    ENVELOPE_COLUMNS,
+    Envelope,
+    SourceError,
+    build_envelope,
+    changed_paths,
+    read_texts,
+    resolve_revision,
+)
+from neo_assets_tests.gitrepo import GitRepo
+
+CAP = 1000
+T1 = 1_700_000_000.0
+T2 = 1_700_003_600.0
+SECRET = b"TOP-SECRET outside the repository\n"
+
+
+def reasons(envelope: Envelope) -> dict[str, str | None]:
+    return {e.path: e.skip_reason for e in envelope.entries}
+
+
+@pytest.fixture(scope="module")
+def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("outside")
+    (d / "secret.txt").write_bytes(SECRET)
+    return d
+
+
+@pytest.fixture(scope="module")
+def rich(tmp_path_factory: pytest.TempPathFactory, outside: Path) -> dict[str, object]:
+    """A repository with two commits, a dirty work tree and every kind of entry."""
+    repo = GitRepo(tmp_path_factory.mktemp("rich") / "repo")
+    repo.write("src/app.py", "VALUE = 1\n")
+    repo.write("README.md", "# Title\n")
+    repo.write("vendor/lib.js", "var x = 1;\n")
+    repo.write("vendor/deep/more.js", "var y = 2;\n")
+    repo.write("assets/logo.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
+    repo.write("big.txt", "x" * (CAP + 1))
+    repo.write("exact.txt", "y" * CAP)
+    repo.write("latin1.txt", b"caf\xe9 cr\xe8me \xff\n")
+    repo.write("dos sier/naïve é.md", "# Ünïcode\n")
+    repo.write("bin/run.sh", "#!/bin/sh\necho hi\n")
+    os.chmod(repo.path / "bin/run.sh", 0o755)
+    repo.symlink("leak", outside / "secret.txt")
+    repo.symlink("inner-link", "src/app.py")
+    first = repo.commit("first", when=T1)
+    repo.write("src/app.py", "VALUE = 2\n")
+    repo.add_gitlink("third_party/sub", first)
+    second = repo.commit("second", when=T2)
+    # dirty work tree: a modified tracked file, an untracked file, a deleted file
+    repo.write("src/app.py", "VALUE = 'dirty'\n")
+    repo.write("untracked.py", "print('never seen')\n")
+    repo.remove("README.md")
+    envelope = build_envelope(repo.path, exclude=["vendor/**"], max_file_bytes=CAP)
+    return {"repo": repo, "first": first, "second": second, "envelope": envelope}
+
+
+# --------------------------------------------------------------------------- git
+
+
+def test_git_envelope_is_the_commit_not_the_work_tree(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    assert env.kind == "git"
+    assert env.revision == rich["second"]
+    assert env.root == os.path.realpath(rich["repo"].path)  # type: ignore[attr-defined]
+    paths = set(env.all_paths())
+    assert "untracked.py" not in paths  # untracked work-tree files are not in the commit
+    assert "README.md" in paths  # deleted in the work tree, still in the commit
+    texts = dict(read_texts(env, env.yielded_paths()))
+    assert texts["src/app.py"] == "VALUE = 2\n"  # committed, not the dirty edit
+    assert texts["README.md"] == "# Title\n"
+
+
+def test_git_envelope_marks_every_path(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    assert reasons(env) == {
+        "README.md": None,
+        "assets/logo.bin": codes.SKIP_BINARY,
+        "big.txt": codes.SKIP_TOO_LARGE,
+        "bin/run.sh": None,
+        "dos sier/naïve é.md": None,
+        "exact.txt": None,
+        "inner-link": codes.SKIP_SYMLINK,
+        "latin1.txt": None,
+        "leak": codes.SKIP_SYMLINK,
+        "src/app.py": None,
+        "third_party/sub": codes.SKIP_SUBMODULE,
+        "vendor/deep/more.js": codes.SKIP_EXCLUDED,
+        "vendor/lib.js": codes.SKIP_EXCLUDED,
+    }
+    assert list(env.all_paths()) == sorted(env.all_paths())
+    assert env.yielded_paths() == tuple(p for p, r in reasons(env).items() if r is None)
+    assert env.skip_counts() == {
+        codes.SKIP_BINARY: 1,
+        codes.SKIP_EXCLUDED: 2,
+        codes.SKIP_SUBMODULE: 1,
+        codes.SKIP_SYMLINK: 2,
+        codes.SKIP_TOO_LARGE: 1,
+    }
+    big = env.entry("big.txt")
+    assert big is not None and big.size == CAP + 1 and not big.yielded
+
+
+def test_git_symlink_target_is_never_read(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    leak = env.entry("leak")
+    assert leak is not None and leak.skip_reason == codes.SKIP_SYMLINK
+    with pytest.raises(ValueError, match="not a yielded path"):
+        list(read_texts(env, ["leak"]))
+    texts = dict(read_texts(env, env.yielded_paths()))
+    assert not any(SECRET.decode() in t for t in texts.values())
+
+
+def test_git_texts_decode_invalid_utf8_and_unicode_paths(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    texts = dict(read_texts(env, ["latin1.txt", "dos sier/naïve é.md", "exact.txt"]))
+    assert texts["latin1.txt"] == "caf\ufffd cr\ufffdme \ufffd\n"
+    assert texts["dos sier/naïve é.md"] == "# Ünïcode\n"
+    assert texts["exact.txt"] == "y" * CAP  # exactly at the cap is yielded
+
+
+def test_read_texts_streams_in_request_order(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    order = ["src/app.py", "README.md", "bin/run.sh", "README.md"]
+    assert [p for p, _ in read_texts(env, order)] == order
+    stream = read_texts(env, env.yielded_paths())
+    assert next(stream)[0] == env.yielded_paths()[0]
+    stream.close()  # abandoning the stream early releases the git process
+
+
+def test_git_changed_at_is_the_last_commit_touching_the_path(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    times = {e.path: e.changed_at for e in env.entries}
+    assert times["src/app.py"] == T2
+    assert times["third_party/sub"] == T2
+    assert times["README.md"] == T1
+    assert times["leak"] == T1
+    assert times["vendor/lib.js"] == T1
+
+
+def test_git_blob_is_the_object_id(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    repo = rich["repo"]
+    assert isinstance(env, Envelope) and isinstance(repo, GitRepo)
+    entry = env.entry("src/app.py")
+    assert entry is not None
+    assert entry.blob == repo.git("rev-parse", f"{rich['second']}:src/app.py")
+
+
+def test_envelope_frame(rich: dict[str, object]) -> None:
+    env = rich["envelope"]
+    assert isinstance(env, Envelope)
+    frame = env.to_frame()
+    assert tuple(frame.columns) == ENVELOPE_COLUMNS
+    assert len(frame) == len(env.entries)
+    assert frame["yielded"].dtype == bool
+    assert frame["size"].dtype == "int64"
+    row = frame.set_index("path").loc["src/app.py"]
+    assert row["skip_reason"] is None and row["changed_at"] == T2
+    assert int(frame["yielded"].sum()) == len(env.yielded_paths())
+    back = Envelope.from_frame(frame, kind=env.kind, root=env.root, revision=env.revision)
+    assert back == env
+
+
+def test_git_ref_other_than_head(rich: dict[str, object]) -> None:
+    repo = rich["repo"]
+    assert isinstance(repo, GitRepo)
+    first = str(rich["first"])
+    repo.branch("old", first)
+    repo.tag("v1", first)
+    by_branch = build_envelope(repo.path, ref="old", exclude=[], max_file_bytes=CAP)
+    by_tag = build_envelope(repo.path, ref="v1", exclude=[], max_file_bytes=CAP)
+    by_sha = build_envelope(repo.path, ref=first, exclude=[], max_file_bytes=CAP)
+    assert by_branch.revision == by_tag.revision == by_sha.revision == first
+    assert by_branch == by_tag == by_sha
+    assert "third_party/sub" not in by_branch.all_paths()  # added by the second commit
+    assert dict(read_texts(by_branch, ["src/app.py"])) == {"src/app.py": "VALUE = 1\n"}
+    assert reasons(by_branch)["vendor/lib.js"] is None  # no exclude globs this time
+
+
+def test_git_envelope_is_deterministic(rich: dict[str, object]) -> None:
+    repo = rich["repo"]
+    assert isinstance(repo, GitRepo)
+    again = build_envelope(repo.path, exclude=["vendor/**"], max_file_bytes=CAP)
+    assert again == rich["envelope"]
+
+
+def test_resolve_revision_matches_the_envelope(rich: dict[str, object], plain: Path) -> None:
+    repo = rich["repo"]
+    assert isinstance(repo, GitRepo)
+    assert resolve_revision(repo.path, max_file_bytes=CAP) == rich["second"]
+    assert (
+        resolve_revision(repo.path, ref=str(rich["first"]), max_file_bytes=CAP) == (rich["first"])
+    )
+    with pytest.raises(SourceError):
+        resolve_revision(repo.path, ref="no-such-ref", max_file_bytes=CAP)
+    expected = build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP).revision
+    assert resolve_revision(plain, exclude=["vendor/**"], max_file_bytes=CAP) == expected
+
+
+def test_git_non_utf8_path_is_listed_unreadable(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("ok.txt", "ok\n")
+    with open(os.path.join(os.fsencode(repo.path), b"bad-\xff.txt"), "wb") as handle:
+        handle.write(b"content\n")
+    repo.commit("c")
+    env = build_envelope(repo.path, exclude=[], max_file_bytes=CAP)
+    bad = env.entry("bad-\ufffd.txt")
+    assert bad is not None
+    assert bad.skip_reason == codes.SKIP_UNREADABLE
+    assert bad.skip_detail == "path is not valid UTF-8"
+    assert env.yielded_paths() == ("ok.txt",)
+
+
+def test_bad_ref_names_repo_ref_and_fix(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    repo.commit("c")
+    with pytest.raises(SourceError) as caught:
+        build_envelope(repo.path, ref="no-such-branch", exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+    message = str(caught.value)
+    assert str(repo.path) in message and "no-such-branch" in message and "Fix:" in message
+
+
+def test_ref_that_looks_like_an_option_is_refused(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    repo.commit("c")
+    target = tmp_path / "written"
+    with pytest.raises(SourceError) as caught:
+        build_envelope(repo.path, ref=f"--output={target}", exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+    assert not target.exists()
+
+
+def test_empty_repository_has_no_head(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "empty")
+    with pytest.raises(SourceError) as caught:
+        build_envelope(repo.path, exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+    assert "HEAD" in str(caught.value)
+
+
+def test_missing_root(tmp_path: Path) -> None:
+    with pytest.raises(SourceError) as caught:
+        build_envelope(tmp_path / "nope", exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+    assert str(tmp_path / "nope") in str(caught.value)
+
+
+def test_root_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(SourceError) as caught:
+        build_envelope(tmp_path / "f", exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+
+
+def test_git_missing_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    repo.commit("c")
+    empty_bin = tmp_path / "bin"
+    empty_bin.mkdir()
+    monkeypatch.setenv("PATH", str(empty_bin))
+    with pytest.raises(SourceError) as caught:
+        build_envelope(repo.path, exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_UNREADABLE
+    assert "git" in str(caught.value) and str(repo.path) in str(caught.value)
+
+
+def test_broken_dot_git_is_a_clear_error(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / ".git").write_text("gitdir: /nowhere/at/all\n")
+    (root / "a.txt").write_text("a\n")
+    with pytest.raises(SourceError) as caught:
+        build_envelope(root, exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_UNREADABLE
+    assert str(root) in str(caught.value)
+
+
+def test_git_environment_cannot_redirect_the_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = GitRepo(tmp_path / "mine")
+    mine.write("mine.txt", "mine\n")
+    mine.commit("c")
+    other = GitRepo(tmp_path / "other")
+    other.write("other.txt", "other\n")
+    other.commit("c")
+    monkeypatch.setenv("GIT_DIR", str(other.path / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(other.path))
+    env = build_envelope(mine.path, exclude=[], max_file_bytes=CAP)
+    assert env.all_paths() == ("mine.txt",)
+
+
+def test_ref_on_plain_directory_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text("a\n")
+    with pytest.raises(SourceError) as caught:
+        build_envelope(tmp_path, ref="main", exclude=[], max_file_bytes=CAP)
+    assert caught.value.code == codes.SOURCE_REPO_MISSING
+    assert "not the top of a git work tree" in str(caught.value)
+
+
+def test_subdirectory_of_a_work_tree_is_a_plain_directory(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("docs/a.md", "# committed\n")
+    repo.commit("c")
+    repo.write("docs/a.md", "# dirty\n")
+    repo.write("docs/new.md", "# untracked\n")
+    env = build_envelope(repo.path / "docs", exclude=[], max_file_bytes=CAP)
+    assert env.kind == "dir"
+    assert dict(read_texts(env, env.yielded_paths())) == {
+        "a.md": "# dirty\n",
+        "new.md": "# untracked\n",
+    }
+
+
+def test_invalid_settings_are_refused_before_reading(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="max_file_bytes"):
+        build_envelope(tmp_path, exclude=[], max_file_bytes=0)
+    with pytest.raises(ValueError, match="exclude glob"):
+        build_envelope(tmp_path, exclude=["!keep"], max_file_bytes=CAP)
+
+
+def test_changed_paths_between_commits(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    repo.write("b.txt", "b\n")
+    repo.write("c d/é.txt", "c\n")
+    old = repo.commit("one")
+    repo.write("a.txt", "a2\n")
+    repo.remove("b.txt")
+    repo.write("new.txt", "n\n")
+    new = repo.commit("two")
+    assert changed_paths(repo.path, old, new) == {"a.txt", "b.txt", "new.txt"}
+    assert changed_paths(repo.path, new, new) == set()
+    repo.write("c d/é.txt", "c2\n")
+    third = repo.commit("three")
+    assert changed_paths(repo.path, new, third) == {"c d/é.txt"}
+
+
+def test_changed_paths_unknown_when_old_is_unknown(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    head = repo.commit("one")
+    assert changed_paths(repo.path, None, head) is None
+    assert changed_paths(repo.path, "", head) is None
+    assert changed_paths(repo.path, "0" * 40, head) is None
+    assert changed_paths(repo.path, "--no-index", head) is None
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert changed_paths(plain, head, head) is None
+
+
+# --------------------------------------------------------------------------- plain dir
+
+
+@pytest.fixture
+def plain(tmp_path: Path, outside: Path) -> Path:
+    root = tmp_path / "plain"
+    (root / "src").mkdir(parents=True)
+    (root / "src/app.py").write_text("VALUE = 1\n")
+    (root / "vendor").mkdir()
+    (root / "vendor/lib.js").write_text("var x;\n")
+    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
+    (root / "big.txt").write_text("x" * (CAP + 1))
+    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
+    (root / "dos sier").mkdir()
+    (root / "dos sier/é.md").write_text("# é\n")
+    os.symlink(outside / "secret.txt", root / "leak")
+    os.symlink("src/app.py", root / "inner-link")
+    os.symlink(".", root / "src/loop")  # a directory loop
+    os.symlink("..", root / "src/up")
+    os.symlink(outside, root / "outside-dir")
+    os.mkfifo(root / "pipe")
+    (root / "nested/.git").mkdir(parents=True)
+    (root / "nested/.git/config").write_text("[core]\n")
+    (root / "nested/kept.txt").write_text("kept\n")
+    return root
+
+
+@pytest.mark.timeout(30)
+def test_plain_directory_marks_every_path(plain: Path) -> None:
+    env = build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP)
+    assert env.kind == "dir"
+    assert re.fullmatch(r"[0-9a-f]{64}", env.revision)
+    assert reasons(env) == {
+        "big.txt": codes.SKIP_TOO_LARGE,
+        "blob.bin": codes.SKIP_BINARY,
+        "dos sier/é.md": None,
+        "inner-link": codes.SKIP_SYMLINK,
+        "latin1.txt": None,
+        "leak": codes.SKIP_SYMLINK,
+        "nested/.git": codes.SKIP_EXCLUDED,
+        "nested/kept.txt": None,
+        "outside-dir": codes.SKIP_SYMLINK,
+        "pipe": codes.SKIP_NOT_REGULAR,
+        "src/app.py": None,
+        "src/loop": codes.SKIP_SYMLINK,
+        "src/up": codes.SKIP_SYMLINK,
+        "vendor/lib.js": codes.SKIP_EXCLUDED,
+    }
+    texts = dict(read_texts(env, env.yielded_paths()))
+    assert texts["latin1.txt"] == "caf\ufffd\n"
+    assert texts["src/app.py"] == "VALUE = 1\n"
+    assert texts["dos sier/é.md"] == "# é\n"
+    app = env.entry("src/app.py")
+    assert app is not None
+    assert app.blob == hashlib.sha256(b"VALUE = 1\n").hexdigest()
+    assert app.changed_at == os.lstat(plain / "src/app.py").st_mtime
+
+
+@pytest.mark.timeout(30)
+def test_plain_directory_never_opens_what_a_symlink_points_at(tmp_path: Path) -> None:
+    # The link's target is a fifo outside the root: opening it would block forever, so
+    # finishing at all proves it was never opened.
+    fifo = tmp_path / "outside.fifo"
+    os.mkfifo(fifo)
+    root = tmp_path / "root"
+    root.mkdir()
+    os.symlink(fifo, root / "trap")
+    (root / "a.txt").write_text("a\n")
+    env = build_envelope(root, exclude=[], max_file_bytes=CAP)
+    assert reasons(env) == {"a.txt": None, "trap": codes.SKIP_SYMLINK}
+
+
+def test_plain_revision_is_a_content_digest(plain: Path) -> None:
+    first = build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP)
+    os.utime(plain / "src/app.py", (0, 0))  # mtime alone does not move the revision
+    assert build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP).revision == (
+        first.revision
+    )
+    (plain / "src/app.py").write_text("VALUE = 2\n")
+    second = build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP)
+    assert second.revision != first.revision
+    (plain / "src/app.py").write_text("VALUE = 1\n")
+    third = build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP)
+    assert third.revision == first.revision
+    (plain / "added.txt").write_text("new\n")
+    assert build_envelope(plain, exclude=["vendor/**"], max_file_bytes=CAP).revision != (
+        first.revision
+    )
+
+
+def test_plain_read_refuses_changed_or_swapped_files(plain: Path, outside: Path) -> None:
+    env = build_envelope(plain, exclude=[], max_file_bytes=CAP)
+    (plain / "src/app.py").write_text("VALUE = 'changed'\n")
+    with pytest.raises(SourceError) as caught:
+        list(read_texts(env, ["src/app.py"]))
+    assert caught.value.code == codes.SOURCE_UNREADABLE
+    # a directory swapped for a symlink to the outside after the envelope
+    (plain / "dos sier/é.md").unlink()
+    (plain / "dos sier").rmdir()
+    os.symlink(outside, plain / "dos sier")
+    (outside / "é.md").write_text("# é\n")  # same content, but outside the root
+    try:
+        with pytest.raises(SourceError) as caught:
+            list(read_texts(env, ["dos sier/é.md"]))
+    finally:
+        (outside / "é.md").unlink()
+    assert caught.value.code == codes.SOURCE_UNREADABLE
+    (plain / "latin1.txt").unlink()
+    with pytest.raises(SourceError):
+        list(read_texts(env, ["latin1.txt"]))
+
+
+def test_plain_non_utf8_name_is_unreadable_not_a_crash(tmp_path: Path) -> None:
+    with open(os.path.join(os.fsencode(tmp_path), b"bad-\xff.txt"), "wb") as handle:
+        handle.write(b"x\n")
+    env = build_envelope(tmp_path, exclude=[], max_file_bytes=CAP)
+    (entry,) = env.entries
+    assert entry.path == "bad-\ufffd.txt"
+    assert entry.skip_reason == codes.SKIP_UNREADABLE
+    assert entry.skip_detail == "path is not valid UTF-8"
+
+
+def _reasons_as_unprivileged_user(root: Path) -> dict[str, list[str | None]]:
+    """Root reads files whatever their mode, so envelope in a forked child that dropped
+    to 'nobody' (a subprocess could not even start: the interpreter lives under /root)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into pytest
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            env = build_envelope(root, exclude=[], max_file_bytes=CAP)
+            payload = {e.path: [e.skip_reason, e.skip_detail] for e in env.entries}
+            os.write(write_end, json.dumps(payload).encode())
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    return json.loads(data)
+
+
+@pytest.mark.timeout(60)
+def test_plain_unreadable_file_and_directory() -> None:
+    base = Path(tempfile.mkdtemp(prefix="neo-unreadable-"))
+    try:
+        base.chmod(0o755)
+        (base / "ok.txt").write_text("ok\n")
+        (base / "locked.txt").write_text("x\n")
+        (base / "locked-dir").mkdir()
+        (base / "locked-dir/a.txt").write_text("a\n")
+        for p in (base / "ok.txt", base / "locked-dir/a.txt"):
+            p.chmod(0o644)
+        (base / "locked.txt").chmod(0)
+        (base / "locked-dir").chmod(0)
+        if os.geteuid() == 0:
+            got = _reasons_as_unprivileged_user(base)
+        else:
+            env = build_envelope(base, exclude=[], max_file_bytes=CAP)
+            got = {e.path: [e.skip_reason, e.skip_detail] for e in env.entries}
+    finally:
+        (base / "locked-dir").chmod(stat.S_IRWXU)
+        (base / "locked.txt").chmod(stat.S_IRUSR | stat.S_IWUSR)
+        shutil.rmtree(base)
+    assert set(got) == {"ok.txt", "locked.txt", "locked-dir"}
+    assert got["ok.txt"] == [None, None]
+    for path in ("locked.txt", "locked-dir"):
+        reason, detail = got[path]
+        assert reason == codes.SKIP_UNREADABLE
+        assert detail is not None and "PermissionError" in detail
+
+
+def test_plain_empty_directory(tmp_path: Path) -> None:
+    env = build_envelope(tmp_path, exclude=[], max_file_bytes=CAP)
+    assert env.kind == "dir" and env.entries == ()
+    assert list(read_texts(env, [])) == []
