@@ -7,6 +7,7 @@ strike is durable.
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from neo_assets.core.embedding_rules import FenceRecord, StrikeRecord
 from neo_assets.store.ledger import Ledger
 
 
@@ -19,14 +20,13 @@ class LedgerFenceBook:
         self.repo_slug = repo_slug
         self.clock = clock
 
-    def fences(self, generation: str) -> list[dict[str, Any]]:
-        return self.ledger.fences(self.tenant_id, self.repo_slug, generation)
+    def fence_records(self, generation: str) -> dict[str, FenceRecord]:
+        rows = self.ledger.fences(self.tenant_id, self.repo_slug, generation)
+        return {r["chunk_id"]: FenceRecord.from_row(r) for r in rows}
 
-    def fenced_ids(self, generation: str) -> set[str]:
-        return {f["chunk_id"] for f in self.fences(generation)}
-
-    def strike_rows(self, generation: str) -> list[dict[str, Any]]:
-        return self.ledger.strikes(self.tenant_id, self.repo_slug, generation)
+    def strike_records(self, generation: str) -> dict[str, StrikeRecord]:
+        rows = self.ledger.strikes(self.tenant_id, self.repo_slug, generation)
+        return {r["chunk_id"]: StrikeRecord.from_row(r) for r in rows}
 
     def record_fence(
         self,

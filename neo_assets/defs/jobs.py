@@ -1,0 +1,21 @@
+"""Jobs: the per-repo sweep and the status snapshot."""
+
+import dagster as dg
+
+from neo_assets.defs.partitions import tenant_repos
+
+sweep_job = dg.define_asset_job(
+    "sweep",
+    selection=dg.AssetSelection.assets(
+        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"
+    ),
+    partitions_def=tenant_repos,
+    description="Sweep one tenant repo: envelope, chunks, embeddings, census.",
+    tags={"neo/kind": "sweep"},
+)
+
+status_job = dg.define_asset_job(
+    "status",
+    selection=dg.AssetSelection.assets("kb_status"),
+    description="Refresh the operator's per-repo snapshot.",
+)

@@ -1,0 +1,64 @@
+"""Process-wide handles built once from settings: the store, the ledger, the provider.
+
+Building a Chroma client or a SQLAlchemy engine per step would dominate a small sweep,
+so each is cached by the settings that define it and reused for the process lifetime.
+"""
+
+import threading
+from typing import Any
+
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.settings import Settings
+from neo_assets.store.chroma_store import ChromaStore, open_store
+from neo_assets.store.ledger import Ledger
+
+_lock = threading.Lock()
+_stores: dict[tuple[Any, ...], ChromaStore] = {}
+_ledgers: dict[str, Ledger] = {}
+
+
+def get_store(settings: Settings) -> ChromaStore:
+    key = (str(settings.chroma_dir), settings.chroma_url, settings.collection_name)
+    with _lock:
+        store = _stores.get(key)
+        if store is None:
+            store = open_store(
+                persist_dir=None if settings.chroma_url else settings.chroma_dir,
+                url=settings.chroma_url,
+                collection_name=settings.collection_name,
+            )
+            _stores[key] = store
+        return store
+
+
+def get_ledger(settings: Settings) -> Ledger:
+    url = settings.resolved_ledger_url
+    with _lock:
+        ledger = _ledgers.get(url)
+        if ledger is None:
+            ledger = Ledger.open(url)
+            _ledgers[url] = ledger
+        return ledger
+
+
+def build_provider(settings: Settings) -> EmbeddingProvider:
+    """A fresh provider for one run (async clients belong to one event loop)."""
+    from neo_assets.embedding.factory import build_provider as _build
+
+    return _build(
+        settings.embedding_provider,
+        base_url=settings.embedding_base_url,
+        model=settings.embedding_model,
+        api_key=settings.embedding_api_key,
+        dimensions=settings.embedding_dimensions,
+        request_timeout_ms=settings.embedding_request_timeout_ms,
+    )
+
+
+def reset_caches() -> None:
+    """Forget cached handles (tests that switch NEO_HOME within one process)."""
+    with _lock:
+        for ledger in _ledgers.values():
+            ledger.dispose()
+        _ledgers.clear()
+        _stores.clear()

@@ -1,0 +1,105 @@
+"""Run sweeps through Dagster against a persistent instance (CLI and `make run`)."""
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from neo_assets.core import codes
+from neo_assets.defs.partitions import TENANT_REPOS
+from neo_assets.settings import Settings
+from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.tenants import TenantsFile
+
+
+# The run's full event log goes to the instance (the UI shows it); the terminal gets
+# warnings only, next to the progress bar.
+QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+def _failure_code(result: Any) -> str:
+    """The code of the first failed step's error, when it carries one of ours."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            info = event.step_failure_data.error
+            text = (info.message if info else "") + " " + (info.cause.message if info and info.cause else "")
+            for code in (codes.SOURCE_REPO_MISSING, codes.SOURCE_UNREADABLE, codes.PARSE_FAILED,
+                         codes.STORE_FAILED):
+                if code in text:
+                    return code
+            return codes.KB_VECTOR_EMBED_UNCLASSIFIED if event.step_key == "kb_embeddings" else codes.STORE_FAILED
+    return codes.STORE_FAILED
+
+
+def _failure_message(result: Any) -> str:
+    for event in result.all_events:
+        if event.is_step_failure and event.step_failure_data.error:
+            return event.step_failure_data.error.message.strip().splitlines()[0][:500]
+    return ""
+
+
+def run_sweeps(
+    settings: Settings,
+    tenants: TenantsFile,
+    instance: Any,
+    *,
+    tenant: str | None = None,
+    repo: str | None = None,
+    force: bool = False,
+    console: Console | None = None,
+) -> list[dict[str, Any]]:
+    """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
+    from neo_assets import runtime
+    from neo_assets.definitions import defs
+
+    ledger = runtime.get_ledger(settings)
+    dues = evaluate(declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force)
+    keys = [d.key for d in dues]
+    known = set(instance.get_dynamic_partitions(TENANT_REPOS))
+    missing = [k for k in keys if k not in known]
+    if missing:
+        instance.add_dynamic_partitions(TENANT_REPOS, missing)
+    job = defs.resolve_job_def("sweep")
+    results: list[dict[str, Any]] = []
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console or Console(stderr=True), transient=False,
+    )
+    with progress:
+        task = progress.add_task("sweeping", total=len(dues))
+        for due in dues:
+            progress.update(task, description=f"sweeping {due.key}")
+            if due.reason is None:
+                results.append(
+                    {"tenantId": due.ctx.tenant_id, "repoSlug": due.ctx.repo_slug,
+                     "outcome": codes.OUTCOME_SKIPPED, "revision": due.revision, "counts": {},
+                     "deferredCauseCode": None}
+                )
+                progress.advance(task)
+                continue
+            result = job.execute_in_process(
+                instance=instance,
+                run_config=QUIET_CONSOLE,
+                partition_key=due.key,
+                raise_on_error=False,
+                tags={"neo/due-reason": due.reason, "neo/tenant": due.ctx.tenant_id,
+                      "neo/launched-by": "cli"},
+            )
+            if result.success:
+                census = result.output_for_node("fence_census")
+                results.append({**census, "runId": result.run_id, "dueReason": due.reason})
+            else:
+                results.append(
+                    {"tenantId": due.ctx.tenant_id, "repoSlug": due.ctx.repo_slug,
+                     "outcome": codes.OUTCOME_FAILED, "revision": due.revision, "counts": {},
+                     "deferredCauseCode": _failure_code(result),
+                     "error": _failure_message(result), "runId": result.run_id,
+                     "dueReason": due.reason}
+                )
+            progress.advance(task)
+    if any(r["outcome"] != codes.OUTCOME_SKIPPED for r in results):
+        defs.resolve_job_def("status").execute_in_process(
+            instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
+        )
+    return results

@@ -1,0 +1,366 @@
+"""The four steps of one repo sweep, as plain functions over the store, ledger and provider.
+
+The Dagster assets call these (and add metadata); benchmarks and tests can call them
+without Dagster. Every rule they apply lives in ``neo_assets.core``.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from neo_assets.core import codes
+from neo_assets.core.censuses import build_censuses, encode_census
+from neo_assets.core.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.core.embedding_rules import LaneSettings, admission_band, embedding_generation
+from neo_assets.core.outcomes import classify_sweep_outcome
+from neo_assets.core.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
+from neo_assets.core.stamps import row_stamps
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.lane import LaneItem, embed_chunks
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.settings import Settings
+from neo_assets.sources.envelope import Envelope, build_envelope, read_texts
+from neo_assets.sources.parsers.neo_code import chunk_file
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.tenants import RepoDecl, Tenant
+
+CHUNK_COLUMNS = ["chunk_id", "source_path", "kind", "name", "start_line", "end_line", "content"]
+
+
+@dataclass(frozen=True)
+class RepoContext:
+    """Who and what one sweep is about: taken from the declaration, never from content."""
+
+    tenant: Tenant
+    repo: RepoDecl
+
+    @property
+    def tenant_id(self) -> str:
+        return self.tenant.id
+
+    @property
+    def repo_slug(self) -> str:
+        return self.repo.slug
+
+    @property
+    def key(self) -> str:
+        return f"{self.tenant.id}/{self.repo.slug}"
+
+
+def lane_settings(settings: Settings) -> LaneSettings:
+    return LaneSettings(
+        batch_size=settings.embedding_batch_size,
+        max_inflight=settings.embedding_max_inflight,
+        strike_threshold=settings.embedding_strike_threshold,
+        circuit_threshold=settings.embedding_circuit_threshold,
+        recovery_initial_s=settings.embedding_recovery_initial_s,
+        recovery_max_s=settings.embedding_recovery_max_s,
+        recovery_max_wait_s=settings.embedding_recovery_max_wait_s,
+        context_tokens=settings.embedding_context_tokens,
+        admission_safety_factor=settings.embedding_admission_safety,
+        chars_per_token=settings.embedding_chars_per_token,
+        call_ceiling_ms=settings.embedding_call_ceiling_ms,
+    )
+
+
+def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
+    lane = lane_settings(settings)
+    return embedding_generation(provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms)
+
+
+def settings_generation(settings: Settings) -> str:
+    """The embedding generation the settings declare, without building a provider."""
+    model = settings.embedding_model or _default_model(settings.embedding_provider)
+    return current_generation(
+        settings, settings.embedding_provider, model, settings.embedding_dimensions
+    )
+
+
+def _default_model(kind: str) -> str:
+    from neo_assets.embedding.providers.hashing import HashingProvider
+
+    return HashingProvider().model if kind == "hashing" else ""
+
+
+# ---------------------------------------------------------------------------- 1 envelope
+@dataclass
+class EnvelopeResult:
+    frame: pd.DataFrame
+    revision: str
+    kind: str
+    config_version: int
+    declaration_digest: str
+    repo_declaration_digest: str
+
+
+def envelope_step(ctx: RepoContext, settings: Settings, ledger: Ledger, now: float) -> EnvelopeResult:
+    """List the repo at its revision, record the envelope and the tenant's configVersion."""
+    env = build_envelope(
+        ctx.repo.path,
+        ref=ctx.repo.ref,
+        exclude=ctx.repo.parser.exclude,
+        max_file_bytes=settings.max_file_bytes,
+    )
+    frame = env.to_frame()
+    tenant_digest = declaration_digest(ctx.tenant.to_plain())
+    version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
+    ledger.record_envelope(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        revision=env.revision,
+        kind=env.kind,
+        entries=frame.to_dict("records"),
+        now=now,
+    )
+    frame.attrs.update({"revision": env.revision, "kind": env.kind, "root": str(env.root)})
+    return EnvelopeResult(
+        frame=frame,
+        revision=env.revision,
+        kind=env.kind,
+        config_version=version,
+        declaration_digest=tenant_digest,
+        repo_declaration_digest=repo_declaration_digest(ctx.repo.to_plain()),
+    )
+
+
+# ---------------------------------------------------------------------------- 2 chunks
+def chunk_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    now: float,
+) -> pd.DataFrame:
+    """Parse every yielded path and record the declared generation (path -> chunk ids)."""
+    env = Envelope.from_frame(
+        envelope.frame, kind=envelope.kind, root=str(ctx.repo.path), revision=envelope.revision
+    )
+    yielded = env.yielded_paths()
+    rows: list[dict[str, Any]] = []
+    for path, text in read_texts(env, yielded):
+        for ch in chunk_file(
+            ctx.tenant_id,
+            ctx.repo_slug,
+            path,
+            text,
+            ctx.repo.parser.id,
+            ctx.repo.parser.version,
+            max_chunk_chars=settings.max_chunk_chars,
+            window_lines=settings.window_lines,
+        ):
+            rows.append(
+                {
+                    "chunk_id": ch.chunk_id,
+                    "source_path": ch.source_path,
+                    "kind": ch.kind,
+                    "name": ch.name,
+                    "start_line": ch.start_line,
+                    "end_line": ch.end_line,
+                    "content": ch.content,
+                }
+            )
+    chunks = pd.DataFrame(rows, columns=CHUNK_COLUMNS)
+    ledger.record_generation(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        revision=envelope.revision,
+        parser_id=ctx.repo.parser.id,
+        parser_version=ctx.repo.parser.version,
+        declaration_digest=envelope.repo_declaration_digest,
+        chunks=(
+            DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"]) for r in rows
+        ),
+        now=now,
+    )
+    return chunks
+
+
+# ---------------------------------------------------------------------------- 3 embeddings
+@dataclass
+class EmbedContext:
+    provider: EmbeddingProvider
+    cancel_scope: CancelScope = field(default_factory=lambda: CancelScope(label="sweep"))
+    clock: Callable[[], float] = time.time
+    progress: Callable[[int, int, int], None] | None = None
+
+
+def embed_step(
+    ctx: RepoContext,
+    settings: Settings,
+    store: ChromaStore,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    chunks: pd.DataFrame,
+    run: EmbedContext,
+) -> dict[str, Any]:
+    """Embed what the collection lacks at the current generation, minus what is fenced.
+
+    Each finished batch is added to Chroma at once, stamped from the declaration.
+    """
+    started = time.perf_counter()
+    provider = run.provider
+    generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
+    ids = chunks["chunk_id"].tolist()
+    present = store.present_ids(ids)
+    missing = chunks[~chunks["chunk_id"].isin(present)]
+    by_id = {r["chunk_id"]: r for r in missing.to_dict("records")}
+    items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
+
+    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
+    timings["present_check_s"] = time.perf_counter() - started
+
+    def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
+        write_started = time.perf_counter()
+        ingested_at = run.clock()
+        metas = []
+        for item in batch:
+            r = by_id[item.chunk_id]
+            metas.append(
+                row_stamps(
+                    tenant_id=ctx.tenant_id,
+                    repo_slug=ctx.repo_slug,
+                    source_path=r["source_path"],
+                    kind=r["kind"],
+                    name=r["name"],
+                    parser_id=ctx.repo.parser.id,
+                    parser_version=ctx.repo.parser.version,
+                    tenant_config_version=envelope.config_version,
+                    ingested_at=ingested_at,
+                    revision=envelope.revision,
+                    embedding_generation=generation,
+                )
+            )
+        store.add(
+            [i.chunk_id for i in batch],
+            vectors,
+            [by_id[i.chunk_id]["content"] for i in batch],
+            metas,
+        )
+        timings["write_s"] += time.perf_counter() - write_started
+
+    fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
+    summary = asyncio.run(
+        _embed(items, provider, settings, generation, fence_book, write_batch, run)
+    )
+    timings["embed_total_s"] = time.perf_counter() - started
+    summary["timings"] = timings
+    summary.setdefault("counts", {})["already_present"] = len(present)
+    summary["counts"]["chunks"] = len(ids)
+    summary["generation"] = generation
+    summary["revision"] = envelope.revision
+    return summary
+
+
+async def _embed(
+    items: list[LaneItem],
+    provider: EmbeddingProvider,
+    settings: Settings,
+    generation: str,
+    fence_book: LedgerFenceBook,
+    write_batch: Callable[[list[LaneItem], np.ndarray], None],
+    run: EmbedContext,
+) -> dict[str, Any]:
+    try:
+        return await embed_chunks(
+            items,
+            provider=provider,
+            settings=lane_settings(settings),
+            generation=generation,
+            fence_book=fence_book,
+            write_batch=write_batch,
+            cancel_scope=run.cancel_scope,
+            clock=run.clock,
+            progress=run.progress,
+        )
+    finally:
+        await provider.aclose()
+
+
+# ---------------------------------------------------------------------------- 4 census
+def census_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    summary: dict[str, Any],
+    now: float,
+) -> dict[str, Any]:
+    """Classify the sweep, move the checkpoint, persist both censuses in one transaction."""
+    verdict = classify_sweep_outcome(summary)
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
+    censuses = build_censuses(verdict.fence_rows)
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    next_due = None
+    if verdict.outcome != codes.OUTCOME_COMPLETE:
+        next_due = next_due_at(
+            now,
+            cadence_s,
+            failures,
+            60.0 * settings.backoff_cap_minutes,
+            stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+        )
+    episode = previous.get("recovery_episode_opened_at")
+    if verdict.outcome == codes.OUTCOME_COMPLETE:
+        episode = None
+    elif verdict.arms_recovery_episode and episode is None:
+        episode = now
+    state = {
+        "last_outcome": verdict.outcome,
+        "deferred_cause_code": verdict.cause_code,
+        "consecutive_failures": failures,
+        "last_attempt_at": now,
+        "last_attempted_rev": envelope.revision,
+        "declaration_digest": envelope.repo_declaration_digest,
+        "embedding_generation": summary.get("generation"),
+        "next_due_at": next_due,
+        "recovery_episode_opened_at": episode,
+        "content_poison_census": encode_census(censuses["contentPoisonChunks"]),
+        "undeliverable_census": encode_census(censuses["undeliverableChunks"]),
+        "last_summary": _json(summary),
+        "updated_at": now,
+    }
+    if verdict.advance_checkpoint:
+        state["last_ingested_rev"] = envelope.revision
+    ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    return {
+        "tenantId": ctx.tenant_id,
+        "repoSlug": ctx.repo_slug,
+        "outcome": verdict.outcome,
+        "revision": envelope.revision,
+        "counts": summary.get("counts", {}),
+        "deferredCauseCode": verdict.cause_code,
+        "consecutiveFailures": failures,
+        "nextDueAt": next_due,
+        "contentPoisonChunks": censuses["contentPoisonChunks"],
+        "undeliverableChunks": censuses["undeliverableChunks"],
+        "strikes": summary.get("strikes", []),
+        "embeddingGeneration": summary.get("generation"),
+        "timings": summary.get("timings", {}),
+    }
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+__all__ = [
+    "RepoContext",
+    "EnvelopeResult",
+    "EmbedContext",
+    "RetryPolicy",
+    "envelope_step",
+    "chunk_step",
+    "embed_step",
+    "census_step",
+    "settings_generation",
+]
