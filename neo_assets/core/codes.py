@@ -21,6 +21,13 @@ KB_VECTOR_EMBED_INVALID_VECTORS = "KB_VECTOR_EMBED_INVALID_VECTORS"
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"
 KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY = "KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY"
 
+# The lane's own per-request deadline (the "call ceiling"): the cause code of a call-scope
+# cancellation; rows carry KB_VECTOR_EMBED_TIMEOUT with this as details.causeCode.
+KB_VECTOR_EMBED_CALL_CEILING = "KB_VECTOR_EMBED_CALL_CEILING"
+# The evidence code of an admission fence: the token estimate exceeded the band, nothing
+# was dispatched, so no failure class applies.
+KB_VECTOR_EMBED_OVER_ADMISSION_BAND = "KB_VECTOR_EMBED_OVER_ADMISSION_BAND"
+
 EMBED_FAILURE_CODES = frozenset(
     {
         KB_VECTOR_EMBED_TIMEOUT,
@@ -67,6 +74,7 @@ STORE_FAILED = "STORE_FAILED"
 KB_COLLECTION_FROZEN = "KB_COLLECTION_FROZEN"
 # A summary the classifier cannot read fails the sweep (never completes it).
 SWEEP_SUMMARY_MALFORMED = "SWEEP_SUMMARY_MALFORMED"
+SWEEP_LEASE_HELD = "SWEEP_LEASE_HELD"  # another sweep holds the repo lease: skipped, no write
 
 # --- Envelope skip reasons (recorded per path, never silently dropped).
 SKIP_EXCLUDED = "excluded"

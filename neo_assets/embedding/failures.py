@@ -1,0 +1,303 @@
+"""The embedding failure taxonomy at the transport: every failure becomes ONE closed code.
+
+What leaves a provider's ``embed`` is one of two things:
+
+- ``Cancelled`` — the CALLER's scope ended (upstream abort ``ABORT_ERR``, a consumer's
+  probe deadline ``EMBEDDING_PROBE_TIMEOUT``, or whatever cause the caller cancelled
+  with). The caller's cause is re-raised unchanged, never re-labelled by the provider.
+- ``EmbedFailure`` — the provider call itself failed: its own request deadline
+  (``code`` TIMEOUT, ``provider_code`` the provider's timeout code), a refused or
+  closed transport, an HTTP refusal, invalid vectors. Raised ``from`` the transport
+  exception so the evidence chain stays walkable.
+
+``classify_failure`` maps any exception (chain) onto the closed ``KB_VECTOR_EMBED_*`` set.
+It walks ``__cause__``/``__context__`` from the outermost exception down to the
+transport and returns the first definite class: an explicit classification made above
+the transport (an ``EmbedFailure``, a ``Cancelled``) wins over the raw transport error it
+wraps, because the layer above may know better (a Chroma write that failed with a reset
+socket is a WRITE_ERROR, not a provider death). A wrapper that could not classify
+(UNCLASSIFIED) defers to what lies beneath it.
+
+The distinction that decides verdicts downstream:
+
+- CONNECTION_REFUSED: nothing accepted the connection, so nothing is known about the
+  input (no strike, no fence).
+- TRANSPORT_CLOSED: the provider HAD accepted the connection and then dropped it (reset,
+  EOF before a response, broken pipe, incomplete body): the accepted connection is
+  itself the liveness half of a death strike.
+"""
+
+import asyncio
+import errno
+import http.client
+import re
+
+import httpx
+
+from neo_assets.core import codes
+from neo_assets.embedding.cancel import Cancelled
+
+# Provider deadline codes by provider name. Ollama keeps the generic PROVIDER_TIMEOUT
+# (the compatibility contract this project inherits); the others have their own.
+_PROVIDER_TIMEOUT_CODES: dict[str, str] = {
+    "openai_compatible": codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+    "ollama": codes.PROVIDER_TIMEOUT,
+    "gemini": codes.GEMINI_REQUEST_TIMEOUT,
+    "sentence_transformers": codes.PROVIDER_TIMEOUT,
+    "hashing": codes.PROVIDER_TIMEOUT,
+}
+
+# Every cause code that means "a deadline fired" (a provider's own, or a probe's).
+TIMEOUT_CAUSES = frozenset(
+    {
+        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+        codes.PROVIDER_TIMEOUT,
+        codes.OLLAMA_REQUEST_TIMEOUT,
+        codes.GEMINI_REQUEST_TIMEOUT,
+        codes.EMBEDDING_PROBE_TIMEOUT,
+    }
+)
+
+# errnos that mean "no one accepted the connection".
+_NOT_LISTENING_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
+# errnos that mean "an accepted connection was dropped".
+_CLOSED_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED, errno.ESHUTDOWN})
+
+# A 5xx whose message names the input's size is a per-input refusal (llama.cpp answers
+# "input is too large to process. increase the physical batch size" with 500).
+_TOO_LARGE = re.compile(
+    r"too large|too long|exceeds? (the )?(maximum )?context|context (length|size|window)"
+    r"|maximum (input|sequence|context)|physical batch size|input length",
+    re.IGNORECASE,
+)
+# httpx/h11 wording for "the peer closed an accepted connection".
+_DISCONNECTED = re.compile(
+    r"disconnected|peer closed|incomplete|connection (was )?(reset|closed|aborted)",
+    re.IGNORECASE,
+)
+
+_MAX_DETAIL = 300
+_MAX_LABEL = 120
+
+
+def bounded(text: str, limit: int = _MAX_DETAIL) -> str:
+    """A diagnostic string cut to a fixed size (receipts stay small and carry no bulk text)."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class EmbedFailure(Exception):
+    """A provider call that failed, already classified into the closed taxonomy.
+
+    ``provider_code`` keeps the cause that a class alone would blur (which deadline
+    fired: ``OPENAI_COMPATIBLE_REQUEST_TIMEOUT``, ``PROVIDER_TIMEOUT``,
+    ``EMBEDDING_PROBE_TIMEOUT``; or ``ABORT_ERR``), so the three cancellation causes stay
+    distinct up to the summary. ``detail`` is bounded and never carries input text.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        *,
+        provider_code: str | None = None,
+        status: int | None = None,
+        operation_label: str = "",
+        detail: str = "",
+        provider: str | None = None,
+        timeout_ms: int | None = None,
+    ) -> None:
+        if code not in codes.EMBED_FAILURE_CODES:
+            raise ValueError(f"not an embedding failure code: {code!r}")
+        self.code = code
+        self.provider_code = provider_code
+        self.status = status
+        self.operation_label = bounded(operation_label, _MAX_LABEL)
+        self.detail = bounded(detail)
+        self.provider = provider
+        self.timeout_ms = timeout_ms
+        parts = [code]
+        if provider_code:
+            parts.append(f"cause={provider_code}")
+        if status is not None:
+            parts.append(f"status={status}")
+        if provider:
+            parts.append(f"provider={provider}")
+        if self.operation_label:
+            parts.append(f"op={self.operation_label}")
+        if timeout_ms is not None:
+            parts.append(f"timeoutMs={timeout_ms}")
+        if self.detail:
+            parts.append(self.detail)
+        super().__init__(" ".join(parts))
+
+
+def provider_timeout_code(provider_name: str) -> str:
+    """The code a provider's own request deadline cancels with."""
+    return _PROVIDER_TIMEOUT_CODES.get(provider_name, codes.PROVIDER_TIMEOUT)
+
+
+def classify_http_status(status: int, message: str = "") -> str:
+    """One HTTP error answer → its class. ``message`` is the provider's error text.
+
+    4xx is the provider refusing this request (408 is a deadline, not a refusal). A 5xx
+    that names the input's size is a per-input refusal; 504 is a gateway deadline; any
+    other 5xx proves nothing specific and stays UNCLASSIFIED.
+    """
+    if status in (408, 504):
+        return codes.KB_VECTOR_EMBED_TIMEOUT
+    if 400 <= status < 500:
+        return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
+    if status >= 500 and _TOO_LARGE.search(message or ""):
+        return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
+    return codes.KB_VECTOR_EMBED_UNCLASSIFIED
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and everything behind it, outermost first, each once (cycles are possible).
+
+    Follows ``__cause__``, then ``__context__`` even where a ``raise … from None``
+    suppressed it for display (httpcore does so, and the errno lives down there), then
+    the members of an exception group (several connection attempts) and exceptions
+    passed as arguments (httpcore wraps the OSError it maps that way).
+    """
+    seen: set[int] = set()
+    out: list[BaseException] = []
+    stack: list[BaseException] = [exc]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        out.append(current)
+        behind: list[BaseException] = []
+        if current.__cause__ is not None:
+            behind.append(current.__cause__)
+        if current.__context__ is not None:
+            behind.append(current.__context__)
+        if isinstance(current, BaseExceptionGroup):
+            behind.extend(current.exceptions)
+        behind.extend(a for a in current.args if isinstance(a, BaseException))
+        stack.extend(reversed(behind))
+    return out
+
+
+def _errnos(exc: BaseException) -> set[int]:
+    return {e.errno for e in _chain(exc) if isinstance(e, OSError) and e.errno is not None}
+
+
+def _classify_cancel_cause(cause: str) -> str:
+    if cause in TIMEOUT_CAUSES:
+        return codes.KB_VECTOR_EMBED_TIMEOUT
+    if cause in codes.EMBED_FAILURE_CODES:
+        # A scope cancelled with a class of its own (e.g. the lane's circuit or yield).
+        return cause
+    return codes.KB_VECTOR_EMBED_ABORTED
+
+
+def _classify_one(exc: BaseException) -> str:
+    """The class ``exc`` alone proves, or UNCLASSIFIED when it proves nothing specific."""
+    unclassified = codes.KB_VECTOR_EMBED_UNCLASSIFIED
+    if isinstance(exc, EmbedFailure):
+        return exc.code
+    if isinstance(exc, Cancelled):
+        return _classify_cancel_cause(exc.cause)
+    if isinstance(exc, asyncio.CancelledError):
+        # The awaiting task itself was cancelled from outside: an upstream abort.
+        return codes.KB_VECTOR_EMBED_ABORTED
+    if isinstance(exc, httpx.ConnectError):
+        # Refused only when the OS says nobody listened; a TLS or DNS failure says other.
+        if _errnos(exc) & _NOT_LISTENING_ERRNOS or any(
+            isinstance(e, ConnectionRefusedError) for e in _chain(exc)
+        ):
+            return codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+        return unclassified
+    if isinstance(exc, httpx.TimeoutException):
+        return codes.KB_VECTOR_EMBED_TIMEOUT
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if _DISCONNECTED.search(str(exc)):
+            return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+        return unclassified
+    if isinstance(exc, httpx.HTTPStatusError):
+        return classify_http_status(exc.response.status_code, _safe_text(exc.response))
+    if isinstance(exc, ConnectionRefusedError):
+        return codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    if isinstance(exc, ConnectionResetError | BrokenPipeError | ConnectionAbortedError):
+        return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+    if isinstance(exc, http.client.IncompleteRead | http.client.RemoteDisconnected):
+        return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+    if isinstance(exc, TimeoutError):
+        return codes.KB_VECTOR_EMBED_TIMEOUT
+    if isinstance(exc, OSError) and exc.errno is not None:
+        if exc.errno in _CLOSED_ERRNOS:
+            return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+        if exc.errno in _NOT_LISTENING_ERRNOS:
+            return codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    return unclassified
+
+
+def _safe_text(response: httpx.Response) -> str:
+    try:
+        return response.text
+    except (httpx.ResponseNotRead, UnicodeDecodeError):
+        return ""
+
+
+def classify_failure(exc: BaseException) -> str:
+    """The ONE closed ``KB_VECTOR_EMBED_*`` code for ``exc`` and its causes.
+
+    Outermost definite class wins (see the module docstring); UNCLASSIFIED when nothing
+    in the chain is recognised.
+    """
+    for link in _chain(exc):
+        code = _classify_one(link)
+        if code != codes.KB_VECTOR_EMBED_UNCLASSIFIED:
+            return code
+    return codes.KB_VECTOR_EMBED_UNCLASSIFIED
+
+
+def failure_cause(exc: BaseException) -> str | None:
+    """The cause code behind a class (which deadline fired, or ABORT_ERR), if any.
+
+    The first ``EmbedFailure.provider_code`` or ``Cancelled.cause`` in the chain, outermost
+    first: this is what keeps an upstream abort, a provider's own deadline and a probe's
+    deadline distinct although two of them share the TIMEOUT class.
+    """
+    for link in _chain(exc):
+        if isinstance(link, EmbedFailure) and link.provider_code:
+            return link.provider_code
+        if isinstance(link, Cancelled):
+            return link.cause
+    return None
+
+
+def as_embed_failure(
+    exc: BaseException, *, operation_label: str = "", provider: str | None = None
+) -> EmbedFailure:
+    """``exc`` itself when it already is an EmbedFailure, else a classified one wrapping it.
+
+    The result's ``__cause__`` is ``exc`` so the evidence chain survives.
+    """
+    if isinstance(exc, EmbedFailure):
+        return exc
+    status: int | None = None
+    for link in _chain(exc):
+        if isinstance(link, EmbedFailure) and link.status is not None:
+            status = link.status
+            break
+        if isinstance(link, httpx.HTTPStatusError):
+            status = link.response.status_code
+            break
+    label = operation_label
+    if not label and isinstance(exc, Cancelled):
+        label = exc.operation_label
+    failure = EmbedFailure(
+        classify_failure(exc),
+        provider_code=failure_cause(exc),
+        status=status,
+        operation_label=label,
+        detail=f"{type(exc).__name__}: {exc}",
+        provider=provider,
+    )
+    failure.__cause__ = exc
+    return failure

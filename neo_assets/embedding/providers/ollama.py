@@ -1,0 +1,80 @@
+"""Ollama native embeddings: ``POST {base}/api/embed`` with ``truncate: false``.
+
+Ollama's native endpoint truncates over-long inputs by default; ``truncate: false``
+makes it answer an error instead, which classifies as a refusal, so an embedding is
+never silently made of a prefix.
+
+The provider's own deadline cancels with ``PROVIDER_TIMEOUT`` (the code this lane has
+always used for Ollama). Cancellation closes the local connection at once (shared HTTP
+plumbing in ``openai_compatible``); the Ollama server may still finish evaluating a
+batch it already handed to its runner. What happens inside the server after the
+disconnect is not asserted here.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.providers.openai_compatible import (
+    HttpEmbeddingTransport,
+    join_url,
+    malformed,
+)
+from neo_assets.embedding.vectors import validate_vectors
+
+
+class OllamaProvider:
+    """``{"model", "input": [...], "truncate": false}`` → ``{"embeddings": [[...]]}``."""
+
+    name = "ollama"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        request_timeout_ms: int = 60_000,
+        api_key: str | None = None,
+        max_inputs_per_request: int | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.dimensions = dimensions
+        self.max_inputs_per_request = max_inputs_per_request
+        # Ollama itself has no keys; a reverse proxy in front of it may want one.
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.transport = HttpEmbeddingTransport(
+            self.name, request_timeout_ms=request_timeout_ms, headers=headers
+        )
+        self._url = join_url(base_url, "/api/embed")
+
+    async def embed(
+        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        cancel_scope.raise_if_cancelled()
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        step = self.max_inputs_per_request or len(texts)
+        parts = []
+        for start in range(0, len(texts), step):
+            batch = list(texts[start : start + step])
+            payload = {"model": self.model, "input": batch, "truncate": False}
+            body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+            embeddings = body.get("embeddings") if isinstance(body, dict) else None
+            if not isinstance(embeddings, list):
+                raise malformed(self.name, operation_label, "no embeddings list")
+            parts.append(
+                validate_vectors(
+                    embeddings,
+                    len(batch),
+                    self.dimensions,
+                    operation_label=operation_label,
+                    provider=self.name,
+                )
+            )
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()

@@ -1,0 +1,342 @@
+"""OpenAI-compatible embeddings: ``POST {base}/v1/embeddings`` (llama.cpp server, vLLM, TEI,
+LM Studio, Ollama's compatible endpoint), plus the HTTP plumbing the other remote
+providers share.
+
+Cancellation, and what it does NOT reach:
+
+- A call whose scope is already cancelled opens zero requests (checked before the
+  request task is created).
+- Every request is raced against the caller's scope and the provider's own deadline
+  (``OPENAI_COMPATIBLE_REQUEST_TIMEOUT``). Either one cancels the request task, and
+  httpx/httpcore then closes that connection (an HTTP/1.1 connection with an
+  unfinished exchange is never returned to the pool), so the server observes the
+  disconnect. The request task has settled before ``embed`` returns or raises: nothing
+  the provider owns outlives the call (the deadline timer included).
+- Remote work is NOT cancelled by that disconnect. llama.cpp keeps computing a batch it
+  has already started (it notices the closed socket only when it tries to answer), and
+  vLLM/TEI may likewise finish a queued batch. The local side is released at once; the
+  provider's capacity may stay busy until that batch ends.
+
+No silent truncation: no truncate option is ever sent (vLLM's
+``truncate_prompt_tokens`` and the like stay unset), so an input beyond the server's
+context comes back as an error, which classifies as a refusal (4xx, or llama.cpp's
+"input is too large" 500), never as a shortened embedding.
+"""
+
+import asyncio
+import base64
+import json
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import httpx
+import numpy as np
+
+from neo_assets.core import codes
+from neo_assets.embedding.cancel import Cancelled, CancelScope
+from neo_assets.embedding.failures import (
+    EmbedFailure,
+    bounded,
+    classify_failure,
+    classify_http_status,
+    provider_timeout_code,
+)
+from neo_assets.embedding.vectors import validate_vectors
+
+T = TypeVar("T")
+
+
+async def race_request(
+    start: Callable[[], Awaitable[T]],
+    cancel_scope: CancelScope,
+    *,
+    timeout_s: float,
+    timeout_code: str,
+    provider: str,
+    operation_label: str,
+) -> T:
+    """Run ``start()`` unless and until the caller's scope or the provider deadline ends it.
+
+    - already-cancelled scope: ``start`` is never called (zero requests);
+    - caller's scope cancelled first: the request task is cancelled (its connection
+      closed) and the caller's own cause is raised as ``Cancelled``;
+    - deadline first: a deadline scope is cancelled with ``timeout_code`` and
+      ``EmbedFailure(TIMEOUT, provider_code=timeout_code)`` is raised from it;
+    - the request's own outcome otherwise.
+
+    Both tasks (request and watcher, which owns the deadline timer) have settled before
+    this returns, also when the awaiting task is itself cancelled.
+    """
+    cancel_scope.raise_if_cancelled()
+    request: asyncio.Future[T] = asyncio.ensure_future(start())
+    # The watcher returns normally when the deadline passes, raises Cancelled when the
+    # caller's scope ends first: one timer, released when the watcher settles.
+    watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
+    try:
+        await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (request, watcher):
+            if not task.done():
+                task.cancel()
+        await asyncio.wait({request, watcher})
+        for task in (request, watcher):
+            if not task.cancelled():
+                task.exception()  # retrieved: an outcome we drop must not warn at GC
+    if cancel_scope.cancelled:
+        raise Cancelled(
+            cancel_scope.cause or codes.ABORT_ERR,
+            operation_label,
+            f"provider={provider} phase=in-flight",
+        )
+    if request.done() and not request.cancelled():
+        return request.result()
+    deadline = CancelScope(label=operation_label)
+    deadline.cancel(timeout_code)
+    timeout_ms = int(round(timeout_s * 1000))
+    try:
+        deadline.raise_if_cancelled()
+    except Cancelled as expired:
+        raise EmbedFailure(
+            codes.KB_VECTOR_EMBED_TIMEOUT,
+            provider_code=timeout_code,
+            operation_label=operation_label,
+            detail=f"request deadline {timeout_ms} ms passed",
+            provider=provider,
+            timeout_ms=timeout_ms,
+        ) from expired
+    raise AssertionError("unreachable")
+
+
+def error_message(response: httpx.Response) -> str:
+    """The provider's own error text: ``{"error": {"message"}}``, ``{"error": "..."}``, or body."""
+    text = response.text
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return bounded(text.strip())
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            for key in ("message", "detail", "error"):
+                if isinstance(err.get(key), str):
+                    return bounded(err[key])
+        if isinstance(err, str):
+            return bounded(err)
+    return bounded(text.strip())
+
+
+class HttpEmbeddingTransport:
+    """One owned ``httpx.AsyncClient`` plus the deadline/cancellation/classification rules.
+
+    Every remote provider (OpenAI-compatible, Ollama, Gemini) posts through ``post_json``,
+    so all of them share one behaviour for zero-request cancellation, in-flight
+    disconnect and the failure taxonomy.
+    """
+
+    def __init__(
+        self,
+        provider: str,
+        *,
+        request_timeout_ms: int,
+        headers: dict[str, str] | None = None,
+        max_connections: int = 16,
+    ) -> None:
+        if request_timeout_ms <= 0:
+            raise ValueError("request_timeout_ms must be positive")
+        self.provider = provider
+        self.timeout_s = request_timeout_ms / 1000.0
+        self.timeout_code = provider_timeout_code(provider)
+        self._headers = headers or {}
+        self._max_connections = max_connections
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _client_here(self) -> httpx.AsyncClient:
+        """The client of the running loop, made on first use in it.
+
+        Connections belong to the loop that opened them: a client left open by an earlier
+        loop (a finished ``asyncio.run``) cannot be reused, only dropped (its sockets then
+        wait for the garbage collector). So close the provider before its loop ends;
+        a later call, in any loop, opens a fresh pool.
+        """
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed or self._client_loop is not loop:
+            # httpx's own timeouts are only a backstop behind our deadline, which is the
+            # one that carries the provider's timeout code.
+            backstop = self.timeout_s * 2 + 5.0
+            self._client = httpx.AsyncClient(
+                headers=self._headers,
+                timeout=httpx.Timeout(backstop),
+                limits=httpx.Limits(
+                    max_connections=self._max_connections,
+                    max_keepalive_connections=self._max_connections,
+                ),
+            )
+            self._client_loop = loop
+        return self._client
+
+    @property
+    def is_closed(self) -> bool:
+        """No open pool: never used, or closed by ``aclose`` (keep-alive connections gone)."""
+        return self._client is None or self._client.is_closed
+
+    async def post_json(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        cancel_scope: CancelScope,
+        operation_label: str,
+        *,
+        headers: dict[str, str] | None = None,
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure."""
+        client = self._client_here()
+        try:
+            response = await race_request(
+                lambda: client.post(url, json=payload, headers=headers, params=params),
+                cancel_scope,
+                timeout_s=self.timeout_s,
+                timeout_code=self.timeout_code,
+                provider=self.provider,
+                operation_label=operation_label,
+            )
+        except (Cancelled, EmbedFailure):
+            raise
+        except httpx.TimeoutException as exc:
+            raise EmbedFailure(
+                codes.KB_VECTOR_EMBED_TIMEOUT,
+                provider_code=self.timeout_code,
+                operation_label=operation_label,
+                detail=f"{type(exc).__name__}",
+                provider=self.provider,
+                timeout_ms=int(round(self.timeout_s * 1000)),
+            ) from exc
+        except (httpx.HTTPError, OSError) as exc:
+            raise EmbedFailure(
+                classify_failure(exc),
+                operation_label=operation_label,
+                detail=f"{type(exc).__name__}: {exc}",
+                provider=self.provider,
+            ) from exc
+        if response.status_code >= 400:
+            message = error_message(response)
+            raise EmbedFailure(
+                classify_http_status(response.status_code, message),
+                status=response.status_code,
+                operation_label=operation_label,
+                detail=message,
+                provider=self.provider,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise EmbedFailure(
+                codes.KB_VECTOR_EMBED_UNCLASSIFIED,
+                status=response.status_code,
+                operation_label=operation_label,
+                detail="response body is not JSON",
+                provider=self.provider,
+            ) from exc
+
+    async def aclose(self) -> None:
+        """Close the pool and its connections (a later call opens a new pool)."""
+        client = self._client
+        if client is not None and self._client_loop is asyncio.get_running_loop():
+            await client.aclose()
+
+
+def malformed(provider: str, operation_label: str, what: str) -> EmbedFailure:
+    """A 2xx answer without the vectors the protocol promises: the provider's fault."""
+    return EmbedFailure(
+        codes.KB_VECTOR_EMBED_INVALID_VECTORS,
+        operation_label=operation_label,
+        detail=f"malformed response: {what}",
+        provider=provider,
+    )
+
+
+def join_url(base_url: str, path: str) -> str:
+    return base_url.rstrip("/") + path
+
+
+def _decode_embedding(value: Any) -> Any:
+    # A server that ignores encoding_format may still answer base64 float32.
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value), dtype=np.float32)
+    return value
+
+
+class OpenAICompatibleProvider:
+    """``POST {base}/v1/embeddings`` with ``{"model", "input", "encoding_format": "float"}``.
+
+    ``max_inputs_per_request`` splits a call into sub-requests (the scope is observed
+    between them, so no sub-request starts after cancellation); ``None`` sends the whole
+    call as one request and leaves batch sizing to the lane.
+    """
+
+    name = "openai_compatible"
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: str | None = None,
+        request_timeout_ms: int = 60_000,
+        max_inputs_per_request: int | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.dimensions = dimensions
+        self.max_inputs_per_request = max_inputs_per_request
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.transport = HttpEmbeddingTransport(
+            self.name, request_timeout_ms=request_timeout_ms, headers=headers
+        )
+        self._url = join_url(base_url, "/v1/embeddings")
+
+    async def embed(
+        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        cancel_scope.raise_if_cancelled()
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        step = self.max_inputs_per_request or len(texts)
+        parts = []
+        for start in range(0, len(texts), step):
+            parts.append(
+                await self._embed_once(
+                    list(texts[start : start + step]), cancel_scope, operation_label
+                )
+            )
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def _embed_once(
+        self, texts: list[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        payload = {"model": self.model, "input": texts, "encoding_format": "float"}
+        body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        data = body.get("data") if isinstance(body, dict) else None
+        if not isinstance(data, list):
+            raise malformed(self.name, operation_label, "no data list")
+        try:
+            # Answers may arrive out of order; ``index`` is the only alignment.
+            ordered = sorted(data, key=lambda item: int(item["index"]))
+            indices = [int(item["index"]) for item in ordered]
+            raw = [_decode_embedding(item["embedding"]) for item in ordered]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise malformed(self.name, operation_label, "data items lack index/embedding") from exc
+        if indices != list(range(len(indices))):
+            raise malformed(self.name, operation_label, "indices are not 0..n-1")
+        return validate_vectors(
+            raw,
+            len(texts),
+            self.dimensions,
+            operation_label=operation_label,
+            provider=self.name,
+        )
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()

