@@ -33,8 +33,14 @@ def generate_repo(root: Path, files: int) -> None:
             for j in range(3)
         )
         (pkg / f"mod_{i:05d}.py").write_text(f'"""Module {i}."""\n\nimport math\n\n{funcs}\n')
-    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x",
-           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@x", "GIT_CONFIG_NOSYSTEM": "1"}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "b",
+        "GIT_AUTHOR_EMAIL": "b@x",
+        "GIT_COMMITTER_NAME": "b",
+        "GIT_COMMITTER_EMAIL": "b@x",
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "gen"]):
         subprocess.run(["git", "-C", str(root), *args], check=True, env=env)
 

@@ -92,8 +92,12 @@ def sweep(
         settings, tenants = _load()
         if tenant and not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
-        if repo and not any(r.slug == repo for t in tenants.tenants for r in t.repos
-                            if tenant is None or t.id == tenant):
+        if repo and not any(
+            r.slug == repo
+            for t in tenants.tenants
+            for r in t.repos
+            if tenant is None or t.id == tenant
+        ):
             raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
         instance = dagster_instance(settings)
         results = run_sweeps(
@@ -119,7 +123,9 @@ def sweep(
                     + (f"  error: {r['error']}" if r.get("error") else ""),
                     highlight=False,
                 )
-        return EXIT_FAILED if any(r["outcome"] == codes.OUTCOME_FAILED for r in results) else EXIT_OK
+        return (
+            EXIT_FAILED if any(r["outcome"] == codes.OUTCOME_FAILED for r in results) else EXIT_OK
+        )
 
     _run(go, as_json)
 

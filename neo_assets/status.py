@@ -46,8 +46,9 @@ def build_status(
             state = repo_state_from_row(row)
             cadence_s = 60.0 * (repo.cadence_minutes or settings.default_cadence_minutes)
             key = partition_key(tenant.id, repo.slug)
-            due = retry_due_at(state, Observed(repo_key=key, cadence_seconds=cadence_s),
-                               retry_policy(settings))
+            due = retry_due_at(
+                state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
+            )
             generation = (row or {}).get("embedding_generation")
             threshold = settings.embedding_strike_threshold
             strikes = (

@@ -16,7 +16,9 @@ CLI = [sys.executable, "-m", "neo_assets.cli"]
 
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(CLI + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        CLI + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -28,10 +30,13 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     b = GitRepo(tmp_path / "b")
     b.write("render.py", "def render_widget(widget):\n    return widget.draw()\n")
     b.commit("b", when=1_700_000_000)
-    tenants = write_tenants(tmp_path / "tenants.yaml", {
-        "acme": [repo_entry("widgets", a.path)],
-        "globex": [repo_entry("tools", b.path)],
-    })
+    tenants = write_tenants(
+        tmp_path / "tenants.yaml",
+        {
+            "acme": [repo_entry("widgets", a.path)],
+            "globex": [repo_entry("tools", b.path)],
+        },
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
     env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
     return env
@@ -42,7 +47,9 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
     assert swept.returncode == 0, swept.stderr
     doc = json.loads(swept.stdout)  # exactly one JSON document, nothing else on stdout
     assert {(r["tenantId"], r["repoSlug"], r["outcome"]) for r in doc["repos"]} == {
-        ("acme", "widgets", "complete"), ("globex", "tools", "complete")}
+        ("acme", "widgets", "complete"),
+        ("globex", "tools", "complete"),
+    }
     for r in doc["repos"]:
         assert {"revision", "counts", "deferredCauseCode"} <= set(r)
 
@@ -52,9 +59,20 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
     status = _run(["status", "--json"], cli_env)
     assert status.returncode == 0, status.stderr
     repos = json.loads(status.stdout)["repos"]
-    keys = {"tenantId", "repoSlug", "outcome", "lastIngestedRev", "consecutiveFailures",
-            "deferredCauseCode", "nextDueAt", "embeddingGeneration", "contentPoisonChunks",
-            "undeliverableChunks", "strikes", "rows"}
+    keys = {
+        "tenantId",
+        "repoSlug",
+        "outcome",
+        "lastIngestedRev",
+        "consecutiveFailures",
+        "deferredCauseCode",
+        "nextDueAt",
+        "embeddingGeneration",
+        "contentPoisonChunks",
+        "undeliverableChunks",
+        "strikes",
+        "rows",
+    }
     assert all(keys <= set(r) for r in repos)
     assert all(r["rows"] > 0 and r["contentPoisonChunks"] == {"count": 0, "ids": []} for r in repos)
 
@@ -68,7 +86,9 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
     assert (Path(cli_env["NEO_HOME"]) / "dagster" / "dagster.yaml").exists()
 
 
-def test_bad_tenants_file_exits_2_naming_file_and_field(cli_env: dict[str, str], tmp_path: Path) -> None:
+def test_bad_tenants_file_exits_2_naming_file_and_field(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("tenants:\n  - id: Acme!\n    repos: []\n")
     env = {**cli_env, "NEO_TENANTS_FILE": str(bad)}

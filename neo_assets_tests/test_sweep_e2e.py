@@ -28,17 +28,25 @@ def _repo(path: Path, files: dict[str, str]) -> GitRepo:
 
 @pytest.fixture
 def two_tenants(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    a = _repo(tmp_path / "acme-widgets", {
-        "widgets/core.py": "class Widget:\n    def render(self):\n        return 'w'\n",
-        "shared.py": SHARED,
-        "README.md": "# Widgets\n\n## Use\n\nCall render.\n",
-        "vendor/lib.py": "def vendored():\n    pass\n",
-    })
-    b = _repo(tmp_path / "globex-tools", {"shared.py": SHARED, "tool.py": "def tool():\n    return 1\n"})
-    tenants = write_tenants(tmp_path / "tenants.yaml", {
-        "acme": [repo_entry("widgets", a.path, exclude=["vendor/**"])],
-        "globex": [repo_entry("tools", b.path)],
-    })
+    a = _repo(
+        tmp_path / "acme-widgets",
+        {
+            "widgets/core.py": "class Widget:\n    def render(self):\n        return 'w'\n",
+            "shared.py": SHARED,
+            "README.md": "# Widgets\n\n## Use\n\nCall render.\n",
+            "vendor/lib.py": "def vendored():\n    pass\n",
+        },
+    )
+    b = _repo(
+        tmp_path / "globex-tools", {"shared.py": SHARED, "tool.py": "def tool():\n    return 1\n"}
+    )
+    tenants = write_tenants(
+        tmp_path / "tenants.yaml",
+        {
+            "acme": [repo_entry("widgets", a.path, exclude=["vendor/**"])],
+            "globex": [repo_entry("tools", b.path)],
+        },
+    )
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     (tmp_path / "dagster").mkdir(exist_ok=True)
     instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"))
@@ -59,11 +67,17 @@ def _rows(tenant: str, repo: str | None = None) -> list[dict]:
 def test_first_sweep_completes_and_stamps_every_row(two_tenants) -> None:
     results = _sweep(two_tenants)
     assert {(r["tenantId"], r["repoSlug"], r["outcome"]) for r in results} == {
-        ("acme", "widgets", "complete"), ("globex", "tools", "complete")}
+        ("acme", "widgets", "complete"),
+        ("globex", "tools", "complete"),
+    }
     acme = _rows("acme")
     assert acme and all(set(STAMP_KEYS) <= set(r["metadata"]) for r in acme)
     assert all(is_chunk_id(r["id"]) for r in acme)
-    assert {r["metadata"]["sourcePath"] for r in acme} == {"widgets/core.py", "shared.py", "README.md"}
+    assert {r["metadata"]["sourcePath"] for r in acme} == {
+        "widgets/core.py",
+        "shared.py",
+        "README.md",
+    }
     assert all(r["metadata"]["revision"] == two_tenants["a"].git("rev-parse", "HEAD") for r in acme)
     assert all(r["metadata"]["tenantConfigVersion"] == 1 for r in acme)
     # The runs are recorded in the persistent instance, so the UI shows them.
@@ -71,7 +85,9 @@ def test_first_sweep_completes_and_stamps_every_row(two_tenants) -> None:
     assert len(runs) >= 2 and all(r.status == dg.DagsterRunStatus.SUCCESS for r in runs)
 
 
-def test_identical_file_in_two_tenants_gives_distinct_ids_each_with_its_own_tenant(two_tenants) -> None:
+def test_identical_file_in_two_tenants_gives_distinct_ids_each_with_its_own_tenant(
+    two_tenants,
+) -> None:
     _sweep(two_tenants)
     acme_shared = {r["id"] for r in _rows("acme") if r["metadata"]["sourcePath"] == "shared.py"}
     globex_shared = {r["id"] for r in _rows("globex") if r["metadata"]["sourcePath"] == "shared.py"}
@@ -97,10 +113,15 @@ def test_second_sweep_skips_and_new_commit_sweeps_only_that_repo(two_tenants) ->
 def test_parser_bump_adds_new_ids_and_keeps_old_rows(two_tenants, tmp_path: Path) -> None:
     _sweep(two_tenants)
     old = {r["id"] for r in _rows("acme")}
-    write_tenants(two_tenants["tenants"], {
-        "acme": [repo_entry("widgets", two_tenants["a"].path, version="1.1.0", exclude=["vendor/**"])],
-        "globex": [repo_entry("tools", two_tenants["b"].path)],
-    })
+    write_tenants(
+        two_tenants["tenants"],
+        {
+            "acme": [
+                repo_entry("widgets", two_tenants["a"].path, version="1.1.0", exclude=["vendor/**"])
+            ],
+            "globex": [repo_entry("tools", two_tenants["b"].path)],
+        },
+    )
     results = {r["tenantId"]: r for r in _sweep(two_tenants)}
     assert results["acme"]["outcome"] == "complete" and results["globex"]["outcome"] == "skipped"
     rows = _rows("acme")
@@ -117,5 +138,6 @@ def test_dirty_work_tree_is_not_read(two_tenants) -> None:
     (a.path / "shared.py").write_text("def dirty():\n    pass\n")
     _sweep(two_tenants)
     docs = runtime.get_store(load_settings()).get_rows(
-        [r["id"] for r in _rows("acme", "widgets")], include_documents=True)
+        [r["id"] for r in _rows("acme", "widgets")], include_documents=True
+    )
     assert not any("dirty" in (row["document"] or "") for row in docs.values())

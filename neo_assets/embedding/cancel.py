@@ -65,7 +65,9 @@ class CancelScope:
             scope.cancel(self.cause or codes.ABORT_ERR)
         return scope
 
-    def cancel_threadsafe(self, loop: asyncio.AbstractEventLoop, cause: str = codes.ABORT_ERR) -> None:
+    def cancel_threadsafe(
+        self, loop: asyncio.AbstractEventLoop, cause: str = codes.ABORT_ERR
+    ) -> None:
         """Cancel from another thread (e.g. a Dagster termination handler)."""
         loop.call_soon_threadsafe(self.cancel, cause)
 

@@ -193,7 +193,10 @@ class ChromaStore:
         )
         rows = []
         for rid, meta, doc, dist in zip(
-            got["ids"][0], got["metadatas"][0], got["documents"][0], got["distances"][0],
+            got["ids"][0],
+            got["metadatas"][0],
+            got["documents"][0],
+            got["distances"][0],
             strict=True,
         ):
             rows.append(

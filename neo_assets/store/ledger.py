@@ -114,11 +114,15 @@ class Ledger:
     # ------------------------------------------------------------------ repo state
     def repo_state(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(t.repo_state).where(
-                    t.repo_state.c.tenant_id == tenant_id, t.repo_state.c.repo_slug == repo_slug
+            row = (
+                conn.execute(
+                    sa.select(t.repo_state).where(
+                        t.repo_state.c.tenant_id == tenant_id, t.repo_state.c.repo_slug == repo_slug
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
         return None if row is None else dict(row)
 
     def all_repo_states(self) -> list[dict[str, Any]]:
@@ -193,11 +197,15 @@ class Ledger:
     def envelope(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
         """The latest complete envelope: revision, kind, recorded_at and its paths."""
         with self.engine.connect() as conn:
-            head = conn.execute(
-                sa.select(t.envelopes).where(
-                    t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug
+            head = (
+                conn.execute(
+                    sa.select(t.envelopes).where(
+                        t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
             if head is None:
                 return None
             paths = conn.execute(
@@ -258,12 +266,16 @@ class Ledger:
 
     def declared_generation(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
-            row = conn.execute(
-                sa.select(t.declared_generations).where(
-                    t.declared_generations.c.tenant_id == tenant_id,
-                    t.declared_generations.c.repo_slug == repo_slug,
+            row = (
+                conn.execute(
+                    sa.select(t.declared_generations).where(
+                        t.declared_generations.c.tenant_id == tenant_id,
+                        t.declared_generations.c.repo_slug == repo_slug,
+                    )
                 )
-            ).mappings().first()
+                .mappings()
+                .first()
+            )
         return None if row is None else dict(row)
 
     def declared_chunks(self, tenant_id: str, repo_slug: str) -> list[DeclaredChunk]:

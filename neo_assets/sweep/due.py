@@ -58,8 +58,10 @@ def evaluate(
             declaration_digest=decl,
             embedding_generation=generation,
         )
-        reason = DUE_FORCED if force else due_reason(
-            repo_state_from_row(row), observed, now, retry_policy(settings)
+        reason = (
+            DUE_FORCED
+            if force
+            else due_reason(repo_state_from_row(row), observed, now, retry_policy(settings))
         )
         failures = int((row or {}).get("consecutive_failures") or 0)
         run_key = f"{ctx.key}@{revision}:{decl[:12]}:{generation[:12]}:{failures}"

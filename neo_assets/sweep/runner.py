@@ -12,7 +12,6 @@ from neo_assets.settings import Settings
 from neo_assets.sweep.due import declared_repos, evaluate
 from neo_assets.tenants import TenantsFile
 
-
 # The run's full event log goes to the instance (the UI shows it); the terminal gets
 # warnings only, next to the progress bar.
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
@@ -23,12 +22,24 @@ def _failure_code(result: Any) -> str:
     for event in result.all_events:
         if event.is_step_failure:
             info = event.step_failure_data.error
-            text = (info.message if info else "") + " " + (info.cause.message if info and info.cause else "")
-            for code in (codes.SOURCE_REPO_MISSING, codes.SOURCE_UNREADABLE, codes.PARSE_FAILED,
-                         codes.STORE_FAILED):
+            text = (
+                (info.message if info else "")
+                + " "
+                + (info.cause.message if info and info.cause else "")
+            )
+            for code in (
+                codes.SOURCE_REPO_MISSING,
+                codes.SOURCE_UNREADABLE,
+                codes.PARSE_FAILED,
+                codes.STORE_FAILED,
+            ):
                 if code in text:
                     return code
-            return codes.KB_VECTOR_EMBED_UNCLASSIFIED if event.step_key == "kb_embeddings" else codes.STORE_FAILED
+            return (
+                codes.KB_VECTOR_EMBED_UNCLASSIFIED
+                if event.step_key == "kb_embeddings"
+                else codes.STORE_FAILED
+            )
     return codes.STORE_FAILED
 
 
@@ -54,7 +65,9 @@ def run_sweeps(
     from neo_assets.definitions import defs
 
     ledger = runtime.get_ledger(settings)
-    dues = evaluate(declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force)
+    dues = evaluate(
+        declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force
+    )
     keys = [d.key for d in dues]
     known = set(instance.get_dynamic_partitions(TENANT_REPOS))
     missing = [k for k in keys if k not in known]
@@ -63,8 +76,12 @@ def run_sweeps(
     job = defs.resolve_job_def("sweep")
     results: list[dict[str, Any]] = []
     progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(), console=console or Console(stderr=True), transient=False,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
     )
     with progress:
         task = progress.add_task("sweeping", total=len(dues))
@@ -72,9 +89,14 @@ def run_sweeps(
             progress.update(task, description=f"sweeping {due.key}")
             if due.reason is None:
                 results.append(
-                    {"tenantId": due.ctx.tenant_id, "repoSlug": due.ctx.repo_slug,
-                     "outcome": codes.OUTCOME_SKIPPED, "revision": due.revision, "counts": {},
-                     "deferredCauseCode": None}
+                    {
+                        "tenantId": due.ctx.tenant_id,
+                        "repoSlug": due.ctx.repo_slug,
+                        "outcome": codes.OUTCOME_SKIPPED,
+                        "revision": due.revision,
+                        "counts": {},
+                        "deferredCauseCode": None,
+                    }
                 )
                 progress.advance(task)
                 continue
@@ -83,19 +105,28 @@ def run_sweeps(
                 run_config=QUIET_CONSOLE,
                 partition_key=due.key,
                 raise_on_error=False,
-                tags={"neo/due-reason": due.reason, "neo/tenant": due.ctx.tenant_id,
-                      "neo/launched-by": "cli"},
+                tags={
+                    "neo/due-reason": due.reason,
+                    "neo/tenant": due.ctx.tenant_id,
+                    "neo/launched-by": "cli",
+                },
             )
             if result.success:
                 census = result.output_for_node("fence_census")
                 results.append({**census, "runId": result.run_id, "dueReason": due.reason})
             else:
                 results.append(
-                    {"tenantId": due.ctx.tenant_id, "repoSlug": due.ctx.repo_slug,
-                     "outcome": codes.OUTCOME_FAILED, "revision": due.revision, "counts": {},
-                     "deferredCauseCode": _failure_code(result),
-                     "error": _failure_message(result), "runId": result.run_id,
-                     "dueReason": due.reason}
+                    {
+                        "tenantId": due.ctx.tenant_id,
+                        "repoSlug": due.ctx.repo_slug,
+                        "outcome": codes.OUTCOME_FAILED,
+                        "revision": due.revision,
+                        "counts": {},
+                        "deferredCauseCode": _failure_code(result),
+                        "error": _failure_message(result),
+                        "runId": result.run_id,
+                        "dueReason": due.reason,
+                    }
                 )
             progress.advance(task)
     if any(r["outcome"] != codes.OUTCOME_SKIPPED for r in results):

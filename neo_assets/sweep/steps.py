@@ -72,7 +72,9 @@ def lane_settings(settings: Settings) -> LaneSettings:
 
 def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
     lane = lane_settings(settings)
-    return embedding_generation(provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms)
+    return embedding_generation(
+        provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms
+    )
 
 
 def settings_generation(settings: Settings) -> str:
@@ -100,7 +102,9 @@ class EnvelopeResult:
     repo_declaration_digest: str
 
 
-def envelope_step(ctx: RepoContext, settings: Settings, ledger: Ledger, now: float) -> EnvelopeResult:
+def envelope_step(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, now: float
+) -> EnvelopeResult:
     """List the repo at its revision, record the envelope and the tenant's configVersion."""
     env = build_envelope(
         ctx.repo.path,
@@ -174,9 +178,7 @@ def chunk_step(
         parser_id=ctx.repo.parser.id,
         parser_version=ctx.repo.parser.version,
         declaration_digest=envelope.repo_declaration_digest,
-        chunks=(
-            DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"]) for r in rows
-        ),
+        chunks=(DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"]) for r in rows),
         now=now,
     )
     return chunks
@@ -189,6 +191,8 @@ class EmbedContext:
     cancel_scope: CancelScope = field(default_factory=lambda: CancelScope(label="sweep"))
     clock: Callable[[], float] = time.time
     progress: Callable[[int, int, int], None] | None = None
+    # Called before every batch write; raises to refuse it (e.g. the sweep lease was lost).
+    guard: Callable[[], None] | None = None
 
 
 def embed_step(
@@ -217,6 +221,8 @@ def embed_step(
     timings["present_check_s"] = time.perf_counter() - started
 
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
+        if run.guard is not None:
+            run.guard()
         write_started = time.perf_counter()
         ingested_at = run.clock()
         metas = []

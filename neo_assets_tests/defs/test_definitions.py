@@ -15,7 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_definitions_hold_the_sweep_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {"repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", "kb_status"}
+    assert keys == {
+        "repo_envelope",
+        "chunk_generation",
+        "kb_embeddings",
+        "fence_census",
+        "kb_status",
+    }
     assert defs.resolve_job_def("sweep").partitions_def is not None
     assert defs.resolve_sensor_def("sweep_sensor")
     for key in graph.get_all_asset_keys():
@@ -26,9 +32,18 @@ def test_definitions_hold_the_sweep_graph() -> None:
 def test_dagster_definitions_validate_passes(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "NEO_HOME": str(tmp_path / "neo")}
     done = subprocess.run(
-        [str(Path(sys.executable).parent / "dagster"), "definitions", "validate",
-         "-m", "neo_assets.definitions"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=240,
+        [
+            str(Path(sys.executable).parent / "dagster"),
+            "definitions",
+            "validate",
+            "-m",
+            "neo_assets.definitions",
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation successful" in done.stdout + done.stderr

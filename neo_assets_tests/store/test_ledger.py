@@ -35,14 +35,23 @@ def test_declared_generation_is_replaced_whole(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     common = dict(parser_id="neo-code", declaration_digest="x" * 64, now=1.0)
     ledger.record_generation(
-        "acme", "w", revision="r1", parser_version="1.0.0",
-        chunks=[DeclaredChunk("a" * 64, "a.py", "function", "f"),
-                DeclaredChunk("b" * 64, "b.py", "module", "b")],
+        "acme",
+        "w",
+        revision="r1",
+        parser_version="1.0.0",
+        chunks=[
+            DeclaredChunk("a" * 64, "a.py", "function", "f"),
+            DeclaredChunk("b" * 64, "b.py", "module", "b"),
+        ],
         **common,
     )
     ledger.record_generation(
-        "acme", "w", revision="r2", parser_version="1.1.0",
-        chunks=[DeclaredChunk("c" * 64, "a.py", "function", "f")], **common,
+        "acme",
+        "w",
+        revision="r2",
+        parser_version="1.1.0",
+        chunks=[DeclaredChunk("c" * 64, "a.py", "function", "f")],
+        **common,
     )
     gen = ledger.declared_generation("acme", "w")
     assert gen is not None and gen["revision"] == "r2" and gen["parser_version"] == "1.1.0"
@@ -53,8 +62,14 @@ def test_declared_generation_is_replaced_whole(tmp_path: Path) -> None:
 def test_fences_and_strikes_belong_to_a_generation(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     ledger.record_fence(
-        "acme", "w", "g1", "a" * 64, disposition="proven-content-poison",
-        reason_code="KB_VECTOR_EMBED_PROVEN_CONTENT_POISON", receipt={"n": 1}, observed_at=5.0,
+        "acme",
+        "w",
+        "g1",
+        "a" * 64,
+        disposition="proven-content-poison",
+        reason_code="KB_VECTOR_EMBED_PROVEN_CONTENT_POISON",
+        receipt={"n": 1},
+        observed_at=5.0,
     )
     ledger.record_strike("acme", "w", "g1", "b" * 64, kind="death", count=1, receipt={}, now=5.0)
     ledger.record_strike("acme", "w", "g1", "b" * 64, kind="death", count=2, receipt={}, now=6.0)
@@ -69,8 +84,14 @@ def test_fences_and_strikes_belong_to_a_generation(tmp_path: Path) -> None:
 def test_sweep_result_survives_reopen(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     ledger.record_sweep_result(
-        "acme", "w", state={"last_outcome": "complete", "last_ingested_rev": "r1",
-                            "consecutive_failures": 0, "content_poison_census": '{"count":0,"ids":[]}'},
+        "acme",
+        "w",
+        state={
+            "last_outcome": "complete",
+            "last_ingested_rev": "r1",
+            "consecutive_failures": 0,
+            "content_poison_census": '{"count":0,"ids":[]}',
+        },
     )
     ledger.dispose()
     again = _ledger(tmp_path)
