@@ -98,3 +98,13 @@ SKIP_REASONS = frozenset(
 
 # --- Configuration errors (tenants.yaml and settings).
 CONFIG_INVALID = "CONFIG_INVALID"
+
+# --- Orphan kinds of reconciliation (closed vocabulary, one kind per row at most).
+KIND_MANIFEST_ORPHAN = "manifest-orphan"
+KIND_UNDECLARED_REPO = "undeclared-repo"
+KIND_UNYIELDED_PATH = "unyielded-path"
+KIND_SUPERSEDED_GENERATION = "superseded-generation"
+KIND_SUPERSEDED_PENDING = "superseded-pending"
+KIND_STALE_CONTENT = "stale-content"
+KIND_STALE_CONTENT_PENDING = "stale-content-pending"
+KIND_CONFIG_STALE = "config-stale"
