@@ -1,0 +1,289 @@
+"""Related-chunk links: the bounded temporal and semantic passes over one generation.
+
+Both passes are pure functions over plain data that agree with the straightforward
+all-pairs computation without its quadratic memory (temporal) or its one-matrix-copy-per-
+chunk loop (semantic): semantic links are identical; temporal links keep identical weights
+per chunk, and identical links unless neighbours tie on weight and gap at the cut (see
+``temporal_links``). The tests pin both against verbatim all-pairs references.
+
+Shared conventions:
+
+- A chunk id that occurs more than once is one chunk: the first occurrence is used and the
+  later rows are ignored. Chunk ids hash the chunk's whole identity, so a repeat carries
+  the same kind, path and content; it can never become its own neighbour.
+- The result has one key per distinct chunk id, in input order, with ``[]`` when the
+  chunk keeps no link. Each list is ordered best first, ``(neighbour_id, weight)``.
+- Links are directed: the cap is per chunk, so A may keep B while B, with closer
+  neighbours, does not keep A.
+"""
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+TEMPORAL_WINDOW_SECONDS = 86_400.0
+TEMPORAL_WEIGHT_FLOOR = 0.3
+TEMPORAL_PER_CHUNK = 20
+TEMPORAL_CANDIDATE_WINDOW = 20
+SEMANTIC_THRESHOLD = 0.7
+SEMANTIC_TOP_K = 20
+SEMANTIC_BLOCK_ROWS = 256
+# Above this many passing pairs per row on average, cut rows to their k best before sorting.
+_CROWDED = 4
+
+Links = dict[str, list[tuple[str, float]]]
+
+
+@dataclass(frozen=True)
+class LinkStats:
+    """A pass's output in figures: for asset metadata and logs."""
+
+    chunks: int
+    linked_chunks: int
+    links: int
+    max_links_per_chunk: int
+
+
+def link_stats(links: Mapping[str, Sequence[tuple[str, float]]]) -> LinkStats:
+    """Summarise the output of either pass."""
+    sizes = [len(kept) for kept in links.values()]
+    return LinkStats(
+        chunks=len(sizes),
+        linked_chunks=sum(1 for size in sizes if size),
+        links=sum(sizes),
+        max_links_per_chunk=max(sizes, default=0),
+    )
+
+
+def temporal_weight(gap_seconds: float, window_seconds: float = TEMPORAL_WINDOW_SECONDS) -> float:
+    """``max(0.3, 1 - gap / window)``: the weight of one in-window pair, for callers and
+    readers. The passes compute the same expression vectorised."""
+    return max(TEMPORAL_WEIGHT_FLOOR, 1.0 - gap_seconds / window_seconds)
+
+
+# --- temporal ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _TemporalCandidates:
+    """Directed candidate links in sorted-position space (see ``_temporal_candidates``)."""
+
+    ids: list[str]  # every distinct chunk id, input order
+    sorted_ids: list[str]  # the chunks with a finite time, by (kind, time, id)
+    id_rank: np.ndarray  # rank of sorted_ids[p] among sorted_ids by plain string order
+    src: np.ndarray  # sorted positions
+    dst: np.ndarray
+    gap: np.ndarray  # seconds, float64, >= 0
+
+
+def _check_temporal_args(window_seconds: float, candidate_window: int) -> None:
+    if not (math.isfinite(window_seconds) and window_seconds > 0):
+        raise ValueError(f"window_seconds must be finite and > 0, got {window_seconds!r}")
+    if candidate_window < 0:
+        raise ValueError(f"candidate_window must be >= 0, got {candidate_window!r}")
+
+
+def _temporal_candidates(
+    items: Sequence[tuple[str, str, float]],
+    window_seconds: float,
+    candidate_window: int,
+) -> _TemporalCandidates:
+    """Each chunk's nearest neighbours in time, never all pairs.
+
+    All chunks are sorted by (kind, time, id); each pair (p, p + k) for k = 1..window that
+    shares a kind and lies inside the time window is a candidate in both directions. So a
+    chunk hears from its ``candidate_window`` nearest successors directly and from its
+    ``candidate_window`` nearest predecessors through their reverse links: at most
+    ``2 * candidate_window`` candidates each. Chunks with a non-finite time never link.
+    """
+    first: dict[str, tuple[str, float]] = {}
+    for chunk, kind, changed_at in items:
+        if chunk not in first:
+            first[chunk] = (kind, float(changed_at))
+    ids = list(first)
+    timed = [(chunk, kind, at) for chunk, (kind, at) in first.items() if math.isfinite(at)]
+
+    kind_codes: dict[str, int] = {}
+    kinds = np.fromiter(
+        (kind_codes.setdefault(kind, len(kind_codes)) for _, kind, _ in timed),
+        dtype=np.int64,
+        count=len(timed),
+    )
+    times = np.fromiter((at for _, _, at in timed), dtype=np.float64, count=len(timed))
+    rank = np.empty(len(timed), dtype=np.int64)
+    rank[sorted(range(len(timed)), key=lambda i: timed[i][0])] = np.arange(len(timed))
+
+    order = np.lexsort((rank, times, kinds))
+    kinds, times, rank = kinds[order], times[order], rank[order]
+    sorted_ids = [timed[i][0] for i in order.tolist()]
+
+    starts: list[np.ndarray] = []
+    ends: list[np.ndarray] = []
+    gaps: list[np.ndarray] = []
+    positions = np.arange(len(timed), dtype=np.int64)
+    for offset in range(1, min(candidate_window, len(timed) - 1) + 1):
+        gap = times[offset:] - times[:-offset]
+        inside = (kinds[offset:] == kinds[:-offset]) & (gap <= window_seconds)
+        start = positions[:-offset][inside]
+        starts.append(start)
+        ends.append(start + offset)
+        gaps.append(gap[inside])
+    start = np.concatenate(starts) if starts else positions[:0]
+    end = np.concatenate(ends) if ends else positions[:0]
+    gap = np.concatenate(gaps) if gaps else np.empty(0, dtype=np.float64)
+    # Each pair writes its reverse link too: that is how a chunk hears its predecessors.
+    return _TemporalCandidates(
+        ids=ids,
+        sorted_ids=sorted_ids,
+        id_rank=rank,
+        src=np.concatenate((start, end)),
+        dst=np.concatenate((end, start)),
+        gap=np.concatenate((gap, gap)),
+    )
+
+
+def temporal_candidate_counts(
+    items: Sequence[tuple[str, str, float]],
+    *,
+    window_seconds: float = TEMPORAL_WINDOW_SECONDS,
+    candidate_window: int = TEMPORAL_CANDIDATE_WINDOW,
+) -> dict[str, int]:
+    """How many candidate links each chunk gets before the cap (at most
+    ``2 * candidate_window``): the bound the temporal pass rests on, exposed for tests and
+    metadata."""
+    _check_temporal_args(window_seconds, candidate_window)
+    cands = _temporal_candidates(items, window_seconds, candidate_window)
+    counts = dict.fromkeys(cands.ids, 0)
+    per_position = np.bincount(cands.src, minlength=len(cands.sorted_ids))
+    for chunk, count in zip(cands.sorted_ids, per_position.tolist(), strict=True):
+        counts[chunk] = count
+    return counts
+
+
+def temporal_links(
+    items: Sequence[tuple[str, str, float]],
+    *,
+    window_seconds: float = TEMPORAL_WINDOW_SECONDS,
+    per_chunk: int = TEMPORAL_PER_CHUNK,
+    candidate_window: int = TEMPORAL_CANDIDATE_WINDOW,
+) -> Links:
+    """Links between chunks of the same kind changed within ``window_seconds`` of each other.
+
+    ``items`` are ``(chunk_id, kind, changed_at)`` with ``changed_at`` in epoch seconds. A
+    pair whose gap is at most the window (inclusive) weighs ``max(0.3, 1 - gap/window)``.
+    Each chunk keeps its ``per_chunk`` best: highest weight first, then the nearer in time
+    (weights clamp at 0.3 past ~16.8 h of a 24 h window, so many tie), then the smaller
+    neighbour id.
+
+    The weight never rises with the gap, so the ``per_chunk`` best lie among the
+    ``per_chunk`` nearest on each side: the bounded candidates contain them, and the kept
+    weights equal the all-pairs computation's, ties included. Which neighbours fill places
+    tied on both weight and gap (identical timestamps) can differ from an all-pairs
+    choice: the smallest ids among the bounded candidates win, not among every chunk.
+    With at most ``candidate_window + 1`` chunks of a kind the candidates are all pairs and
+    the links are identical.
+
+    The cap is applied to the candidates after generation; counting while generating would
+    fill a chunk with the reverse links of its predecessors before its own turn and bias
+    the graph backwards.
+    """
+    _check_temporal_args(window_seconds, candidate_window)
+    if not 0 <= per_chunk <= candidate_window:
+        raise ValueError(
+            f"need 0 <= per_chunk <= candidate_window, got {per_chunk!r} > {candidate_window!r}:"
+            " a narrower candidate window could miss a chunk's best links"
+        )
+    cands = _temporal_candidates(items, window_seconds, candidate_window)
+    weight = np.maximum(TEMPORAL_WEIGHT_FLOOR, 1.0 - cands.gap / window_seconds)
+    # lexsort: last key is primary. Per chunk: weight desc, gap asc, neighbour id asc.
+    order = np.lexsort((cands.id_rank[cands.dst], cands.gap, -weight, cands.src))
+    src, dst, weight = cands.src[order], cands.dst[order], weight[order]
+    place = np.arange(len(src)) - np.searchsorted(src, src, side="left")
+    keep = place < per_chunk
+
+    links: Links = {chunk: [] for chunk in cands.ids}
+    names = cands.sorted_ids
+    for s, d, w in zip(src[keep].tolist(), dst[keep].tolist(), weight[keep].tolist(), strict=True):
+        links[names[s]].append((names[d], w))
+    return links
+
+
+# --- semantic ---------------------------------------------------------------------------
+
+
+def semantic_links(
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    threshold: float = SEMANTIC_THRESHOLD,
+    top_k: int = SEMANTIC_TOP_K,
+    block_rows: int = SEMANTIC_BLOCK_ROWS,
+) -> Links:
+    """Links between chunks whose embeddings' cosine similarity is strictly above
+    ``threshold`` (a pair exactly at it does not link); each chunk keeps its ``top_k`` most
+    similar, ties broken by the smaller neighbour id.
+
+    ``vectors`` is the (n, d) matrix of row embeddings for ``ids``, used as float32 (what
+    providers return). A row that is all zero or holds a non-finite value is invalid: it
+    never links and is never linked to. A chunk never links to itself.
+
+    Similarities are computed ``block_rows`` rows at a time, one matrix product per block
+    against the normalised matrix, so memory stays at one (block_rows, n) block rather than
+    one copy of the matrix per chunk.
+    """
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ValueError(f"vectors must be ({len(ids)}, d), got shape {matrix.shape}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    if top_k < 0:
+        raise ValueError(f"top_k must be >= 0, got {top_k!r}")
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
+
+    first: dict[str, int] = {}
+    for row, chunk in enumerate(ids):
+        first.setdefault(chunk, row)
+    links: Links = {chunk: [] for chunk in first}
+    if top_k == 0:
+        return links
+
+    # Rows in neighbour-id order, so a column index is also the id tie-break rank.
+    names = sorted(first)
+    rows = matrix[np.fromiter((first[name] for name in names), dtype=np.int64, count=len(names))]
+    # float64 so neither a huge nor a tiny float32 row overflows or underflows its norm.
+    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
+    valid = np.isfinite(norms) & (norms > 0)
+    names = [name for name, ok in zip(names, valid.tolist(), strict=True) if ok]
+    scaled = rows[valid].astype(np.float64)
+    del rows
+    scaled /= norms[valid, None]
+    normalized = scaled.astype(np.float32)
+    del scaled
+
+    count = len(names)
+    for start in range(0, count, block_rows):
+        stop = min(start + block_rows, count)
+        sims = normalized[start:stop] @ normalized.T
+        local = np.arange(stop - start)
+        sims[local, start + local] = -np.inf  # a chunk never links to itself
+        above = sims > threshold
+        if top_k < count - 1 and np.count_nonzero(above) > _CROWDED * top_k * (stop - start):
+            # A crowded block (near-duplicate chunks): first cut each row to what can reach
+            # its top k, i.e. at least its k-th best value, so the sort below stays small.
+            kth = np.partition(sims, count - top_k, axis=1)[:, count - top_k]
+            above &= sims >= kth[:, None]
+        flat = np.flatnonzero(above)  # much faster than a 2-D nonzero
+        row, col = np.divmod(flat, count)
+        sim = sims.reshape(-1)[flat]
+        order = np.lexsort((col, -sim, row))
+        row, col, sim = row[order], col[order], sim[order]
+        place = np.arange(len(row)) - np.searchsorted(row, row, side="left")
+        keep = place < top_k
+        for r, c, s in zip(
+            (row[keep] + start).tolist(), col[keep].tolist(), sim[keep].tolist(), strict=True
+        ):
+            links[names[r]].append((names[c], s))
+    return links
