@@ -181,12 +181,19 @@ def build_envelope(
     ref: str | None = None,
     exclude: Sequence[str] = (),
     max_file_bytes: int,
+    previous: "Envelope | None" = None,
 ) -> Envelope:
     """Envelope ``root``: git when it is the top of a work tree, a plain directory
-    otherwise (see the module docstring). ``ref`` is only allowed for git roots."""
+    otherwise (see the module docstring). ``ref`` is only allowed for git roots.
+
+    ``previous`` (git only): the repo's last envelope. A path whose object id is unchanged
+    keeps its content classification (binary or not) and change time without reading its
+    blob again, so a sweep after a small commit reads only what changed. Exclusion, mode
+    and size rules are always applied afresh (a changed glob is heard at once)."""
     top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
     if is_git:
-        return _git_envelope(top, ref or "HEAD", tuple(exclude), max_file_bytes)
+        reuse = previous if previous is not None and previous.kind == "git" else None
+        return _git_envelope(top, ref or "HEAD", tuple(exclude), max_file_bytes, reuse)
     return _dir_envelope(top, tuple(exclude), max_file_bytes)
 
 
@@ -464,8 +471,22 @@ class _CatFile:
         self.close()
 
 
-def _git_envelope(top: str, ref: str, exclude: tuple[str, ...], cap: int) -> Envelope:
+_CONTENT_REASONS = frozenset({None, codes.SKIP_BINARY})
+
+
+def _git_envelope(
+    top: str, ref: str, exclude: tuple[str, ...], cap: int, previous: Envelope | None = None
+) -> Envelope:
     sha = _resolve_commit(top, ref)
+    # Content verdicts of the previous envelope, by object id: a blob's bytes never change.
+    known: dict[str, FileEntry] = {}
+    if previous is not None:
+        known = {
+            e.blob: e
+            for e in previous.entries
+            if e.skip_reason in _CONTENT_REASONS and e.blob
+        }
+    reused_times: dict[bytes, float] = {}
     done = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", sha)
     if done.returncode != 0:
         raise SourceError(
@@ -504,8 +525,18 @@ def _git_envelope(top: str, ref: str, exclude: tuple[str, ...], cap: int) -> Env
             to_read.append(path)
         rows[path] = (raw, oid, size, reason, detail)
 
+    unread: list[str] = []
+    for path in to_read:
+        raw, oid, size, _reason, _detail = rows[path]
+        seen = known.get(oid)
+        if seen is None:
+            unread.append(path)
+            continue
+        rows[path] = (raw, oid, size, seen.skip_reason, None)
+        if seen.changed_at is not None and seen.path == path:
+            reused_times[raw] = seen.changed_at
     with _CatFile(top) as cat:
-        for path in to_read:
+        for path in unread:
             raw, oid, size, _reason, _detail = rows[path]
             data = cat.read(oid)
             if data is None:
@@ -513,7 +544,10 @@ def _git_envelope(top: str, ref: str, exclude: tuple[str, ...], cap: int) -> Env
             else:
                 rows[path] = (raw, oid, size, _classify_content(data), None)
 
-    times = _last_change_times(top, sha, {row[0] for row in rows.values()})
+    times = dict(reused_times)
+    times.update(
+        _last_change_times(top, sha, {row[0] for row in rows.values()} - set(reused_times))
+    )
     entries = tuple(
         FileEntry(
             path=path,

@@ -65,6 +65,7 @@ class DeclaredChunk:
     source_path: str
     kind: str
     name: str
+    blob: str | None = None
 
 
 class Ledger:
@@ -194,6 +195,15 @@ class Ledger:
                 )
             )
 
+    def touch_envelope(self, tenant_id: str, repo_slug: str, *, now: float) -> None:
+        """The same envelope was observed again: only its recorded time moves."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.update(t.envelopes)
+                .where(t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug)
+                .values(recorded_at=now)
+            )
+
     def envelope(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
         """The latest complete envelope: revision, kind, recorded_at and its paths."""
         with self.engine.connect() as conn:
@@ -228,8 +238,14 @@ class Ledger:
         declaration_digest: str,
         chunks: Iterable[DeclaredChunk],
         now: float,
+        chunking: str = "",
+        replace_paths: Iterable[str] | None = None,
     ) -> None:
-        """Replace the repo's declared generation (path -> chunk ids) in one transaction."""
+        """Record the repo's declared generation (path -> chunk ids) in one transaction.
+
+        With ``replace_paths`` only those paths' chunks are replaced (a sweep after a small
+        commit rewrites what changed); without it the whole generation is replaced.
+        """
         key_g = (t.declared_generations.c.tenant_id == tenant_id) & (
             t.declared_generations.c.repo_slug == repo_slug
         )
@@ -244,11 +260,21 @@ class Ledger:
                 "source_path": c.source_path,
                 "kind": c.kind,
                 "name": c.name,
+                "blob": c.blob,
             }
             for c in chunks
         ]
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(t.declared_chunks).where(key_c))
+            if replace_paths is None:
+                conn.execute(sa.delete(t.declared_chunks).where(key_c))
+            else:
+                paths = sorted(set(replace_paths))
+                for start in range(0, len(paths), 500):
+                    conn.execute(
+                        sa.delete(t.declared_chunks).where(
+                            key_c & t.declared_chunks.c.source_path.in_(paths[start : start + 500])
+                        )
+                    )
             for start in range(0, len(rows), 5000):
                 conn.execute(sa.insert(t.declared_chunks), rows[start : start + 5000])
             conn.execute(sa.delete(t.declared_generations).where(key_g))
@@ -260,6 +286,7 @@ class Ledger:
                     parser_id=parser_id,
                     parser_version=parser_version,
                     declaration_digest=declaration_digest,
+                    chunking=chunking,
                     recorded_at=now,
                 )
             )
@@ -286,12 +313,15 @@ class Ledger:
                     t.declared_chunks.c.source_path,
                     t.declared_chunks.c.kind,
                     t.declared_chunks.c.name,
+                    t.declared_chunks.c.blob,
                 ).where(
                     t.declared_chunks.c.tenant_id == tenant_id,
                     t.declared_chunks.c.repo_slug == repo_slug,
                 )
             )
-            return [DeclaredChunk(r.chunk_id, r.source_path, r.kind, r.name) for r in rows]
+            return [
+                DeclaredChunk(r.chunk_id, r.source_path, r.kind, r.name, r.blob) for r in rows
+            ]
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:

@@ -67,6 +67,9 @@ declared_generations = sa.Table(
     sa.Column("parser_id", sa.String(64), nullable=False),
     sa.Column("parser_version", sa.String(64), nullable=False),
     sa.Column("declaration_digest", sa.String(64), nullable=False),
+    # Parser identity plus chunking settings: chunks of an unchanged blob are reused only
+    # when this is unchanged too.
+    sa.Column("chunking", sa.String(128), nullable=False, server_default=""),
     sa.Column("recorded_at", sa.Float, nullable=False),
 )
 
@@ -79,6 +82,7 @@ declared_chunks = sa.Table(
     sa.Column("source_path", sa.Text, nullable=False),
     sa.Column("kind", sa.String(32), nullable=False),
     sa.Column("name", sa.Text, nullable=False),
+    sa.Column("blob", sa.String(64)),  # the object the chunk was parsed from
     sa.Index("ix_declared_chunks_path", "tenant_id", "repo_slug", "source_path"),
 )
 
