@@ -32,3 +32,145 @@ def counts_metadata(counts: Mapping[str, Any]) -> dict[str, Any]:
         for k, v in sorted(counts.items())
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
+
+
+# ---------------------------------------------------------------------------- summaries
+# Names of the numbers every sweep records, so the UI plots each one over time (Dagster
+# plots numeric metadata of an asset's materializations; text and JSON it only shows).
+SWEEP_METRICS = (
+    "rows",
+    "new",
+    "skipped",
+    "fenced_poison",
+    "fenced_undeliverable",
+    "strikes",
+    "deferred",
+    "sweep_seconds",
+    "chunks_per_second",
+)
+
+
+def _md_cell(value: Any) -> str:
+    text = _cell(value).replace("|", "\\|").replace("\n", " ")
+    return text or " "
+
+
+def markdown_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str]) -> str:
+    """A GitHub-flavoured markdown table (cells escaped and bounded)."""
+    head = "| " + " | ".join(columns) + " |\n| " + " | ".join("---" for _ in columns) + " |"
+    body = ["| " + " | ".join(_md_cell(r.get(c)) for c in columns) + " |" for r in rows]
+    return "\n".join([head, *body])
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def envelope_summary(
+    key: str, revision: str, kind: str, paths: int, yielded: int, skip_reasons: Mapping[str, int]
+) -> Any:
+    reasons = [{"reason": r, "paths": n} for r, n in sorted(skip_reasons.items())]
+    text = (
+        f"**{key}** at `{revision[:12]}` ({kind}): **{paths}** paths, **{yielded}** yielded "
+        f"to the parser, **{paths - yielded}** skipped."
+    )
+    if reasons:
+        text += "\n\n" + markdown_table(reasons, ["reason", "paths"])
+    return dg.MetadataValue.md(text)
+
+
+def chunks_summary(key: str, parser: str, chunks: int, paths: int, kinds: Mapping[str, int]) -> Any:
+    rows = [{"kind": k, "chunks": n} for k, n in sorted(kinds.items())]
+    text = f"**{key}** parsed by `{parser}`: **{chunks}** chunks from **{paths}** paths."
+    if rows:
+        text += "\n\n" + markdown_table(rows, ["kind", "chunks"])
+    return dg.MetadataValue.md(text)
+
+
+def sweep_numbers(counts: Mapping[str, Any], strikes: int, seconds: float) -> dict[str, Any]:
+    """The embedding step's counts under the names the UI plots (``SWEEP_METRICS``).
+
+    ``rows``: the declared generation's rows in the collection after this sweep (already
+    present + new); ``skipped``: chunks not embedded because the collection already had
+    them or a fence at this generation held them.
+    """
+    new = _int(counts.get("embedded"))
+    present = _int(counts.get("already_present"))
+    return {
+        "rows": present + new,
+        "new": new,
+        "skipped": present + _int(counts.get("already_fenced")),
+        "fenced_poison": _int(counts.get("fenced_poison")),
+        "fenced_undeliverable": _int(counts.get("fenced_undeliverable")),
+        "strikes": int(strikes),
+        "deferred": _int(counts.get("deferred")),
+        "chunks_per_second": float(new) / seconds if seconds > 0 else 0.0,
+    }
+
+
+def embeddings_summary(key: str, numbers: Mapping[str, Any], strikes: Sequence[Any]) -> Any:
+    text = (
+        f"**{key}**: **{numbers['new']}** new rows, {numbers['skipped']} skipped (present or "
+        f"fenced), {numbers['deferred']} deferred, {numbers['fenced_poison']} fenced as "
+        f"content poison, {numbers['fenced_undeliverable']} undeliverable at this geometry; "
+        f"{numbers['rows']} rows of the declared generation in the collection; "
+        f"{numbers['chunks_per_second']:.1f} chunks/s."
+    )
+    rows = [s for s in strikes if isinstance(s, Mapping)][:_PREVIEW_ROWS]
+    if rows:
+        text += "\n\nStruck chunks (deferred, not fenced yet):\n\n" + markdown_table(
+            rows, ["chunkId", "kind", "strikes", "threshold"]
+        )
+    return dg.MetadataValue.md(text)
+
+
+def strikes_table(strikes: Sequence[Any]) -> Any:
+    return preview_table(
+        pd.DataFrame([s for s in strikes if isinstance(s, Mapping)]),
+        ["chunkId", "kind", "strikes", "threshold"],
+    )
+
+
+def census_summary(key: str, result: Mapping[str, Any], numbers: Mapping[str, Any]) -> Any:
+    cause = result.get("deferredCauseCode")
+    verdict = f"**{result.get('outcome')}**" + (f" (cause `{cause}`)" if cause else "")
+    rows = [
+        {"metric": name, "value": round(v, 2) if isinstance(v, float) else v}
+        for name, v in numbers.items()
+    ]
+    families = []
+    for family in ("contentPoisonChunks", "undeliverableChunks"):
+        census = result.get(family) or {}
+        ids = list(census.get("ids") or [])
+        families.append(
+            {"census": family, "count": census.get("count"), "first ids": ", ".join(ids[:3])}
+        )
+    text = (
+        f"{key} at `{str(result.get('revision') or '')[:12]}`: {verdict}, "
+        f"consecutive failures {result.get('consecutiveFailures')}.\n\n"
+        + markdown_table(rows, ["metric", "value"])
+        + "\n\n"
+        + markdown_table(families, ["census", "count", "first ids"])
+    )
+    return dg.MetadataValue.md(text)
+
+
+def status_summary(frame: pd.DataFrame) -> Any:
+    if not len(frame) or "outcome" not in frame.columns:
+        return dg.MetadataValue.md("No repo is declared.")
+    counts = frame["outcome"].fillna("never swept").value_counts().to_dict()
+    line = ", ".join(f"**{n}** {outcome}" for outcome, n in sorted(counts.items()))
+    cols = [
+        c
+        for c in ("tenantId", "repoSlug", "outcome", "deferredCauseCode", "rows")
+        if c in frame.columns
+    ]
+    table = markdown_table(frame[cols].head(50).to_dict("records"), cols)
+    return dg.MetadataValue.md(f"{len(frame)} repos: {line}.\n\n{table}")
+
+
+def run_seconds(instance: dg.DagsterInstance, run_id: str, now: float) -> float | None:
+    """Seconds since the run started (the whole sweep, when asked by its last step)."""
+    record = instance.get_run_record_by_id(run_id)
+    start = record.start_time if record else None
+    return max(now - start, 0.0) if start else None

@@ -1,0 +1,1 @@
+"""Alert delivery: sinks (webhook, JSONL file), the retrying delivery loop, event reading."""

@@ -1,0 +1,143 @@
+"""Read failed asset-check evaluations and failed runs from a Dagster instance's event log,
+after a cursor, as the plain data ``neo_assets.core.alerts`` turns into alerts.
+
+Both streams are read from the event log's index (the table Dagster mirrors asset-check
+and run-status events into), whose storage ids increase across runs, so one integer per
+stream is a sound cursor on SQLite and Postgres alike.
+"""
+
+from collections.abc import Mapping
+from typing import Any
+
+import dagster as dg
+from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+from neo_assets.core.alerts import (
+    STREAM_CHECKS,
+    STREAM_RUNS,
+    AlertCursor,
+    CheckEvaluation,
+    Pending,
+    RunFailure,
+    alert_from_check,
+    alert_from_run_failure,
+)
+
+PARTITION_TAG = "dagster/partition"
+TENANT_TAG = "neo/tenant"
+
+
+def plain_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Dagster MetadataValues as plain JSON-ready values (text, numbers, lists, dicts)."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        raw = getattr(value, "value", value)
+        if isinstance(raw, str | int | float | bool | list | dict) or raw is None:
+            out[key] = raw
+        else:
+            out[key] = str(raw)
+    return out
+
+
+def _check_records(
+    instance: dg.DagsterInstance, after: int | None, since: float, limit: int
+) -> list[Any]:
+    records_filter = dg.EventRecordsFilter(
+        event_type=dg.DagsterEventType.ASSET_CHECK_EVALUATION,
+        after_cursor=after,
+        after_timestamp=since if after is None else None,
+    )
+    storage = instance.event_log_storage
+    if isinstance(storage, SqlEventLogStorage):
+        # SQLite's run-sharded storage overrides get_event_records to scan run shards
+        # without cursor support; the base SQL implementation reads the cross-run index,
+        # where asset-check evaluations are mirrored with global ids (the same bypass
+        # Dagster's own fetch_run_status_changes makes for run events).
+        return list(
+            SqlEventLogStorage.get_event_records(storage, records_filter, limit, ascending=True)
+        )
+    return list(storage.get_event_records(records_filter, limit, ascending=True))
+
+
+def _run_info(
+    instance: dg.DagsterInstance, run_id: str, cache: dict[str, tuple[dict[str, str], str]]
+) -> tuple[dict[str, str], str]:
+    """(tags, job name) of a run, read once per tick."""
+    if run_id not in cache:
+        run = instance.get_run_by_id(run_id)
+        cache[run_id] = (dict(run.tags), run.job_name) if run else ({}, "")
+    return cache[run_id]
+
+
+def read_pending(
+    instance: dg.DagsterInstance, cursor: AlertCursor, ui_base_url: str | None, limit: int
+) -> tuple[dict[str, list[Pending]], dict[str, bool]]:
+    """Per stream, the events after the cursor (oldest first) and whether the read was full."""
+    runs_cache: dict[str, tuple[dict[str, str], str]] = {}
+    checks: list[Pending] = []
+    records = _check_records(instance, cursor.after.get(STREAM_CHECKS), cursor.since, limit)
+    for record in records:
+        entry = record.event_log_entry
+        data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+        if not isinstance(data, dg.AssetCheckEvaluation):
+            checks.append(Pending(STREAM_CHECKS, record.storage_id, None))
+            continue
+        tags, _ = _run_info(instance, entry.run_id, runs_cache)
+        evaluation = CheckEvaluation(
+            event_id=record.storage_id,
+            run_id=entry.run_id,
+            occurred_at=entry.timestamp,
+            asset_key=data.asset_key.to_user_string(),
+            check_name=data.check_name,
+            passed=data.passed,
+            severity=data.severity.value,
+            partition_key=data.partition or tags.get(PARTITION_TAG),
+            description=data.description,
+            metadata=plain_metadata(data.metadata),
+        )
+        checks.append(
+            Pending(STREAM_CHECKS, record.storage_id, alert_from_check(evaluation, ui_base_url))
+        )
+
+    after_runs = cursor.after.get(STREAM_RUNS)
+    result = instance.fetch_run_status_changes(
+        dg.RunStatusChangeRecordsFilter(
+            event_type=dg.DagsterEventType.RUN_FAILURE,
+            after_storage_id=after_runs,
+            after_timestamp=cursor.since if after_runs is None else None,
+        ),
+        limit=limit,
+        ascending=True,
+    )
+    runs: list[Pending] = []
+    for record in result.records:
+        entry = record.event_log_entry
+        tags, job_name = _run_info(instance, entry.run_id, runs_cache)
+        failure = RunFailure(
+            event_id=record.storage_id,
+            run_id=entry.run_id,
+            occurred_at=entry.timestamp,
+            job_name=job_name or entry.job_name or "",
+            partition_key=tags.get(PARTITION_TAG),
+            tenant_tag=tags.get(TENANT_TAG),
+            message=_failure_message(entry),
+        )
+        runs.append(
+            Pending(STREAM_RUNS, record.storage_id, alert_from_run_failure(failure, ui_base_url))
+        )
+    batches = {STREAM_CHECKS: checks, STREAM_RUNS: runs}
+    full = {STREAM_CHECKS: len(records) >= limit, STREAM_RUNS: len(result.records) >= limit}
+    return batches, full
+
+
+def _failure_message(entry: Any) -> str:
+    """The run's failure message, with the first failed step's error when Dagster has it."""
+    message = entry.message or ""
+    data = entry.dagster_event.event_specific_data if entry.dagster_event else None
+    step = getattr(data, "first_step_failure_event", None)
+    error = getattr(getattr(step, "event_specific_data", None), "error", None)
+    while error is not None and error.cause is not None:
+        error = error.cause  # the user's exception, not Dagster's wrapper
+    if error is not None and error.message:
+        message = f"{message} {error.message.strip().splitlines()[0]}"
+    return message
