@@ -1,0 +1,185 @@
+"""A repo's related-chunk links in the ledger.
+
+A repo's links are replaced as a whole in one transaction (never accumulated), and only
+while the declared generation they were computed from is still the repo's current one:
+a links run that read an older generation stores nothing, and the newer generation's own
+run stores its links. Every read is scoped by tenant. A torn neighbour list reads as
+unobserved: it offers no neighbour rather than a wrong one.
+"""
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from neo_assets.core.link_records import (
+    LINK_KINDS,
+    LINK_SEMANTIC,
+    LINK_TEMPORAL,
+    LinkRecord,
+    Neighbour,
+    kept_lists,
+    link_records,
+    strongest_neighbours,
+)
+from neo_assets.store import ledger_schema as t
+from neo_assets.store.ledger import Ledger
+from neo_assets.store.links_schema import chunk_link_sets, chunk_links
+
+_INSERT_BATCH = 5000
+_READ_BATCH = 500  # ids per IN (...): well under SQLite's bound-parameter limit
+
+
+def _encode(kept: Sequence[tuple[str, float]]) -> str:
+    return json.dumps([[nid, w] for nid, w in kept], separators=(",", ":"))
+
+
+def _decode(raw: object) -> list[tuple[str, float]] | None:
+    """The stored list, or None when it is not a list of ``[id, finite weight]``."""
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, list):
+        return None
+    out: list[tuple[str, float]] = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[0], str)):
+            return None
+        w = item[1]
+        if not isinstance(w, int | float) or isinstance(w, bool) or not math.isfinite(w):
+            return None
+        out.append((item[0], float(w)))
+    return out
+
+
+def replace_links(
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slug: str,
+    links: Mapping[str, Mapping[str, Sequence[tuple[str, float]]]],
+    *,
+    revision: str,
+    generation_recorded_at: float,
+    chunks: int,
+    params: Mapping[str, Any],
+    now: float,
+) -> bool:
+    """Replace the repo's links with ``links`` (link kind -> each pass's output; committed)
+    when the repo's declared generation is still the one recorded at
+    ``generation_recorded_at``; False (nothing written) when it has moved on or is gone."""
+    gen = t.declared_generations
+    rows: list[dict[str, Any]] = []
+    counts = dict.fromkeys(LINK_KINDS, 0)
+    for kind, by_chunk in links.items():
+        for chunk_id, kept in kept_lists(kind, by_chunk):
+            counts[kind] += len(kept)
+            rows.append(
+                {
+                    "tenant_id": tenant_id,
+                    "repo_slug": repo_slug,
+                    "chunk_id": chunk_id,
+                    "link_kind": kind,
+                    "neighbours": _encode(kept),
+                }
+            )
+    key_links = (chunk_links.c.tenant_id == tenant_id) & (chunk_links.c.repo_slug == repo_slug)
+    key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
+        chunk_link_sets.c.repo_slug == repo_slug
+    )
+    with ledger.engine.begin() as conn:
+        current = conn.execute(
+            sa.select(gen.c.recorded_at)
+            .where(gen.c.tenant_id == tenant_id, gen.c.repo_slug == repo_slug)
+            .with_for_update()
+        ).scalar()
+        if current is None or float(current) != float(generation_recorded_at):
+            return False
+        conn.execute(sa.delete(chunk_links).where(key_links))
+        for start in range(0, len(rows), _INSERT_BATCH):
+            conn.execute(sa.insert(chunk_links), rows[start : start + _INSERT_BATCH])
+        conn.execute(sa.delete(chunk_link_sets).where(key_sets))
+        conn.execute(
+            sa.insert(chunk_link_sets).values(
+                tenant_id=tenant_id,
+                repo_slug=repo_slug,
+                revision=revision,
+                generation_recorded_at=float(generation_recorded_at),
+                computed_at=now,
+                chunks=chunks,
+                temporal_links=counts[LINK_TEMPORAL],
+                semantic_links=counts[LINK_SEMANTIC],
+                params=json.dumps(dict(params), sort_keys=True),
+            )
+        )
+    return True
+
+
+def link_set(ledger: Ledger, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
+    """The repo's stored link set (revision, counts, params), or None when never computed."""
+    with ledger.engine.connect() as conn:
+        row = (
+            conn.execute(
+                sa.select(chunk_link_sets).where(
+                    chunk_link_sets.c.tenant_id == tenant_id,
+                    chunk_link_sets.c.repo_slug == repo_slug,
+                )
+            )
+            .mappings()
+            .first()
+        )
+    if row is None:
+        return None
+    try:
+        params = json.loads(row["params"]) if row["params"] is not None else None
+    except ValueError:
+        params = None  # torn: unobserved
+    return {**dict(row), "params": params}
+
+
+def repo_links(ledger: Ledger, tenant_id: str, repo_slug: str) -> list[LinkRecord]:
+    """Every stored link of the repo as flat records, by chunk, kind and rank."""
+    c = chunk_links.c
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(c.chunk_id, c.link_kind, c.neighbours)
+            .where(c.tenant_id == tenant_id, c.repo_slug == repo_slug)
+            .order_by(c.chunk_id, c.link_kind)
+        ).all()
+    out: list[LinkRecord] = []
+    for r in rows:
+        kept = _decode(r.neighbours)
+        if kept is not None and r.link_kind in LINK_KINDS:
+            out.extend(link_records(r.link_kind, {r.chunk_id: kept}))
+    return out
+
+
+def neighbours(
+    ledger: Ledger, tenant_id: str, chunk_ids: Iterable[str], *, limit: int
+) -> dict[str, list[Neighbour]]:
+    """The ``limit`` strongest neighbours of each chunk among the tenant's links, both
+    kinds merged (``core.link_records.strongest_neighbours``). Only links stored under
+    ``tenant_id`` are read, so no other tenant's neighbour can come back."""
+    wanted = list(dict.fromkeys(chunk_ids))
+    found: dict[str, list[tuple[str, str, float]]] = {cid: [] for cid in wanted}
+    if limit > 0:
+        c = chunk_links.c
+        with ledger.engine.connect() as conn:
+            for start in range(0, len(wanted), _READ_BATCH):
+                batch = wanted[start : start + _READ_BATCH]
+                rows = conn.execute(
+                    sa.select(c.chunk_id, c.link_kind, c.neighbours).where(
+                        c.tenant_id == tenant_id, c.chunk_id.in_(batch)
+                    )
+                )
+                for r in rows:
+                    kept = _decode(r.neighbours) or []
+                    # The strongest `limit` over both kinds are among each kind's first `limit`.
+                    found[r.chunk_id].extend((nid, r.link_kind, w) for nid, w in kept[:limit])
+    return {
+        cid: strongest_neighbours(links, exclude=cid, limit=limit) for cid, links in found.items()
+    }
