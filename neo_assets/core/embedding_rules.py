@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from neo_assets.core import codes
+from neo_assets.core.chunk_ids import is_chunk_id
 
 KB_VECTOR_EMBED_CALL_CEILING = codes.KB_VECTOR_EMBED_CALL_CEILING
 KB_VECTOR_EMBED_OVER_ADMISSION_BAND = codes.KB_VECTOR_EMBED_OVER_ADMISSION_BAND
@@ -465,11 +466,21 @@ def fence_row(
 def fence_row_from_record(
     record: FenceRecord, *, recorded_this_sweep: bool
 ) -> dict[str, Any] | None:
-    """A fence row for a stored fence; ``None`` for a record whose disposition is not in
-    the closed vocabulary (it is not a fence, so it must not read as one)."""
-    if record.disposition not in FENCE_CODE_BY_DISPOSITION:
+    """A fence row for a stored fence; ``None`` for a record that is not a coherent fence
+    (a disposition outside the closed vocabulary, a reason code that is not its
+    disposition's code, a malformed chunk id, or a poison verdict whose recorded evidence
+    is not content). Such a record must not read as a fence: its chunk is offered again
+    and the record rewritten from fresh evidence."""
+    code = FENCE_CODE_BY_DISPOSITION.get(record.disposition)
+    if code is None or record.reason_code != code or not is_chunk_id(record.chunk_id):
         return None
     evidence = record.receipt.get("evidenceCode")
+    if (
+        record.disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON
+        and isinstance(evidence, str)
+        and poison_forbidden(evidence)
+    ):
+        return None
     return fence_row(
         record.chunk_id,
         record.disposition,
