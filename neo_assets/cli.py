@@ -45,7 +45,7 @@ def _load():  # noqa: ANN202 - (settings, tenants)
 
     try:
         settings = load_settings()
-        tenants = load_tenants(settings.resolved_tenants_file)
+        tenants = load_tenants(settings.resolved_tenants_file, allowed_roots=settings.allowed_roots)
     except (SettingsError, TenantsConfigError) as exc:
         raise UsageError(str(exc)) from None
     return settings, tenants
@@ -87,9 +87,7 @@ def sweep(
     """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
 
     def go() -> int:
-        from neo_assets.sweep.runner import run_sweeps
-
-        settings, tenants = _load()
+        settings, tenants = _load()  # a config error exits before Dagster is imported
         if tenant and not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
         if repo and not any(
@@ -99,6 +97,8 @@ def sweep(
             if tenant is None or t.id == tenant
         ):
             raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
+        from neo_assets.sweep.runner import run_sweeps
+
         instance = dagster_instance(settings)
         results = run_sweeps(
             settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
@@ -203,9 +203,25 @@ def query(
                     f"{m.get('kind')} {m.get('name')}",
                     highlight=False,
                 )
+                for n in r.get("expanded", []):
+                    nm = n["metadata"]
+                    err.print(
+                        f"    ↳ {n['linkKind']} {n['score']:.3f} {nm.get('sourcePath')} "
+                        f"{nm.get('kind')} {nm.get('name')}",
+                        highlight=False,
+                    )
         return EXIT_OK
 
     _run(go, as_json)
+
+
+from neo_assets.cli_health import register as register_health  # noqa: E402
+
+register_health(app)
+
+from neo_assets.cli_reconcile import register as register_reconcile  # noqa: E402
+
+register_reconcile(app)
 
 
 def main() -> None:

@@ -6,10 +6,18 @@ only merges them and binds the shared resources.
 
 import dagster as dg
 
+import neo_assets.defs.health_defs as health_defs
+import neo_assets.defs.links_defs as links_defs
+import neo_assets.defs.operations_defs as operations_defs
+import neo_assets.defs.reconciliation_defs as reconciliation_defs
 from neo_assets.defs import sweep_defs
 from neo_assets.defs.resources import default_resources
 
 defs = dg.Definitions.merge(
     sweep_defs.defs,
+    operations_defs.defs,
+    health_defs.defs,
+    reconciliation_defs.defs,
+    links_defs.defs,
     dg.Definitions(resources=default_resources()),
 )

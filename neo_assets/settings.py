@@ -27,6 +27,8 @@ class Settings(BaseSettings):
     # --- where things live
     home: Path = Field(Path(".neo"), description="data root (chroma, ledger, dagster)")
     tenants_file: Path | None = Field(None, description="tenants.yaml; default ./tenants.yaml")
+    # Repo paths must resolve under one of these (JSON, '["/srv/repos"]'); unset = anywhere.
+    allowed_roots: list[Path] | None = Field(None, description="allowed repo roots")
     chroma_url: str | None = Field(None, description="http://host:port of a Chroma server")
     ledger_url: str | None = Field(None, description="SQLAlchemy URL of the ledger")
     collection_name: str = "neo-knowledge-base"
@@ -38,7 +40,9 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = None
     embedding_dimensions: int = Field(384, ge=1, le=65536)
     embedding_request_timeout_ms: int = Field(60_000, ge=1)
-    embedding_batch_size: int = Field(64, ge=1, le=4096)
+    # Inputs per provider request; unset: 64 for a remote provider (its slot), 512 for the
+    # local hashing embedder, whose cost per request is the store's per-add overhead.
+    embedding_batch_size: int | None = Field(None, ge=1, le=4096)
     embedding_max_inflight: int = Field(2, ge=1, le=64)
     embedding_context_tokens: int = Field(8192, ge=16)
     embedding_admission_safety: float = Field(0.9, gt=0, le=1)
@@ -59,6 +63,10 @@ class Settings(BaseSettings):
     default_cadence_minutes: int = Field(30, ge=1)
     backoff_cap_minutes: int = Field(30, ge=1)
     backoff_jitter_s: float = Field(30.0, ge=0)
+    # The per-repo sweep lease: expires TTL after its last renewal (a killed sweep's lease
+    # frees itself); a sweep waits at most WAIT for it, then is skipped (SWEEP_LEASE_HELD).
+    sweep_lease_ttl_s: float = Field(120.0, gt=0)
+    sweep_lease_wait_s: float = Field(150.0, ge=0)
 
     # --- reconciliation
     reconciliation_enabled: bool = False
@@ -68,19 +76,40 @@ class Settings(BaseSettings):
     # --- health canary and freeze re-probe
     canary_timeout_ms: int = Field(30_000, ge=1)
     canary_ttl_s: float = Field(300.0, ge=0)
+    # A failed canary is not probed again before 30 s, doubling per failure up to 10 min.
+    canary_backoff_initial_s: float = Field(30.0, ge=0)
+    canary_backoff_max_s: float = Field(600.0, ge=0)
     recovery_freeze_reprobe_timeout_ms: int = Field(30_000, ge=1)
+    # The write path freezes when the circuit opened in this many consecutive sweeps (K).
+    recovery_freeze_circuit_sweeps: int = Field(3, ge=1)
+    # Freeze re-probes back off 60 s doubling up to 1 h; past the cap the record is
+    # `contained` and waits for `neo-assets unfreeze`.
+    recovery_freeze_reprobe_initial_s: float = Field(60.0, ge=0)
+    recovery_freeze_reprobe_max_s: float = Field(3600.0, ge=0)
+    recovery_freeze_reprobe_max_attempts: int = Field(12, ge=1)
 
     # --- links
     links_semantic_threshold: float = Field(0.7, ge=-1, le=1)
     links_top_k: int = Field(20, ge=1)
+    links_temporal_window_s: float = Field(86_400.0, gt=0)  # files changed this close link
+    links_temporal_per_chunk: int = Field(20, ge=0, le=1000)  # temporal links kept per chunk
 
     # --- alerts
     alert_webhook_url: str | None = None
+    ui_base_url: str = "http://127.0.0.1:3000"  # the Dagster UI, for run links in alerts
 
-    @field_validator("chroma_url", "ledger_url", "embedding_base_url", "tenants_file", mode="before")
+    @field_validator(
+        "chroma_url", "ledger_url", "embedding_base_url", "tenants_file", mode="before"
+    )
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
+
+    @property
+    def resolved_batch_size(self) -> int:
+        if self.embedding_batch_size is not None:
+            return self.embedding_batch_size
+        return 512 if self.embedding_provider == "hashing" else 64
 
     # --- derived locations
     @property

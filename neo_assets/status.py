@@ -8,6 +8,7 @@ from neo_assets.core.partition_keys import partition_key
 from neo_assets.core.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
 from neo_assets.core.stamps import tenant_filter
 from neo_assets.settings import Settings
+from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.tenants import TenantsFile
@@ -51,6 +52,11 @@ def build_status(
             )
             generation = (row or {}).get("embedding_generation")
             threshold = settings.embedding_strike_threshold
+            fenced = (
+                {f["chunk_id"] for f in ledger.fences(tenant.id, repo.slug, generation)}
+                if generation
+                else set()
+            )
             strikes = (
                 [
                     {
@@ -60,6 +66,8 @@ def build_status(
                         "threshold": threshold,
                     }
                     for s in ledger.strikes(tenant.id, repo.slug, generation)
+                    # a chunk that graduated is a fence now, no longer strike progress
+                    if s["chunk_id"] not in fenced
                 ]
                 if generation
                 else []
@@ -82,4 +90,11 @@ def build_status(
                     "rows": rows,
                 }
             )
-    return {"repos": repos, "generatedAt": time.time()}
+    canary = health_store.latest_canary(ledger)
+    freeze = health_store.freeze_record(ledger, settings.collection_name)
+    return {
+        "repos": repos,
+        "canary": canary.to_doc() if canary is not None else None,
+        "freeze": freeze.to_doc() if freeze is not None else None,
+        "generatedAt": time.time(),
+    }

@@ -141,3 +141,19 @@ def test_dirty_work_tree_is_not_read(two_tenants) -> None:
         [r["id"] for r in _rows("acme", "widgets")], include_documents=True
     )
     assert not any("dirty" in (row["document"] or "") for row in docs.values())
+
+
+def test_a_sweep_that_raises_is_recorded_as_failed_with_backoff(two_tenants) -> None:
+    _sweep(two_tenants)
+    a = two_tenants["a"]
+    a.write("more.py", "def more():\n    return 3\n")
+    a.commit("more", when=1_700_000_200)
+    a.git("update-ref", "-d", "refs/heads/main")  # the declared ref no longer names a commit
+    results = {r["tenantId"]: r for r in _sweep(two_tenants)}
+    assert results["acme"]["outcome"] == "failed"
+    assert results["acme"]["deferredCauseCode"] == "SOURCE_REPO_MISSING"
+    row = runtime.get_ledger(load_settings()).repo_state("acme", "widgets")
+    assert row["last_outcome"] == "failed" and row["consecutive_failures"] == 1
+    assert row["deferred_cause_code"] == "SOURCE_REPO_MISSING"
+    assert row["next_due_at"] > row["last_attempt_at"]
+    assert len(_rows("acme")) > 0  # nothing was lost

@@ -46,6 +46,9 @@ DUE_DECLARATION_MOVED = "declaration-moved"
 DUE_GENERATION_CHANGED = "generation-changed"
 DUE_RECOVERY_HEALTHY = "recovery-healthy"
 DUE_BACKOFF_ELAPSED = "backoff-elapsed"
+# The repo cannot be read now (missing, ref gone): sweep once so the failure is recorded
+# and visible; after that, the failed state's backoff decides.
+DUE_SOURCE_UNREADABLE = "source-unreadable"
 DUE_REASONS = frozenset(
     {
         DUE_NEVER_SWEPT,
@@ -276,3 +279,11 @@ def due_reason(
     if due_at is not None and now >= due_at:
         return DUE_BACKOFF_ELAPSED
     return None
+
+
+def unreadable_source_reason(state: RepoState | None) -> str | None:
+    """Due-ness of a repo whose revision cannot be read now: due once (so the failure is
+    recorded and shown), then left to the failed state's backoff."""
+    if state is not None and state.last_outcome == codes.OUTCOME_FAILED:
+        return None
+    return DUE_SOURCE_UNREADABLE

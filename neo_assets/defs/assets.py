@@ -11,8 +11,20 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from neo_assets.core import codes
 from neo_assets.core.partition_keys import parse_partition_key
-from neo_assets.defs.metadata import counts_metadata, preview_table
+from neo_assets.defs.metadata import (
+    census_summary,
+    chunks_summary,
+    counts_metadata,
+    embeddings_summary,
+    envelope_summary,
+    preview_table,
+    run_seconds,
+    status_summary,
+    strikes_table,
+    sweep_numbers,
+)
 from neo_assets.defs.partitions import tenant_repos
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -22,6 +34,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.status import build_status
+from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
     EnvelopeResult,
@@ -30,9 +43,21 @@ from neo_assets.sweep.steps import (
     chunk_step,
     embed_step,
     envelope_step,
+    failure_recorded,
+)
+from neo_assets.sweep.sweep_lease import (
+    LEASE_ATTR,
+    StepLease,
+    lease_metadata,
+    skipped_chunks_frame,
+    skipped_envelope_frame,
+    skipped_result,
+    skipped_summary,
 )
 
 OWNERS = ["team:knowledge-platform"]
+# The Dagster concurrency pool of everything that calls the embedding provider.
+EMBEDDING_POOL = "neo-embedding-provider"
 
 
 def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
@@ -69,17 +94,25 @@ def repo_envelope(
     ledger: LedgerResource,
 ) -> dg.Output[pd.DataFrame]:
     ctx = repo_context(context.partition_key, tenants)
-    result = envelope_step(ctx, settings.load(), ledger.get(), time.time())
+    with StepLease(ledger.get(), ctx, context.run_id, settings.load()) as lease:
+        if not lease.held:  # another sweep of this repo holds it: write nothing
+            context.log.warning(f"{ctx.key}: skipped, sweep lease {lease.info}")
+            info = lease.info
+            return dg.Output(skipped_envelope_frame(info), metadata=lease_metadata(info))
+        with failure_recorded(ctx, settings.load(), ledger.get(), codes.SOURCE_UNREADABLE):
+            result = envelope_step(ctx, settings.load(), ledger.get(), time.time())
     frame = result.frame
     frame.attrs.update(
         {
             "config_version": result.config_version,
             "declaration_digest": result.declaration_digest,
             "repo_declaration_digest": result.repo_declaration_digest,
+            LEASE_ATTR: lease.info,
         }
     )
     yielded = int(frame["yielded"].sum()) if len(frame) else 0
     skipped = frame[~frame["yielded"]] if len(frame) else frame
+    skip_reasons = skipped["skip_reason"].value_counts().to_dict() if len(skipped) else {}
     return dg.Output(
         frame,
         metadata={
@@ -89,10 +122,11 @@ def repo_envelope(
             "yielded_paths": yielded,
             "skipped_paths": len(frame) - yielded,
             "tenant_config_version": result.config_version,
-            "skip_reasons": dg.MetadataValue.json(
-                skipped["skip_reason"].value_counts().to_dict() if len(skipped) else {}
-            ),
+            "skip_reasons": dg.MetadataValue.json(skip_reasons),
             "dagster/row_count": len(frame),
+            "summary": envelope_summary(
+                ctx.key, result.revision, result.kind, len(frame), yielded, skip_reasons
+            ),
             "preview": preview_table(frame, ["path", "size", "yielded", "skip_reason"]),
         },
     )
@@ -127,10 +161,17 @@ def chunk_generation(
     ledger: LedgerResource,
 ) -> dg.Output[pd.DataFrame]:
     ctx = repo_context(context.partition_key, tenants)
-    envelope = _envelope_result(repo_envelope)
-    chunks = chunk_step(ctx, settings.load(), ledger.get(), envelope, time.time())
+    with StepLease(
+        ledger.get(), ctx, context.run_id, settings.load(), upstream=repo_envelope.attrs
+    ) as lease:
+        if not lease.held:
+            return dg.Output(skipped_chunks_frame(lease.info), metadata=lease_metadata(lease.info))
+        envelope = _envelope_result(repo_envelope)
+        with failure_recorded(ctx, settings.load(), ledger.get(), codes.PARSE_FAILED):
+            chunks = chunk_step(ctx, settings.load(), ledger.get(), envelope, time.time())
     chunks.attrs.update(repo_envelope.attrs)
     kinds = chunks["kind"].value_counts().to_dict() if len(chunks) else {}
+    paths_with_chunks = int(chunks["source_path"].nunique()) if len(chunks) else 0
     return dg.Output(
         chunks,
         metadata={
@@ -138,9 +179,16 @@ def chunk_generation(
             "parser_id": ctx.repo.parser.id,
             "parser_version": ctx.repo.parser.version,
             "chunks": len(chunks),
-            "paths_with_chunks": int(chunks["source_path"].nunique()) if len(chunks) else 0,
+            "paths_with_chunks": paths_with_chunks,
             "kinds": dg.MetadataValue.json(kinds),
             "dagster/row_count": len(chunks),
+            "summary": chunks_summary(
+                ctx.key,
+                f"{ctx.repo.parser.id} {ctx.repo.parser.version}",
+                len(chunks),
+                paths_with_chunks,
+                kinds,
+            ),
             "preview": preview_table(chunks, ["source_path", "kind", "name", "start_line"]),
         },
     )
@@ -151,6 +199,8 @@ def chunk_generation(
     group_name="sweep",
     kinds={"chroma"},
     owners=OWNERS,
+    # N sweeps share the provider's slots: limit the pool on the instance (deploy/README.md).
+    pool=EMBEDDING_POOL,
     description=(
         "Rows in the shared collection: what it lacked at the current embedding generation, "
         "minus what is fenced, embedded through the lane and added batch by batch."
@@ -166,11 +216,11 @@ def kb_embeddings(
     provider: ProviderResource,
 ) -> dg.Output[dict[str, Any]]:
     ctx = repo_context(context.partition_key, tenants)
-    envelope = _envelope_result(chunk_generation)
     started = time.monotonic()
     last_log = [started]
 
     def progress(done: int, total: int, embedded: int) -> None:
+        report_progress(ctx.key, done, total, embedded)  # the CLI's bar, when one listens
         # A steady cadence in the run's logs: one line every 5 s, whatever the batch rate.
         now = time.monotonic()
         if now - last_log[0] < 5.0:
@@ -183,15 +233,27 @@ def kb_embeddings(
             f"{embedded / elapsed:.1f} chunks/s, ETA {eta:.0f}s"
         )
 
-    summary = embed_step(
-        ctx,
-        settings.load(),
-        store.get(),
-        ledger.get(),
-        envelope,
-        chunk_generation,
-        EmbedContext(provider=provider.build(), progress=progress),
-    )
+    with StepLease(
+        ledger.get(), ctx, context.run_id, settings.load(), upstream=chunk_generation.attrs
+    ) as lease:
+        if not lease.held:
+            return dg.Output(skipped_summary(lease.info), metadata=lease_metadata(lease.info))
+        envelope = _envelope_result(chunk_generation)
+        with failure_recorded(
+            ctx, settings.load(), ledger.get(), codes.KB_VECTOR_EMBED_UNCLASSIFIED
+        ):
+            summary = embed_step(
+                ctx,
+                settings.load(),
+                store.get(),
+                ledger.get(),
+                envelope,
+                chunk_generation,
+                EmbedContext(provider=provider.build(), progress=progress, guard=lease.check),
+            )
+        if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
+            info = lease.info
+            return dg.Output(skipped_summary(info, summary), metadata=lease_metadata(info))
     seconds = time.monotonic() - started
     summary["seconds"] = seconds
     counts = summary.get("counts", {})
@@ -201,16 +263,19 @@ def kb_embeddings(
         f"{len(summary.get('errors', []))} error rows in {seconds:.1f}s"
     )
     summary["envelope"] = dict(chunk_generation.attrs)
+    strikes = summary.get("strikes", [])
+    numbers = sweep_numbers(counts, len(strikes), seconds)
     return dg.Output(
         summary,
         metadata={
             **counts_metadata(counts),
+            **numbers,
             "embedding_generation": summary.get("generation", ""),
             "errors": len(summary.get("errors", [])),
-            "strikes": dg.MetadataValue.json(summary.get("strikes", [])),
+            "strike_rows": strikes_table(strikes),
             "embed_seconds": float(seconds),
-            "chunks_per_second": float(counts.get("embedded", 0)) / max(seconds, 1e-9),
             "dagster/row_count": int(counts.get("embedded", 0)),
+            "summary": embeddings_summary(ctx.key, numbers, strikes),
         },
     )
 
@@ -234,21 +299,42 @@ def fence_census(
 ) -> dg.Output[dict[str, Any]]:
     ctx = repo_context(context.partition_key, tenants)
     attrs = kb_embeddings["envelope"]
-    envelope = EnvelopeResult(
-        frame=pd.DataFrame(),
-        revision=attrs["revision"],
-        kind=attrs["kind"],
-        config_version=int(attrs["config_version"]),
-        declaration_digest=attrs["declaration_digest"],
-        repo_declaration_digest=attrs["repo_declaration_digest"],
-    )
-    result = census_step(ctx, settings.load(), ledger.get(), envelope, kb_embeddings, time.time())
+    with StepLease(
+        ledger.get(), ctx, context.run_id, settings.load(), upstream=attrs, last=True
+    ) as lease:
+        if not lease.held:
+            result = skipped_result(ctx, lease.info)
+            context.log.warning(f"{ctx.key}: skipped ({result['deferredCauseCode']})")
+            return dg.Output(
+                result, metadata={"outcome": result["outcome"], **lease_metadata(lease.info)}
+            )
+        envelope = EnvelopeResult(
+            frame=pd.DataFrame(),
+            revision=attrs["revision"],
+            kind=attrs["kind"],
+            config_version=int(attrs["config_version"]),
+            declaration_digest=attrs["declaration_digest"],
+            repo_declaration_digest=attrs["repo_declaration_digest"],
+        )
+        with failure_recorded(ctx, settings.load(), ledger.get(), codes.STORE_FAILED):
+            result = census_step(
+                ctx, settings.load(), ledger.get(), envelope, kb_embeddings, time.time()
+            )
+        result["lease"] = lease.info
     poison = result["contentPoisonChunks"]
     undeliverable = result["undeliverableChunks"]
     context.log.info(f"{ctx.key}: {result['outcome']} (cause {result['deferredCauseCode']})")
+    numbers = sweep_numbers(
+        result.get("counts", {}), len(result["strikes"]), float(kb_embeddings.get("seconds", 0))
+    )
+    sweep_s = run_seconds(context.instance, context.run_id, time.time())
+    if sweep_s is not None:
+        numbers["sweep_seconds"] = sweep_s
     return dg.Output(
         result,
         metadata={
+            **numbers,
+            "summary": census_summary(ctx.key, result, numbers),
             "outcome": result["outcome"],
             "deferred_cause_code": result["deferredCauseCode"] or "",
             "consecutive_failures": result["consecutiveFailures"],
@@ -257,7 +343,6 @@ def fence_census(
             else "",
             "content_poison_chunks": poison["count"],
             "undeliverable_chunks": undeliverable["count"],
-            "strikes": len(result["strikes"]),
             "censuses": dg.MetadataValue.json(
                 {"contentPoisonChunks": poison, "undeliverableChunks": undeliverable}
             ),
@@ -286,8 +371,12 @@ def kb_status(
         metadata={
             "repos": len(frame),
             "dagster/row_count": len(frame),
+            "summary": status_summary(frame),
             "preview": preview_table(
                 frame, ["tenantId", "repoSlug", "outcome", "deferredCauseCode", "rows"]
             ),
+            # The provider's health and the write path's freeze, beside the repos.
+            "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),
+            "freeze": dg.MetadataValue.json(snapshot.get("freeze") or {}),
         },
     )

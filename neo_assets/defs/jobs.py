@@ -7,7 +7,7 @@ from neo_assets.defs.partitions import tenant_repos
 sweep_job = dg.define_asset_job(
     "sweep",
     selection=dg.AssetSelection.assets(
-        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"
+        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", "chunk_links"
     ),
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",

@@ -29,7 +29,8 @@ class TenantsResource(dg.ConfigurableResource):
     settings: SettingsResource
 
     def load(self) -> TenantsFile:
-        return load_tenants(self.settings.load().resolved_tenants_file)
+        settings = self.settings.load()
+        return load_tenants(settings.resolved_tenants_file, allowed_roots=settings.allowed_roots)
 
 
 class StoreResource(dg.ConfigurableResource):

@@ -3,11 +3,18 @@
 from dataclasses import dataclass
 
 from neo_assets.core.config_digest import repo_declaration_digest
+from neo_assets.core.freeze import released_by_lift
 from neo_assets.core.partition_keys import partition_key
-from neo_assets.core.scheduling import Observed, due_reason
+from neo_assets.core.scheduling import (
+    DUE_RECOVERY_HEALTHY,
+    Observed,
+    due_reason,
+    unreadable_source_reason,
+)
 from neo_assets.settings import Settings
 from neo_assets.sources.revision import current_revision
 from neo_assets.status import repo_state_from_row, retry_policy
+from neo_assets.store import health as health_store
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.steps import RepoContext, settings_generation
 from neo_assets.tenants import TenantsFile
@@ -43,6 +50,10 @@ def evaluate(
     ctxs: list[RepoContext], settings: Settings, ledger: Ledger, now: float, *, force: bool = False
 ) -> list[DueRepo]:
     generation = settings_generation(settings)
+    # Read once per evaluation (a ledger read, never a probe): the canary's latest healthy
+    # sighting ends recovery episodes; a lifted freeze releases repos it deferred.
+    healthy_at = health_store.latest_healthy_at(ledger)
+    freeze = health_store.freeze_record(ledger, settings.collection_name)
     out = []
     for ctx in ctxs:
         revision = current_revision(
@@ -57,12 +68,22 @@ def evaluate(
             current_revision=revision,
             declaration_digest=decl,
             embedding_generation=generation,
+            recovery_healthy_at=healthy_at,
         )
         reason = (
             DUE_FORCED
             if force
             else due_reason(repo_state_from_row(row), observed, now, retry_policy(settings))
         )
+        if reason is None and released_by_lift(
+            (row or {}).get("last_outcome"),
+            (row or {}).get("deferred_cause_code"),
+            (row or {}).get("last_attempt_at"),
+            freeze,
+        ):
+            reason = DUE_RECOVERY_HEALTHY
+        if reason is None and revision is None:
+            reason = unreadable_source_reason(repo_state_from_row(row))
         failures = int((row or {}).get("consecutive_failures") or 0)
         run_key = f"{ctx.key}@{revision}:{decl[:12]}:{generation[:12]}:{failures}"
         out.append(DueRepo(ctx=ctx, reason=reason, revision=revision, run_key=run_key))

@@ -10,6 +10,7 @@ from neo_assets.core import codes
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.settings import Settings
 from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.sweep.progress import listening
 from neo_assets.tenants import TenantsFile
 
 # The run's full event log goes to the instance (the UI shows it); the terminal gets
@@ -43,10 +44,23 @@ def _failure_code(result: Any) -> str:
     return codes.STORE_FAILED
 
 
+def _census_output(result: Any) -> dict[str, Any] | None:
+    """fence_census's output when that step succeeded, whatever happened after it."""
+    try:
+        return result.output_for_node("fence_census")
+    except Exception:  # noqa: BLE001 - the step did not run or did not succeed
+        return None
+
+
 def _failure_message(result: Any) -> str:
     for event in result.all_events:
         if event.is_step_failure and event.step_failure_data.error:
-            return event.step_failure_data.error.message.strip().splitlines()[0][:500]
+            info = event.step_failure_data.error
+            # Dagster wraps the step's own error ("Error occurred while executing op"):
+            # the user needs the wrapped one, which names the repo and the fix.
+            if info.cls_name == "DagsterExecutionStepExecutionError" and info.cause:
+                info = info.cause
+            return info.message.strip().splitlines()[0][:500]
     return ""
 
 
@@ -83,10 +97,23 @@ def run_sweeps(
         console=console or Console(stderr=True),
         transient=False,
     )
-    with progress:
-        task = progress.add_task("sweeping", total=len(dues))
+    task = progress.add_task("sweeping", total=len(dues))
+    # Inside a repo: the embedding step's batches (reported in process, see sweep.progress).
+    batches = progress.add_task("  embedding", total=None, visible=False)
+
+    def on_batches(key: str, done: int, total: int, embedded: int) -> None:
+        progress.update(
+            batches,
+            description=f"  {key}: {embedded} chunks embedded, batches",
+            completed=done,
+            total=total,
+            visible=True,
+        )
+
+    with progress, listening(on_batches):
         for due in dues:
             progress.update(task, description=f"sweeping {due.key}")
+            progress.update(batches, visible=False)
             if due.reason is None:
                 results.append(
                     {
@@ -111,9 +138,14 @@ def run_sweeps(
                     "neo/launched-by": "cli",
                 },
             )
-            if result.success:
-                census = result.output_for_node("fence_census")
-                results.append({**census, "runId": result.run_id, "dueReason": due.reason})
+            census = _census_output(result)
+            if census is not None:
+                # The verdict was recorded; a later step (e.g. chunk_links) failing does
+                # not turn a complete or deferred sweep into a failed one.
+                entry = {**census, "runId": result.run_id, "dueReason": due.reason}
+                if not result.success:
+                    entry["warning"] = _failure_message(result)
+                results.append(entry)
             else:
                 results.append(
                     {

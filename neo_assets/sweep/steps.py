@@ -6,7 +6,8 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,14 +18,17 @@ from neo_assets.core import codes
 from neo_assets.core.censuses import build_censuses, encode_census
 from neo_assets.core.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.embedding_rules import LaneSettings, admission_band, embedding_generation
+from neo_assets.core.freeze import frozen_summary
 from neo_assets.core.outcomes import classify_sweep_outcome
 from neo_assets.core.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
 from neo_assets.core.stamps import row_stamps
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.health.evidence import VectorEvidenceRecorder
+from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.settings import Settings
-from neo_assets.sources.envelope import Envelope, build_envelope, read_texts
+from neo_assets.sources.envelope import Envelope, FileEntry, build_envelope, read_texts
 from neo_assets.sources.parsers.neo_code import chunk_file
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
@@ -56,7 +60,7 @@ class RepoContext:
 
 def lane_settings(settings: Settings) -> LaneSettings:
     return LaneSettings(
-        batch_size=settings.embedding_batch_size,
+        batch_size=settings.resolved_batch_size,
         max_inflight=settings.embedding_max_inflight,
         strike_threshold=settings.embedding_strike_threshold,
         circuit_threshold=settings.embedding_circuit_threshold,
@@ -102,27 +106,66 @@ class EnvelopeResult:
     repo_declaration_digest: str
 
 
+def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
+    """The repo's last recorded envelope, rebuilt from the ledger (None when never seen)."""
+    record = ledger.envelope(ctx.tenant_id, ctx.repo_slug)
+    if record is None:
+        return None
+    entries = tuple(
+        FileEntry(
+            path=p["path"],
+            size=int(p["size"] or 0),
+            blob=p["blob"] or "",
+            yielded=bool(p["yielded"]),
+            skip_reason=p["skip_reason"],
+            changed_at=p["changed_at"],
+        )
+        for p in sorted(record["paths"], key=lambda p: p["path"])
+    )
+    return Envelope(
+        kind=record["kind"], root=str(ctx.repo.path), revision=record["revision"], entries=entries
+    )
+
+
+def _entry_key(e: FileEntry) -> tuple[object, ...]:
+    return (e.path, e.size, e.blob, e.yielded, e.skip_reason, e.changed_at)
+
+
 def envelope_step(
     ctx: RepoContext, settings: Settings, ledger: Ledger, now: float
 ) -> EnvelopeResult:
-    """List the repo at its revision, record the envelope and the tenant's configVersion."""
+    """List the repo at its revision, record the envelope and the tenant's configVersion.
+
+    The previous envelope lets git skip re-reading blobs it has already classified, so
+    the cost follows what changed, not the repo's size."""
+    previous = previous_envelope(ledger, ctx)
     env = build_envelope(
         ctx.repo.path,
         ref=ctx.repo.ref,
         exclude=ctx.repo.parser.exclude,
         max_file_bytes=settings.max_file_bytes,
+        previous=previous,
     )
     frame = env.to_frame()
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
     version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
-    ledger.record_envelope(
-        ctx.tenant_id,
-        ctx.repo_slug,
-        revision=env.revision,
-        kind=env.kind,
-        entries=frame.to_dict("records"),
-        now=now,
+    unchanged = (
+        previous is not None
+        and previous.revision == env.revision
+        and previous.kind == env.kind
+        and [_entry_key(e) for e in previous.entries] == [_entry_key(e) for e in env.entries]
     )
+    if unchanged:
+        ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now)
+    else:
+        ledger.record_envelope(
+            ctx.tenant_id,
+            ctx.repo_slug,
+            revision=env.revision,
+            kind=env.kind,
+            entries=frame.to_dict("records"),
+            now=now,
+        )
     frame.attrs.update({"revision": env.revision, "kind": env.kind, "root": str(env.root)})
     return EnvelopeResult(
         frame=frame,
@@ -135,20 +178,18 @@ def envelope_step(
 
 
 # ---------------------------------------------------------------------------- 2 chunks
-def chunk_step(
-    ctx: RepoContext,
-    settings: Settings,
-    ledger: Ledger,
-    envelope: EnvelopeResult,
-    now: float,
-) -> pd.DataFrame:
-    """Parse every yielded path and record the declared generation (path -> chunk ids)."""
-    env = Envelope.from_frame(
-        envelope.frame, kind=envelope.kind, root=str(ctx.repo.path), revision=envelope.revision
-    )
-    yielded = env.yielded_paths()
+def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
+    """What, besides a file's bytes, decides its chunks: reuse needs both unchanged."""
+    parser = ctx.repo.parser
+    return f"{parser.id}@{parser.version}:{settings.max_chunk_chars}:{settings.window_lines}"
+
+
+def _parse(
+    ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
+) -> list[dict[str, Any]]:
+    blob_of = {e.path: e.blob for e in env.entries}
     rows: list[dict[str, Any]] = []
-    for path, text in read_texts(env, yielded):
+    for path, text in read_texts(env, paths):
         for ch in chunk_file(
             ctx.tenant_id,
             ctx.repo_slug,
@@ -168,9 +209,59 @@ def chunk_step(
                     "start_line": ch.start_line,
                     "end_line": ch.end_line,
                     "content": ch.content,
+                    "blob": blob_of.get(path),
                 }
             )
-    chunks = pd.DataFrame(rows, columns=CHUNK_COLUMNS)
+    return rows
+
+
+def chunk_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    now: float,
+) -> pd.DataFrame:
+    """Record the declared generation (path -> chunk ids), parsing only what changed.
+
+    A yielded path whose blob and chunking identity are those of the recorded generation
+    keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
+    every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
+    env = Envelope.from_frame(
+        envelope.frame, kind=envelope.kind, root=str(ctx.repo.path), revision=envelope.revision
+    )
+    yielded = env.yielded_paths()
+    blob_of = {e.path: e.blob for e in env.entries if e.yielded}
+    chunking = chunking_identity(ctx, settings)
+    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
+    recorded: dict[str, list[DeclaredChunk]] = {}
+    if previous is not None and previous.get("chunking") == chunking:
+        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
+            recorded.setdefault(dc.source_path, []).append(dc)
+    reused = {
+        p: recorded[p]
+        for p in yielded
+        if p in recorded and all(dc.blob == blob_of[p] for dc in recorded[p])
+    }
+    to_parse = [p for p in yielded if p not in reused]
+    parsed = _parse(ctx, settings, env, to_parse)
+    rows = parsed + [
+        {
+            "chunk_id": dc.chunk_id,
+            "source_path": dc.source_path,
+            "kind": dc.kind,
+            "name": dc.name,
+            "start_line": None,
+            "end_line": None,
+            "content": None,
+            "blob": dc.blob,
+        }
+        for p in yielded
+        if p in reused
+        for dc in reused[p]
+    ]
+    chunks = pd.DataFrame(rows, columns=[*CHUNK_COLUMNS, "blob"])
+    full = not recorded
     ledger.record_generation(
         ctx.tenant_id,
         ctx.repo_slug,
@@ -178,10 +269,38 @@ def chunk_step(
         parser_id=ctx.repo.parser.id,
         parser_version=ctx.repo.parser.version,
         declaration_digest=envelope.repo_declaration_digest,
-        chunks=(DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"]) for r in rows),
+        chunks=(
+            DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
+            for r in (rows if full else parsed)
+        ),
         now=now,
+        chunking=chunking,
+        replace_paths=None if full else set(recorded) - set(reused),
     )
+    chunks.attrs["parsed_paths"] = len(to_parse)
+    chunks.attrs["reused_paths"] = len(reused)
     return chunks
+
+
+def fill_missing_content(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: pd.DataFrame
+) -> pd.DataFrame:
+    """Give rows that need embedding but were reused without content their text, by
+    parsing just their files again (rare: only after an incomplete earlier sweep)."""
+    need = chunks[chunks["content"].isna()]
+    if need.empty:
+        return chunks
+    env = previous_envelope(ledger, ctx)
+    if env is None:
+        return chunks
+    content = {
+        r["chunk_id"]: r["content"]
+        for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
+    }
+    filled = chunks.copy()
+    mask = filled["content"].isna()
+    filled.loc[mask, "content"] = filled.loc[mask, "chunk_id"].map(content)
+    return filled
 
 
 # ---------------------------------------------------------------------------- 3 embeddings
@@ -213,8 +332,8 @@ def embed_step(
     generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
     ids = chunks["chunk_id"].tolist()
     present = store.present_ids(ids)
-    missing = chunks[~chunks["chunk_id"].isin(present)]
-    by_id = {r["chunk_id"]: r for r in missing.to_dict("records")}
+    missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
+    by_id = {r["chunk_id"]: r for r in missing.to_dict("records") if r["content"] is not None}
     items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
 
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
@@ -252,9 +371,31 @@ def embed_step(
         timings["write_s"] += time.perf_counter() - write_started
 
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
-    summary = asyncio.run(
-        _embed(items, provider, settings, generation, fence_book, write_batch, run)
-    )
+    frozen = blocking_freeze(ledger, settings.collection_name)
+    if frozen is not None:
+        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN.
+        asyncio.run(provider.aclose())
+        summary = frozen_summary(
+            [i.chunk_id for i in items], fence_book.fence_records(generation), generation, frozen
+        )
+    else:
+        recorder = VectorEvidenceRecorder(provider)
+        summary = asyncio.run(
+            _embed(items, recorder, settings, generation, fence_book, write_batch, run)
+        )
+        summary["vectorEvidence"] = recorder.evidence()
+        # Freeze (durably, before the verdict) when this sweep's evidence says so.
+        summary["freeze"] = observe_sweep(ledger, settings, summary, run.clock())
+    unavailable = sorted(set(missing["chunk_id"]) - set(by_id))
+    if unavailable:
+        # Never complete silently over a chunk whose text could not be read again.
+        summary.setdefault("errors", []).append(
+            {
+                "code": codes.SOURCE_UNREADABLE,
+                "message": f"{len(unavailable)} chunk(s) could not be re-read from the repo",
+                "details": {"chunkIds": unavailable[:32]},
+            }
+        )
     timings["embed_total_s"] = time.perf_counter() - started
     summary["timings"] = timings
     summary.setdefault("counts", {})["already_present"] = len(present)
@@ -351,6 +492,57 @@ def census_step(
         "embeddingGeneration": summary.get("generation"),
         "timings": summary.get("timings", {}),
     }
+
+
+def record_failed_sweep(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, code: str, message: str, now: float
+) -> None:
+    """A sweep that raised still counts: failed, one more consecutive failure, backoff.
+
+    Without this a crashed run would leave the ledger as it was, so the sensor's run key
+    would never change and the repo would never be retried (or retried with no backoff).
+    The checkpoint and the censuses are left as they were."""
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = int(previous.get("consecutive_failures") or 0) + 1
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    ledger.record_sweep_result(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        state={
+            "last_outcome": codes.OUTCOME_FAILED,
+            "deferred_cause_code": code,
+            "consecutive_failures": failures,
+            "last_attempt_at": now,
+            "next_due_at": next_due_at(
+                now,
+                cadence_s,
+                failures,
+                60.0 * settings.backoff_cap_minutes,
+                stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+            ),
+            "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
+            "updated_at": now,
+        },
+    )
+
+
+@contextmanager
+def failure_recorded(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, default_code: str
+) -> Iterator[None]:
+    """Record a step's exception as a failed sweep (its own code when it carries one,
+    else ``default_code``), then let it propagate so the run fails visibly too."""
+    try:
+        yield
+    except Exception as exc:
+        code = getattr(exc, "code", None)
+        if not isinstance(code, str) or not code.isupper():
+            code = default_code
+        try:
+            record_failed_sweep(ctx, settings, ledger, code, str(exc), time.time())
+        except Exception:  # noqa: BLE001 - the ledger may be what failed; keep the cause
+            pass
+        raise
 
 
 def _json(value: Any) -> str:

@@ -355,3 +355,13 @@ def test_a_retrying_repo_is_due_exactly_when_its_backoff_has_elapsed(
         assert due == DUE_BACKOFF_ELAPSED
     elif elapsed < wait - 1e-6:
         assert due is None
+
+
+def test_unreadable_source_is_due_once_then_left_to_backoff() -> None:
+    from neo_assets.core.scheduling import DUE_SOURCE_UNREADABLE, unreadable_source_reason
+
+    assert unreadable_source_reason(None) == DUE_SOURCE_UNREADABLE
+    assert unreadable_source_reason(RepoState(last_outcome=codes.OUTCOME_COMPLETE)) == (
+        DUE_SOURCE_UNREADABLE
+    )
+    assert unreadable_source_reason(RepoState(last_outcome=codes.OUTCOME_FAILED)) is None

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_definitions_hold_the_sweep_graph() -> None:
     graph = defs.resolve_asset_graph()
     keys = {k.to_user_string() for k in graph.get_all_asset_keys()}
-    assert keys == {
+    assert keys >= {
         "repo_envelope",
         "chunk_generation",
         "kb_embeddings",

@@ -1,0 +1,160 @@
+"""Ours against LangChain's ``index()`` on the same chunks, same embedder, same Chroma.
+
+Needs the optional extra: ``pip install -e '.[langchain]'``.
+
+A generated git repository is chunked once by neo-code; LangChain indexes exactly those
+chunks (as Documents keyed by source path) with a SQLRecordManager, once with
+``cleanup="incremental"`` and once with ``cleanup="scoped_full"``, into its own Chroma
+collection with the same hashing embedder. Ours runs the sweep's steps (envelope, chunks,
+embeddings, census — parsing and git included, which LangChain is not charged for). Each
+is measured on a first ingest, a no-op re-run and a re-run after 1 % of the files changed.
+Last stdout line: one JSON object with the times and ratios (LangChain / ours: above 1
+means ours is faster).
+
+    python -m bench.langchain_side_by_side [--files 2000]
+"""
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.sweep import generate_repo, git
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=2000)
+    args = parser.parse_args()
+    try:
+        from langchain_chroma import Chroma
+        from langchain_classic.indexes import SQLRecordManager, index
+        from langchain_core.documents import Document
+        from langchain_core.embeddings import Embeddings
+    except ImportError as exc:
+        print(json.dumps({"bench": "langchain_side_by_side", "skipped": f"{exc}; "
+                          "install the extra: pip install -e '.[langchain]'"}))
+        return 0
+
+    work = Path(tempfile.mkdtemp(prefix="neo-bench-lc-"))
+    os.environ["NEO_HOME"] = str(work / "home")
+    repo = work / "repo"
+    generate_repo(repo, args.files)
+    tenants_path = work / "tenants.yaml"
+    tenants_path.write_text(
+        "tenants:\n  - id: bench\n    repos:\n      - slug: gen\n"
+        f"        path: {repo}\n        parser: {{id: neo-code, version: 1.0.0}}\n"
+    )
+
+    import numpy as np
+
+    from neo_assets import runtime
+    from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
+    from neo_assets.settings import load_settings
+    from neo_assets.sweep.steps import (
+        EmbedContext,
+        RepoContext,
+        census_step,
+        chunk_step,
+        embed_step,
+        envelope_step,
+    )
+    from neo_assets.tenants import load_tenants
+
+    settings = load_settings()
+    tenant = load_tenants(tenants_path).tenants[0]
+    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
+
+    def ours() -> tuple[float, "object"]:
+        ledger = runtime.get_ledger(settings)
+        store = runtime.get_store(settings)
+        t0 = time.perf_counter()
+        now = time.time()
+        env = envelope_step(ctx, settings, ledger, now)
+        chunks = chunk_step(ctx, settings, ledger, env, now)
+        summary = embed_step(
+            ctx, settings, store, ledger, env, chunks, EmbedContext(provider=HashingProvider())
+        )
+        census_step(ctx, settings, ledger, env, summary, now)
+        return time.perf_counter() - t0, summary
+
+    class HashingEmbeddings(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return np.vstack([hash_embed(t, 384) for t in texts]).tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return hash_embed(text, 384).tolist()
+
+    def documents() -> list:
+        """The same chunks ours declares, read back from the repo at HEAD."""
+        from neo_assets.sources.envelope import build_envelope, read_texts
+        from neo_assets.sources.parsers.neo_code import chunk_file
+
+        env = build_envelope(repo, max_file_bytes=settings.max_file_bytes)
+        docs = []
+        for path, text in read_texts(env, env.yielded_paths()):
+            for ch in chunk_file("bench", "gen", path, text, "neo-code", "1.0.0"):
+                docs.append(Document(page_content=ch.content, metadata={"source": path}))
+        return docs
+
+    stores = {}
+    for mode in ("incremental", "scoped_full"):
+        vs = Chroma(
+            collection_name=f"lc-{mode.replace('_', '-')}",
+            embedding_function=HashingEmbeddings(),
+            persist_directory=str(work / f"lc-chroma-{mode}"),
+            collection_configuration={"hnsw": {"space": "cosine"}},
+        )
+        rm = SQLRecordManager(f"lc/{mode}", db_url=f"sqlite:///{work / f'lc-{mode}.sqlite'}")
+        rm.create_schema()
+        stores[mode] = (vs, rm)
+
+    def theirs(mode: str) -> tuple[float, dict]:
+        vs, rm = stores[mode]
+        docs = documents()
+        t0 = time.perf_counter()
+        result = index(docs, rm, vs, cleanup=mode, source_id_key="source", batch_size=512)
+        return time.perf_counter() - t0, dict(result)
+
+    figures: dict[str, dict] = {}
+
+    def phase(name: str) -> None:
+        ours_s, summary = ours()
+        row = {"ours_s": round(ours_s, 3), "ours_embedded": summary["counts"].get("embedded")}
+        for mode in ("incremental", "scoped_full"):
+            s, result = theirs(mode)
+            row[f"{mode}_s"] = round(s, 3)
+            row[f"{mode}_result"] = result
+            row[f"{mode}_over_ours"] = round(s / ours_s, 3)
+        figures[name] = row
+        print(name, row, file=sys.stderr)
+
+    phase("first_ingest")
+    phase("noop_rerun")
+    changed = sorted(repo.glob("pkg*/mod_*.py"))[:: 100][: max(1, args.files // 100)]
+    for path in changed:
+        path.write_text(path.read_text() + "\n\ndef changed_later(x):\n    return x\n")
+    git(repo, "commit", "-q", "-am", "1% changed")
+    phase("one_percent_changed")
+
+    out = {
+        "bench": "langchain_side_by_side",
+        "files": args.files,
+        "changed_files": len(changed),
+        **figures,
+        "ours_faster_on_each": all(
+            figures[p][f"{m}_over_ours"] > 1
+            for p in figures
+            for m in ("incremental", "scoped_full")
+        ),
+        "load_average_1min": round(os.getloadavg()[0], 2),
+    }
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
