@@ -248,7 +248,10 @@ def test_undeliverable_only_completes_never_without_its_census_and_reverses_with
     refused = env.sweep()
     assert refused["outcome"] == codes.OUTCOME_FAILED
     state = env.state()
-    assert state["last_ingested_rev"] == first and state["last_outcome"] == codes.OUTCOME_COMPLETE
+    # The checkpoint holds; the crash itself is recorded as a failed attempt (so backoff
+    # and the sensor's run key move on), and the census is the completed sweep's.
+    assert state["last_ingested_rev"] == first and state["last_outcome"] == codes.OUTCOME_FAILED
+    assert state["deferred_cause_code"] == codes.STORE_FAILED
     assert env.status()["undeliverableChunks"] == census_of([big])
     with env.ledger.engine.begin() as conn:
         conn.execute(sa.text("DROP TRIGGER refuse_census"))

@@ -84,7 +84,9 @@ def chunk_links(
     ctx = repo_context(context.partition_key, tenants)
     # Links are written under the repo's sweep lease too, so two sweeps of one repo never
     # interleave their link writes; the lease is released when this last step ends.
-    with StepLease(ledger.get(), ctx, context.run_id, settings.load(), last=True) as lease:
+    # No waiting: if another sweep of this repo holds the lease, it refreshes the links.
+    no_wait = settings.load().model_copy(update={"sweep_lease_wait_s": 0.0})
+    with StepLease(ledger.get(), ctx, context.run_id, no_wait, last=True) as lease:
         if not lease.held:
             context.log.warning(f"{ctx.key}: links not refreshed, sweep lease {lease.info}")
             return dg.MaterializeResult(metadata={"stored": False})
