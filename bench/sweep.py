@@ -65,6 +65,14 @@ def step_seconds(instance, run_id: str) -> float:
     )
 
 
+def step_breakdown(instance, run_id: str) -> dict[str, float]:
+    return {
+        s.step_key: round((s.end_time or 0) - (s.start_time or 0), 3)
+        for s in instance.get_run_step_stats(run_id)
+        if s.start_time and s.end_time
+    }
+
+
 def run_seconds(instance, run_id: str) -> float:
     stats = instance.get_run_stats(run_id)
     return (stats.end_time or 0) - (stats.start_time or 0)
@@ -153,6 +161,11 @@ def main() -> int:
                    "forced": round(forced_s, 3)},
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "first_timings": first["timings"],
+        "steps": {
+            "first": step_breakdown(instance, first["runId"]),
+            "one_file": step_breakdown(instance, one["runId"]),
+            "forced": step_breakdown(instance, forced["runId"]),
+        },
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(result), file=sys.stdout)

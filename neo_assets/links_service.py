@@ -34,7 +34,7 @@ from neo_assets.core.links import (
 from neo_assets.settings import Settings
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import replace_links
+from neo_assets.store.links import link_set, replace_links
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,17 @@ def link_repo(
     if generation is None:
         return LinkReport(tenant_id, repo_slug, None, False, reason="no declared generation")
     declared = ledger.declared_chunks(tenant_id, repo_slug)
+    previous = link_set(ledger, tenant_id, repo_slug)
+    if (
+        previous is not None
+        and previous["revision"] == generation["revision"]
+        and previous["generation_recorded_at"] == generation["recorded_at"]
+        and previous["params"] == params.as_dict()
+        and previous["chunks"] == len(store.present_ids(c.chunk_id for c in declared))
+    ):
+        # Same declared generation, same rows present, same parameters: the stored links
+        # are these links. A sweep with nothing new costs one id check, not a re-link.
+        return LinkReport(tenant_id, repo_slug, generation["revision"], False, reason="unchanged")
     envelope = ledger.envelope(tenant_id, repo_slug) or {"paths": []}
     changed_at = {p["path"]: p.get("changed_at") for p in envelope["paths"]}
     rows = read_rows(

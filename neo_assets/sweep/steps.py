@@ -262,6 +262,19 @@ def chunk_step(
     ]
     chunks = pd.DataFrame(rows, columns=[*CHUNK_COLUMNS, "blob"])
     full = not recorded
+    replaced = set(recorded) - set(reused)
+    unchanged = (
+        not full
+        and not replaced
+        and not parsed
+        and previous is not None
+        and previous["revision"] == envelope.revision
+        and previous["declaration_digest"] == envelope.repo_declaration_digest
+    )
+    chunks.attrs["parsed_paths"] = len(to_parse)
+    chunks.attrs["reused_paths"] = len(reused)
+    if unchanged:
+        return chunks  # the recorded generation is this one: nothing to write
     ledger.record_generation(
         ctx.tenant_id,
         ctx.repo_slug,
@@ -275,10 +288,8 @@ def chunk_step(
         ),
         now=now,
         chunking=chunking,
-        replace_paths=None if full else set(recorded) - set(reused),
+        replace_paths=None if full else replaced,
     )
-    chunks.attrs["parsed_paths"] = len(to_parse)
-    chunks.attrs["reused_paths"] = len(reused)
     return chunks
 
 
