@@ -35,8 +35,14 @@ def main() -> int:
         from langchain_core.documents import Document
         from langchain_core.embeddings import Embeddings
     except ImportError as exc:
-        print(json.dumps({"bench": "langchain_side_by_side", "skipped": f"{exc}; "
-                          "install the extra: pip install -e '.[langchain]'"}))
+        print(
+            json.dumps(
+                {
+                    "bench": "langchain_side_by_side",
+                    "skipped": f"{exc}; install the extra: pip install -e '.[langchain]'",
+                }
+            )
+        )
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-lc-"))
@@ -134,7 +140,7 @@ def main() -> int:
 
     phase("first_ingest")
     phase("noop_rerun")
-    changed = sorted(repo.glob("pkg*/mod_*.py"))[:: 100][: max(1, args.files // 100)]
+    changed = sorted(repo.glob("pkg*/mod_*.py"))[::100][: max(1, args.files // 100)]
     for path in changed:
         path.write_text(path.read_text() + "\n\ndef changed_later(x):\n    return x\n")
     git(repo, "commit", "-q", "-am", "1% changed")

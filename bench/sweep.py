@@ -157,8 +157,11 @@ def main() -> int:
         "forced_unchanged_steps_s": round(forced_steps, 3),
         "forced_unchanged_ratio": round(forced_steps / first_steps, 4),
         "dagster_fixed_per_run_s": [round(f, 3) for f in fixed],
-        "wall_s": {"first": round(first_s, 3), "one_file": round(one_s, 3),
-                   "forced": round(forced_s, 3)},
+        "wall_s": {
+            "first": round(first_s, 3),
+            "one_file": round(one_s, 3),
+            "forced": round(forced_s, 3),
+        },
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "first_timings": first["timings"],
         "steps": {

@@ -482,9 +482,7 @@ def _git_envelope(
     known: dict[str, FileEntry] = {}
     if previous is not None:
         known = {
-            e.blob: e
-            for e in previous.entries
-            if e.skip_reason in _CONTENT_REASONS and e.blob
+            e.blob: e for e in previous.entries if e.skip_reason in _CONTENT_REASONS and e.blob
         }
     reused_times: dict[bytes, float] = {}
     done = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", sha)

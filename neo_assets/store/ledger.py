@@ -319,9 +319,7 @@ class Ledger:
                     t.declared_chunks.c.repo_slug == repo_slug,
                 )
             )
-            return [
-                DeclaredChunk(r.chunk_id, r.source_path, r.kind, r.name, r.blob) for r in rows
-            ]
+            return [DeclaredChunk(r.chunk_id, r.source_path, r.kind, r.name, r.blob) for r in rows]
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:

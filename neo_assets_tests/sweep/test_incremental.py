@@ -26,7 +26,9 @@ from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 def _files(n: int) -> dict[str, str]:
     return {
-        f"pkg/mod_{i:03d}.py": f"def handler_{i}(x):\n    return x + {i}\n\n\nclass C{i}:\n    pass\n"
+        f"pkg/mod_{i:03d}.py": (
+            f"def handler_{i}(x):\n    return x + {i}\n\n\nclass C{i}:\n    pass\n"
+        )
         for i in range(n)
     }
 
@@ -109,15 +111,16 @@ def test_incremental_generation_equals_a_full_rebuild(env) -> None:
     _sweep(ctx)
     ledger = runtime.get_ledger(load_settings())
     incremental = sorted(
-        (c.chunk_id, c.source_path, c.kind, c.name)
-        for c in ledger.declared_chunks("acme", "w")
+        (c.chunk_id, c.source_path, c.kind, c.name) for c in ledger.declared_chunks("acme", "w")
     )
     fresh = Ledger.open(f"sqlite:///{env['tmp'] / 'fresh.sqlite'}")
     settings = load_settings()
     now = time.time()
     e = envelope_step(ctx, settings, fresh, now)
     chunk_step(ctx, settings, fresh, e, now)
-    full = sorted((c.chunk_id, c.source_path, c.kind, c.name) for c in fresh.declared_chunks("acme", "w"))
+    full = sorted(
+        (c.chunk_id, c.source_path, c.kind, c.name) for c in fresh.declared_chunks("acme", "w")
+    )
     assert incremental == full
     assert not any(p == "pkg/mod_002.py" for _, p, _, _ in incremental)
 
