@@ -39,6 +39,7 @@ from neo_assets.sweep.steps import (
     EmbedContext,
     EnvelopeResult,
     RepoContext,
+    SweepAborted,
     census_step,
     chunk_step,
     embed_step,
@@ -242,15 +243,23 @@ def kb_embeddings(
         with failure_recorded(
             ctx, settings.load(), ledger.get(), codes.KB_VECTOR_EMBED_UNCLASSIFIED
         ):
-            summary = embed_step(
-                ctx,
-                settings.load(),
-                store.get(),
-                ledger.get(),
-                envelope,
-                chunk_generation,
-                EmbedContext(provider=provider.build(), progress=progress, guard=lease.check),
-            )
+            try:
+                summary = embed_step(
+                    ctx,
+                    settings.load(),
+                    store.get(),
+                    ledger.get(),
+                    envelope,
+                    chunk_generation,
+                    EmbedContext(provider=provider.build(), progress=progress, guard=lease.check),
+                )
+            except SweepAborted as aborted:
+                # An upstream abort (Ctrl-C, a run terminated from the UI): record the
+                # sweep as the lane left it (deferred, cause aborted), then end the run.
+                census_step(
+                    ctx, settings.load(), ledger.get(), envelope, aborted.summary, time.time()
+                )
+                raise aborted.interrupt from None
         if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
             info = lease.info
             return dg.Output(skipped_summary(info, summary), metadata=lease_metadata(info))

@@ -5,6 +5,7 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 """
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -391,10 +392,16 @@ def embed_step(
         )
     else:
         recorder = VectorEvidenceRecorder(provider)
-        summary = asyncio.run(
-            _embed(items, recorder, settings, generation, fence_book, write_batch, run)
+        summary, interrupt = run_lane_abortably(
+            lambda: _embed(items, recorder, settings, generation, fence_book, write_batch, run),
+            run.cancel_scope,
         )
         summary["vectorEvidence"] = recorder.evidence()
+        if interrupt is not None:
+            summary["counts"]["already_present"] = len(present)
+            summary["generation"] = generation
+            summary["revision"] = envelope.revision
+            raise SweepAborted(summary, interrupt)
         # Freeze (durably, before the verdict) when this sweep's evidence says so.
         summary["freeze"] = observe_sweep(ledger, settings, summary, run.clock())
     unavailable = sorted(set(missing["chunk_id"]) - set(by_id))
@@ -414,6 +421,57 @@ def embed_step(
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     return summary
+
+
+class SweepAborted(BaseException):
+    """The run was interrupted (Ctrl-C, or a Dagster run terminated from the UI) while
+    embedding. The lane was cancelled with ABORT_ERR and wound down; ``summary`` holds
+    its verdicts (the remainder deferred as aborted) so the caller can record the sweep
+    before letting ``interrupt`` end the run."""
+
+    def __init__(self, summary: dict[str, Any], interrupt: BaseException) -> None:
+        super().__init__("sweep aborted")
+        self.summary = summary
+        self.interrupt = interrupt
+
+
+def run_lane_abortably(
+    make: Callable[[], Any], scope: CancelScope
+) -> tuple[dict[str, Any], BaseException | None]:
+    """Run the lane's event loop in a worker thread so an interrupt delivered to the main
+    thread (signals only arrive there) becomes an upstream abort of the cancellation
+    scope: no later request starts, the connection in flight is closed, and the lane
+    still returns its summary. Returns (summary, the interrupt or None)."""
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+    done = threading.Event()  # not Thread.is_alive(): an interrupted join can misreport it
+
+    def worker() -> None:
+        loop = asyncio.new_event_loop()
+        box["loop"] = loop
+        ready.set()
+        try:
+            box["result"] = loop.run_until_complete(make())
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box["error"] = exc
+        finally:
+            loop.close()
+            done.set()
+
+    threading.Thread(target=worker, name="embed-lane", daemon=True).start()
+    ready.wait()
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            if done.wait(0.1):
+                break
+        except BaseException as exc:  # KeyboardInterrupt, DagsterExecutionInterruptedError
+            if interrupt is None:
+                interrupt = exc
+                scope.cancel_threadsafe(box["loop"], codes.ABORT_ERR)
+    if "error" in box:
+        raise box["error"]
+    return box["result"], interrupt
 
 
 async def _embed(
