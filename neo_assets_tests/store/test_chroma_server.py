@@ -1,5 +1,5 @@
 """The store on a real Chroma server (`chroma run` from the venv, on 127.0.0.1): sweeps,
-queries and a crash-restart of the server in the middle of a sweep."""
+queries, a reconcile and a crash-restart of the server in the middle of a sweep."""
 
 import asyncio
 import threading
@@ -15,6 +15,7 @@ from neo_assets import runtime
 from neo_assets.core import codes
 from neo_assets.core.stamps import tenant_filter
 from neo_assets.query import run_query
+from neo_assets.reconciliation.runner import run_reconciliation
 from neo_assets.settings import load_settings
 from neo_assets.sweep.runner import run_sweeps
 from neo_assets.sweep.steps import settings_generation
@@ -113,6 +114,33 @@ def test_sweep_query_and_restart_on_a_chroma_server(
     assert {h["id"] for h in hits} <= {
         c.chunk_id for c in ledger.declared_chunks("acme", "widgets")
     }
+
+    # Reconciliation against the server: README.md leaves the parser's yield, and its
+    # rows are reclaimed on the server, the other tenant's rows untouched.
+    readme = {
+        c.chunk_id
+        for c in ledger.declared_chunks("acme", "widgets")
+        if c.source_path == "README.md"
+    }
+    globex_before = {r["id"] for r in store.tenant_rows("globex")}
+    write_tenants(
+        tenants,
+        {
+            "acme": [repo_entry("widgets", a.path, exclude=["README.md"])],
+            "globex": [repo_entry("tools", b.path)],
+        },
+    )
+    monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
+    assert sweep(tenants, instance)["acme/widgets"]["outcome"] == "complete"
+    reports = run_reconciliation(
+        load_settings(), load_tenants(tenants), instance, tenant="acme", apply=True
+    )
+    assert reports[0]["success"], reports[0]
+    assert reports[0]["reclaimed"] == len(readme) > 0
+    remaining = set(col.get(include=[])["ids"])
+    assert not (remaining & readme)
+    assert {r["id"] for r in store.tenant_rows("globex")} == globex_before
+    declared = remaining
 
     # A clean restart of the server keeps every row; the project's cached client carries on.
     chroma.stop()
