@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint bench dev
+.PHONY: run test install lint bench dev soak
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,3 +34,7 @@ lint: $(STAMP)
 
 dev: $(STAMP)
 	DAGSTER_HOME=$$PWD/.neo/dagster $(BIN)/dagster dev -m neo_assets.definitions
+
+# The long profile of the invariant simulation (hundreds of examples; see docs/reliability.md).
+soak: $(STAMP)
+	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest neo_assets_tests/drills/test_simulation.py -s -o timeout=0
