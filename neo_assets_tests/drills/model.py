@@ -25,6 +25,7 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.health.freezing import unfreeze
 from neo_assets.reconciliation.service import reconcile_tenant
 from neo_assets.settings import Settings, load_settings
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
@@ -362,6 +363,26 @@ class World:
         settings = self.settings()
         _, lifted = unfreeze(runtime.get_ledger(settings), settings.collection_name, time.time())
         return lifted is not None
+
+    def expected_declared(self, key: str) -> set[str]:
+        """The chunk ids a full parse of the model's yielded files gives (what the declared
+        generation must hold, however incrementally the sweep recorded it)."""
+        repo = self.repos[key]
+        settings = self.settings()
+        ids: set[str] = set()
+        for path in repo.yielded():
+            chunks = chunk_file(
+                repo.tenant,
+                repo.slug,
+                path,
+                (repo.path / path).read_text(),
+                PARSER_ID,
+                f"1.0.{repo.parser_patch}",
+                max_chunk_chars=settings.max_chunk_chars,
+                window_lines=settings.window_lines,
+            )
+            ids |= {c.chunk_id for c in chunks}
+        return ids
 
     def revisions(self) -> dict[tuple[str, str], str]:
         """The revision each declared repo's envelope must be at: git HEAD, or the

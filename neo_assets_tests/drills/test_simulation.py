@@ -269,6 +269,11 @@ class Simulation(RuleBasedStateMachine):
         # The model: the envelope yields exactly the files the declaration does not exclude.
         got = yielded_paths(self.ledger(), repo.tenant, repo.slug)
         assert got == repo.yielded(), (key, got, repo.yielded())
+        if ending != "crash-after-envelope":
+            # ... and the declared generation is what a full parse of those files gives,
+            # however much of it the sweep reused from the previous one.
+            declared = {c.chunk_id for c in self.ledger().declared_chunks(repo.tenant, repo.slug)}
+            assert declared == self.world.expected_declared(key), key
         if result is not None:
             assert result["outcome"] in (codes.OUTCOME_COMPLETE, codes.OUTCOME_DEFERRED), result
             if result["outcome"] == codes.OUTCOME_COMPLETE:
