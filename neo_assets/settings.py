@@ -4,6 +4,7 @@ Settings are read from the environment at the moment they are used (``load_setti
 is cheap), so an operator who changes a leaf between two runs is heard on the second.
 """
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -136,13 +137,35 @@ class Settings(BaseSettings):
         return local.resolve() if local.exists() else BUNDLED_TENANTS_FILE
 
 
+# Settings already read, by the NEO_* environment and overrides they were read from:
+# validating them costs ~15 ms, and every resource of every step asks for them.
+_loaded: dict[tuple[object, ...], Settings] = {}
+_LOADED_MAX = 32
+
+
 def load_settings(**overrides: object) -> Settings:
-    """Read the environment now; raise SettingsError naming the NEO_* variable at fault."""
+    """Read the environment now; raise SettingsError naming the NEO_* variable at fault.
+
+    The result is reused while the NEO_* variables and the overrides are unchanged
+    (Settings are frozen), so a changed variable is still heard by the next call."""
+    key = (
+        tuple(
+            sorted((k.upper(), v) for k, v in os.environ.items() if k.upper().startswith("NEO_"))
+        ),
+        tuple(sorted((k, repr(v)) for k, v in overrides.items())),
+    )
+    cached = _loaded.get(key)
+    if cached is not None:
+        return cached
     try:
-        return Settings(**overrides)  # type: ignore[arg-type]
+        settings = Settings(**overrides)  # type: ignore[arg-type]
     except ValidationError as exc:
         lines = []
         for err in exc.errors():
             leaf = ".".join(str(p) for p in err["loc"])
             lines.append(f"NEO_{leaf.upper()}: {err['msg']} (got {err.get('input')!r})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+    if len(_loaded) >= _LOADED_MAX:
+        _loaded.clear()
+    _loaded[key] = settings
+    return settings
