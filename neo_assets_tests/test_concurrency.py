@@ -430,5 +430,5 @@ def test_embedding_runs_in_the_provider_pool() -> None:
     from neo_assets.definitions import defs
     from neo_assets.defs.assets import EMBEDDING_POOL
 
-    node = defs.resolve_job_def("sweep").graph.node_named("kb_embeddings")
+    node = defs.resolve_job_def("sweep").graph.node_named("sweep_repo")
     assert node.definition.pool == EMBEDDING_POOL == "neo-embedding-provider"

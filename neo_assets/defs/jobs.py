@@ -6,8 +6,9 @@ from neo_assets.defs.partitions import tenant_repos
 
 sweep_job = dg.define_asset_job(
     "sweep",
+    # The four sweep assets are one step (``sweep_repo``); links have their own job.
     selection=dg.AssetSelection.assets(
-        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", "chunk_links"
+        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"
     ),
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",

@@ -1,19 +1,13 @@
-"""The sweep capability: per-repo assets, the status snapshot, jobs and the sweep sensor."""
+"""The sweep capability: the per-repo sweep step, the status snapshot, jobs, the sensor."""
 
 import dagster as dg
 
-from neo_assets.defs.assets import (
-    chunk_generation,
-    fence_census,
-    kb_embeddings,
-    kb_status,
-    repo_envelope,
-)
+from neo_assets.defs.assets import kb_status, sweep_repo
 from neo_assets.defs.jobs import status_job, sweep_job
 from neo_assets.defs.sensors import sweep_sensor
 
 defs = dg.Definitions(
-    assets=[repo_envelope, chunk_generation, kb_embeddings, fence_census, kb_status],
+    assets=[sweep_repo, kb_status],
     jobs=[sweep_job, status_job],
     sensors=[sweep_sensor],
 )

@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neo_assets.core import codes
+from neo_assets.defs.assets import SWEEP_STEP
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.settings import Settings
 from neo_assets.sweep.due import declared_repos, evaluate
@@ -18,8 +19,17 @@ from neo_assets.tenants import TenantsFile
 QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _failure_code(result: Any) -> str:
-    """The code of the first failed step's error, when it carries one of ours."""
+def _failure_code(result: Any, recorded: dict[str, Any] | None, started_at: float) -> str:
+    """The failed sweep's code: the one its stage recorded in the ledger during this run
+    (``failure_recorded``), else one of ours named in the error, else STORE_FAILED (the
+    ledger itself could not take the record)."""
+    if (
+        recorded is not None
+        and recorded.get("last_outcome") == codes.OUTCOME_FAILED
+        and float(recorded.get("updated_at") or 0.0) >= started_at
+        and recorded.get("deferred_cause_code")
+    ):
+        return str(recorded["deferred_cause_code"])
     for event in result.all_events:
         if event.is_step_failure:
             info = event.step_failure_data.error
@@ -36,19 +46,22 @@ def _failure_code(result: Any) -> str:
             ):
                 if code in text:
                     return code
-            return (
-                codes.KB_VECTOR_EMBED_UNCLASSIFIED
-                if event.step_key == "kb_embeddings"
-                else codes.STORE_FAILED
-            )
+            break
     return codes.STORE_FAILED
 
 
 def _census_output(result: Any) -> dict[str, Any] | None:
     """fence_census's output when that step succeeded, whatever happened after it."""
     try:
-        return result.output_for_node("fence_census")
+        return result.output_for_node(SWEEP_STEP, "fence_census")
     except Exception:  # noqa: BLE001 - the step did not run or did not succeed
+        return None
+
+
+def _recorded_state(ledger: Any, due: Any) -> dict[str, Any] | None:
+    try:
+        return ledger.repo_state(due.ctx.tenant_id, due.ctx.repo_slug)
+    except Exception:  # noqa: BLE001 - an unreadable ledger is what failed: say STORE_FAILED
         return None
 
 
@@ -127,6 +140,7 @@ def run_sweeps(
                 )
                 progress.advance(task)
                 continue
+            started_at = time.time()
             result = job.execute_in_process(
                 instance=instance,
                 run_config=QUIET_CONSOLE,
@@ -140,8 +154,8 @@ def run_sweeps(
             )
             census = _census_output(result)
             if census is not None:
-                # The verdict was recorded; a later step (e.g. chunk_links) failing does
-                # not turn a complete or deferred sweep into a failed one.
+                # The verdict was recorded: whatever the run did after it does not turn a
+                # complete or deferred sweep into a failed one.
                 entry = {**census, "runId": result.run_id, "dueReason": due.reason}
                 if not result.success:
                     entry["warning"] = _failure_message(result)
@@ -154,15 +168,55 @@ def run_sweeps(
                         "outcome": codes.OUTCOME_FAILED,
                         "revision": due.revision,
                         "counts": {},
-                        "deferredCauseCode": _failure_code(result),
+                        "deferredCauseCode": _failure_code(
+                            result, _recorded_state(ledger, due), started_at
+                        ),
                         "error": _failure_message(result),
                         "runId": result.run_id,
                         "dueReason": due.reason,
                     }
                 )
             progress.advance(task)
+    swept = [
+        d.ctx for d, r in zip(dues, results, strict=True) if r["outcome"] != codes.OUTCOME_SKIPPED
+    ]
+    if swept:
+        refresh_links(settings, swept, instance, console=console)
     if any(r["outcome"] != codes.OUTCOME_SKIPPED for r in results):
         defs.resolve_job_def("status").execute_in_process(
             instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
         )
     return results
+
+
+def refresh_links(
+    settings: Settings,
+    ctxs: list[Any],
+    instance: Any,
+    *,
+    console: Console | None = None,
+) -> list[dict[str, Any]]:
+    """Run the links job for each of ``ctxs`` whose links are due (what ``links_sensor``
+    does in the UI), one run each; a failed links run is reported, never a failed sweep."""
+    from neo_assets import runtime
+    from neo_assets.definitions import defs
+    from neo_assets.links_schedule import evaluate_links
+
+    job = defs.resolve_job_def("links")
+    out: list[dict[str, Any]] = []
+    for due in evaluate_links(ctxs, settings, runtime.get_ledger(settings)):
+        if due.reason is None:
+            continue
+        result = job.execute_in_process(
+            instance=instance,
+            run_config=QUIET_CONSOLE,
+            partition_key=due.key,
+            raise_on_error=False,
+            tags={"neo/links-reason": due.reason, "neo/launched-by": "cli"},
+        )
+        out.append({"key": due.key, "runId": result.run_id, "success": result.success})
+        if not result.success:
+            (console or Console(stderr=True)).print(
+                f"[yellow]links of {due.key} not refreshed: {_failure_message(result)}[/]"
+            )
+    return out

@@ -23,6 +23,14 @@ def test_definitions_hold_the_sweep_graph() -> None:
         "kb_status",
     }
     assert defs.resolve_job_def("sweep").partitions_def is not None
+    # The lineage the UI draws, and the four sweep assets computed by one step.
+    chain = ["repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"]
+    for parent, child in zip(chain, chain[1:], strict=False):
+        assert graph.get(dg.AssetKey(child)).parent_keys == {dg.AssetKey(parent)}
+    sweep = defs.resolve_job_def("sweep")
+    assert {n.name for n in sweep.graph.nodes} == {"sweep_repo"}
+    assert defs.resolve_job_def("links").partitions_def is not None
+    assert defs.resolve_sensor_def("links_sensor")
     assert defs.resolve_sensor_def("sweep_sensor")
     for key in graph.get_all_asset_keys():
         node = graph.get(key)

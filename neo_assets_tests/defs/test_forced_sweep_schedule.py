@@ -119,6 +119,6 @@ def test_a_forced_request_runs_the_sweep_even_when_nothing_is_due(env) -> None:
         instance=instance, partition_key=request.partition_key, tags=request.tags
     )
     assert result.success
-    census = result.output_for_node("fence_census")
+    census = result.output_for_node("sweep_repo", "fence_census")
     assert census["outcome"] == "complete" and census["counts"]["embedded"] == 0
     assert census["counts"]["already_present"] > 0
