@@ -1,7 +1,10 @@
 """The links capability: ``chunk_links``, one repo's related-chunk links, after its sweep.
 
-It runs as the last step of the ``sweep`` job (see ``defs/jobs.py``), so every sweep that
-reaches its census also refreshes the repo's links; ``query --expand`` reads them.
+Links are derived data, so they are off the sweep's critical path: the ``links`` job
+materializes them in a run of its own, requested by ``links_sensor`` when a repo's
+declared generation moved, rows were added, or the link parameters changed
+(``core.links_due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
+reads them.
 """
 
 import time
@@ -12,15 +15,17 @@ import dagster as dg
 from neo_assets.core.link_records import LINK_KINDS
 from neo_assets.defs.assets import OWNERS, repo_context
 from neo_assets.defs.metadata import markdown_table
-from neo_assets.defs.partitions import tenant_repos
+from neo_assets.defs.partitions import TENANT_REPOS, tenant_repos
 from neo_assets.defs.resources import (
     LedgerResource,
     SettingsResource,
     StoreResource,
     TenantsResource,
 )
+from neo_assets.links_schedule import evaluate_links
 from neo_assets.links_service import LinkParams, LinkReport, link_repo
-from neo_assets.sweep.sweep_lease import StepLease
+from neo_assets.sweep.due import declared_repos
+from neo_assets.sweep.sweep_lease import SweepLease
 
 
 def links_metadata(report: LinkReport) -> dict[str, Any]:
@@ -71,7 +76,8 @@ def links_metadata(report: LinkReport) -> dict[str, Any]:
     description=(
         "Related-chunk links of the repo's declared generation, kept in the ledger: temporal "
         "(files changed within the window, same chunk kind) and semantic (cosine above the "
-        "threshold, within one embedding generation). Replaced as a whole each sweep."
+        "threshold, within one embedding generation). Refreshed by the links job after a "
+        "sweep moved the generation or added rows."
     ),
 )
 def chunk_links(
@@ -82,11 +88,10 @@ def chunk_links(
     ledger: LedgerResource,
 ) -> dg.MaterializeResult:
     ctx = repo_context(context.partition_key, tenants)
-    # Links are written under the repo's sweep lease too, so two sweeps of one repo never
-    # interleave their link writes; the lease is released when this last step ends.
-    # No waiting: if another sweep of this repo holds the lease, it refreshes the links.
-    no_wait = settings.load().model_copy(update={"sweep_lease_wait_s": 0.0})
-    with StepLease(ledger.get(), ctx, context.run_id, no_wait, last=True) as lease:
+    # Links are written under the repo's sweep lease, so a sweep never moves the declared
+    # generation under a links run (the write would be refused, but the work lost): wait
+    # for a running sweep of the repo to end, as a sweep would.
+    with SweepLease(ledger.get(), ctx, context.run_id, settings.load()) as lease:
         if not lease.held:
             context.log.warning(f"{ctx.key}: links not refreshed, sweep lease {lease.info}")
             return dg.MaterializeResult(metadata={"stored": False})
@@ -109,4 +114,43 @@ def chunk_links(
     return dg.MaterializeResult(metadata=links_metadata(report))
 
 
-defs = dg.Definitions(assets=[chunk_links])
+links_job = dg.define_asset_job(
+    "links",
+    selection=dg.AssetSelection.assets("chunk_links"),
+    partitions_def=tenant_repos,
+    description="Compute one tenant repo's related-chunk links from its declared generation.",
+    tags={"neo/kind": "links"},
+)
+
+
+@dg.sensor(
+    job=links_job,
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description=(
+        "Requests a links run for each declared repo whose links are behind: its declared "
+        "generation moved, a sweep added rows since the last links run, or the link "
+        "parameters changed. Requests nothing when every repo's links are current."
+    ),
+)
+def links_sensor(
+    context: dg.SensorEvaluationContext,
+    settings: SettingsResource,
+    tenants: TenantsResource,
+    ledger: LedgerResource,
+) -> dg.SensorResult:
+    known = set(context.instance.get_dynamic_partitions(TENANT_REPOS))
+    requests = [
+        dg.RunRequest(
+            run_key=due.run_key,
+            partition_key=due.key,
+            tags={"neo/links-reason": due.reason, "neo/tenant": due.ctx.tenant_id},
+        )
+        for due in evaluate_links(declared_repos(tenants.load()), settings.load(), ledger.get())
+        # A repo the sweep sensor has not registered yet has never been swept either.
+        if due.reason is not None and due.key in known
+    ]
+    return dg.SensorResult(run_requests=requests)
+
+
+defs = dg.Definitions(assets=[chunk_links], jobs=[links_job], sensors=[links_sensor])
