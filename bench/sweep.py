@@ -1,16 +1,19 @@
 """Sweep a generated repository on the embedded default, through Dagster.
 
 Prints, measured in this one run:
-- first sweep: rows/s, and the sweep's write stage against a raw Chroma ``add`` of the
-  same rows (same ids, vectors, documents, metadata) into a fresh collection;
-- work in proportion to change: the time inside the sweep's steps after a one-file
-  commit, and for a forced sweep of the unchanged repo, each as a share of the first
-  sweep's step time; Dagster's fixed per-run cost (run wall time minus step time)
-  beside them;
-- peak RSS of this process.
+- first sweep: rows/s; the sweep's step time against max(raw embed, raw Chroma add) of
+  the same rows (the same texts through the hashing embedder in one call; the same ids,
+  vectors, documents and metadata added to a fresh collection in max-size batches); its
+  write stage against the raw add;
+- work in proportion to change: after a one-file commit, and for a forced sweep of the
+  unchanged repo, the sweep step's time (Dagster's step stats) and the sweep's own work
+  (seconds inside its stages, without Dagster's event handling), each as a share of the
+  first sweep's; Dagster's fixed per-run cost (run wall time minus step time) beside;
+- the links runs that follow each sweep (their own job), by step time;
+- peak RSS of a first sweep alone, in a fresh subprocess per size (``--rss-files``).
 Last stdout line: one JSON object.
 
-    python -m bench.sweep [--files 2000]
+    python -m bench.sweep [--files 2000] [--rss-files 500,2000,8000]
 """
 
 import argparse
@@ -65,37 +68,89 @@ def step_seconds(instance, run_id: str) -> float:
     )
 
 
-def step_breakdown(instance, run_id: str) -> dict[str, float]:
-    return {
-        s.step_key: round((s.end_time or 0) - (s.start_time or 0), 3)
-        for s in instance.get_run_step_stats(run_id)
-        if s.start_time and s.end_time
-    }
-
-
 def run_seconds(instance, run_id: str) -> float:
     stats = instance.get_run_stats(run_id)
     return (stats.end_time or 0) - (stats.start_time or 0)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--files", type=int, default=2000)
-    args = parser.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="neo-bench-sweep-"))
+def latest_run_id(instance, job_name: str) -> str | None:
+    import dagster as dg
+
+    runs = instance.get_runs(filters=dg.RunsFilter(job_name=job_name), limit=1)
+    return runs[0].run_id if runs else None
+
+
+def setup(work: Path, files: int) -> Path:
+    """A generated repo and the environment of an embedded-default sweep of it."""
     os.environ["NEO_HOME"] = str(work / "home")
     os.environ["DAGSTER_HOME"] = str(work / "dagster")
     repo = work / "repo"
-    generate_repo(repo, args.files)
+    generate_repo(repo, files)
     (work / "tenants.yaml").write_text(
         "tenants:\n  - id: bench\n    repos:\n      - slug: gen\n"
         f"        path: {repo}\n        parser: {{id: neo-code, version: 1.0.0}}\n"
     )
     os.environ["NEO_TENANTS_FILE"] = str(work / "tenants.yaml")
+    (work / "dagster").mkdir(exist_ok=True)
+    return repo
+
+
+def rss_child(files: int) -> int:
+    """In a fresh process: one first sweep of a ``files``-file repo; print its peak RSS."""
+    import dagster as dg
+
+    from neo_assets.settings import load_settings
+    from neo_assets.sweep.runner import run_sweeps
+    from neo_assets.tenants import load_tenants
+
+    work = Path(tempfile.mkdtemp(prefix="neo-bench-rss-"))
+    setup(work, files)
+    instance = dg.DagsterInstance.local_temp(str(work / "dagster"))
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result = run_sweeps(load_settings(), load_tenants(work / "tenants.yaml"), instance)[0]
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(
+        json.dumps(
+            {
+                "files": files,
+                "outcome": result["outcome"],
+                "before_mb": round(before, 1),
+                "peak_mb": round(peak, 1),
+            }
+        )
+    )
+    return 0
+
+
+def rss_series(sizes: list[int]) -> list[dict]:
+    out = []
+    for files in sizes:
+        done = subprocess.run(
+            [sys.executable, "-m", "bench.sweep", "--rss-child", str(files)],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=Path(__file__).resolve().parents[1],
+        )
+        out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--rss-files", default="500,2000,8000", help="'' to skip")
+    parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rss_child:
+        return rss_child(args.rss_child)
+    work = Path(tempfile.mkdtemp(prefix="neo-bench-sweep-"))
+    repo = setup(work, args.files)
 
     import dagster as dg
 
     from neo_assets import runtime
+    from neo_assets.embedding.providers.hashing import hash_embed
     from neo_assets.settings import load_settings
     from neo_assets.store.chroma_store import open_store
     from neo_assets.sweep.runner import run_sweeps
@@ -103,22 +158,27 @@ def main() -> int:
 
     settings = load_settings()
     tenants = load_tenants(work / "tenants.yaml")
-    (work / "dagster").mkdir(exist_ok=True)
     instance = dg.DagsterInstance.local_temp(str(work / "dagster"))
 
     t0 = time.perf_counter()
     first = run_sweeps(settings, tenants, instance)[0]
     first_s = time.perf_counter() - t0
+    first_links = latest_run_id(instance, "links")
     store = runtime.get_store(settings)
     rows = store.count()
 
-    # Raw Chroma add of the same rows in a fresh collection, in max-size batches.
+    # The same rows, raw: embedded in one call, then added to a fresh collection.
     got = store.collection.get(include=["embeddings", "documents", "metadatas"])
+    t0 = time.perf_counter()
+    vectors = np.vstack([hash_embed(text, 384) for text in got["documents"]])
+    raw_embed_s = time.perf_counter() - t0
+    del vectors
     raw = open_store(persist_dir=work / "raw-chroma", url=None, collection_name="raw-add-bench")
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])
     raw_add_s = time.perf_counter() - t0
     del got
+    raw_max_s = max(raw_embed_s, raw_add_s)
 
     # One-file commit, then a forced sweep of the unchanged repo.
     target = next(repo.glob("pkg00/mod_*.py"))
@@ -127,17 +187,34 @@ def main() -> int:
     t0 = time.perf_counter()
     one = run_sweeps(settings, tenants, instance)[0]
     one_s = time.perf_counter() - t0
+    one_links = latest_run_id(instance, "links")
     t0 = time.perf_counter()
     forced = run_sweeps(settings, tenants, instance, force=True)[0]
     forced_s = time.perf_counter() - t0
+    forced_links = latest_run_id(instance, "links")
 
-    first_steps = step_seconds(instance, first["runId"])
-    one_steps = step_seconds(instance, one["runId"])
-    forced_steps = step_seconds(instance, forced["runId"])
+    steps = {
+        name: step_seconds(instance, r["runId"])
+        for name, r in (("first", first), ("one_file", one), ("forced", forced))
+    }
+    own = {
+        name: r["timings"]["stages_s"]
+        for name, r in (("first", first), ("one_file", one), ("forced", forced))
+    }
     fixed = [
         run_seconds(instance, r["runId"]) - step_seconds(instance, r["runId"])
         for r in (first, one, forced)
     ]
+    links = {
+        "first": step_seconds(instance, first_links) if first_links else None,
+        "one_file": step_seconds(instance, one_links)
+        if one_links and one_links != first_links
+        else None,
+        # None: the forced sweep changed nothing, so no links run was due.
+        "forced": step_seconds(instance, forced_links)
+        if forced_links and forced_links != one_links
+        else None,
+    }
     write_s = first["timings"]["write_s"]
     result = {
         "bench": "sweep",
@@ -145,30 +222,44 @@ def main() -> int:
         "rows": rows,
         "outcomes": [first["outcome"], one["outcome"], forced["outcome"]],
         "first_sweep_s": round(first_s, 3),
-        "first_steps_s": round(first_steps, 3),
-        "rows_per_s": round(rows / first_steps, 1),
+        "first_steps_s": round(steps["first"], 3),
+        "first_own_s": round(own["first"], 3),
+        "rows_per_s": round(rows / steps["first"], 1),
+        "raw_embed_s": round(raw_embed_s, 3),
         "raw_chroma_add_s": round(raw_add_s, 3),
+        "first_steps_to_max_raw_ratio": round(steps["first"] / raw_max_s, 3),
+        "first_own_to_max_raw_ratio": round(own["first"] / raw_max_s, 3),
         "write_stage_s": round(write_s, 3),
         "write_stage_to_raw_add_ratio": round(write_s / raw_add_s, 3),
-        "first_steps_to_raw_add_ratio": round(first_steps / raw_add_s, 3),
-        "one_file_commit_steps_s": round(one_steps, 3),
-        "one_file_commit_ratio": round(one_steps / first_steps, 4),
+        "one_file_commit_steps_s": round(steps["one_file"], 3),
+        "one_file_commit_ratio": round(steps["one_file"] / steps["first"], 4),
+        "one_file_commit_own_s": round(own["one_file"], 3),
+        "one_file_commit_own_ratio": round(own["one_file"] / own["first"], 4),
         "one_file_commit_embedded": one["counts"].get("embedded"),
-        "forced_unchanged_steps_s": round(forced_steps, 3),
-        "forced_unchanged_ratio": round(forced_steps / first_steps, 4),
+        "forced_unchanged_steps_s": round(steps["forced"], 3),
+        "forced_unchanged_ratio": round(steps["forced"] / steps["first"], 4),
+        "forced_unchanged_own_s": round(own["forced"], 3),
+        "forced_unchanged_own_ratio": round(own["forced"] / own["first"], 4),
         "dagster_fixed_per_run_s": [round(f, 3) for f in fixed],
+        "links_run_steps_s": {k: None if v is None else round(v, 3) for k, v in links.items()},
+        "links_one_file_to_first_ratio": round(links["one_file"] / links["first"], 4)
+        if links["one_file"] and links["first"]
+        else None,
         "wall_s": {
             "first": round(first_s, 3),
             "one_file": round(one_s, 3),
             "forced": round(forced_s, 3),
         },
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "first_timings": first["timings"],
-        "steps": {
-            "first": step_breakdown(instance, first["runId"]),
-            "one_file": step_breakdown(instance, one["runId"]),
-            "forced": step_breakdown(instance, forced["runId"]),
+        "stages_s": {
+            name: {k: round(v, 3) for k, v in r["timings"].items()}
+            for name, r in (("first", first), ("one_file", one), ("forced", forced))
         },
+        "peak_rss_mb_bench_process": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1
+        ),
+        "peak_rss_first_sweep": rss_series(
+            [int(x) for x in args.rss_files.split(",") if x.strip()]
+        ),
         "load_average_1min": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(result), file=sys.stdout)
