@@ -886,12 +886,27 @@ class _Lane:
 
     # -------------------------------------------------------------- the store
     async def _writer(self) -> None:
-        """The one writer: runs the synchronous store write in a worker thread."""
-        while True:
+        """The one writer: runs the synchronous store write in a worker thread.
+
+        Batches that finished while the previous write ran go together in one write: when
+        the store is the slower side, writes grow to what is ready (Chroma's per-add cost
+        is then paid less often); when the provider is, each batch is written alone the
+        moment it arrives. Nothing waits to be grouped, so a crash loses no more than
+        before (the queued batches and the one being written)."""
+        closing = False
+        while not closing:
             entry = await self.write_q.get()
             if entry is None:
                 return
-            items, vectors = entry
+            entries = [entry]
+            while not self.write_q.empty():
+                more = self.write_q.get_nowait()
+                if more is None:
+                    closing = True  # write what is here, then stop
+                    break
+                entries.append(more)
+            items = [item for batch, _ in entries for item in batch]
+            vectors = entries[0][1] if len(entries) == 1 else np.vstack([v for _, v in entries])
             if self.write_failed:
                 continue  # left unresolved: deferred with the write code at the end
             try:

@@ -13,6 +13,7 @@ import asyncio
 import hashlib
 import re
 import threading
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -360,8 +361,10 @@ def extra_requests_for(n: int, bad: int, behaviour: str = "content") -> tuple[in
 
 # ---------------------------------------------------------------------------- happy path
 def test_happy_path_embeds_every_batch_and_writes_each_at_once() -> None:
-    provider = ScriptedProvider(dimensions=DIM)
-    result = sweep(corpus(150), provider)
+    # A provider slower than the store, one request at a time: each batch is written
+    # alone, as soon as it is embedded.
+    provider = ScriptedProvider(dimensions=DIM, latency_s=0.05)
+    result = sweep(corpus(150), provider, settings=fast_settings(max_inflight=1))
     assert result.counts["embedded"] == 150
     assert result.counts["requests"] == 3
     assert [len(b) for b in result.store.batches] == [64, 64, 22]
@@ -371,6 +374,41 @@ def test_happy_path_embeds_every_batch_and_writes_each_at_once() -> None:
     # Writes ran in worker threads, never on the event loop's thread.
     assert result.store.threads and threading.main_thread().name not in result.store.threads
     assert result.progress[-1] == (3, 3, 150)
+
+
+class SlowStore(Store):
+    """A store slower than the provider: batches finish while a write is running."""
+
+    def write(self, items: list[LaneItem], vectors: np.ndarray) -> None:
+        time.sleep(0.05)
+        super().write(items, vectors)
+
+
+def test_batches_that_finish_during_a_slow_write_go_together_in_the_next_one() -> None:
+    items = corpus(64 * 12)
+    store = SlowStore()
+    result = sweep(items, ScriptedProvider(dimensions=DIM), store=store)
+    assert result.counts["embedded"] == len(items) and result.counts["requests"] == 12
+    # Fewer, larger writes, never more than the queue holds plus the batch that woke the
+    # writer; every id written exactly once.
+    assert len(store.batches) < 12
+    assert max(len(b) for b in store.batches) <= 64 * (1 + fast_settings().write_queue_depth)
+    written = [c for b in store.batches for c in b]
+    assert sorted(written) == sorted(i.chunk_id for i in items)
+    assert result.progress[-1][2] == len(items)
+
+
+def test_a_failed_grouped_write_defers_every_batch_in_it_and_fences_nothing() -> None:
+    items = corpus(64 * 6)
+    store = SlowStore(fail_on_call=2)
+    result = sweep(items, ScriptedProvider(dimensions=DIM), store=store)
+    assert result.fences() == [] and result.summary["strikes"] == []
+    first = result.live()[0]
+    assert first["code"] == codes.KB_VECTOR_EMBED_WRITE_ERROR
+    assert first["details"]["chunkCount"] > 64  # the failed write held more than one batch
+    assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_WRITE_ERROR}
+    assert result.counts["embedded"] == len(store.written)
+    assert result.counts["embedded"] + result.counts["deferred"] == len(items)
 
 
 def test_a_lone_trailing_input_is_embedded_alone() -> None:
