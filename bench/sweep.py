@@ -96,26 +96,40 @@ def setup(work: Path, files: int) -> Path:
 
 
 def rss_child(files: int) -> int:
-    """In a fresh process: one first sweep of a ``files``-file repo; print its peak RSS."""
+    """In a fresh process: one first sweep (the sweep job alone: no links or status run)
+    of a ``files``-file repo; print its peak RSS and the baseline before it."""
     import dagster as dg
 
-    from neo_assets.settings import load_settings
-    from neo_assets.sweep.runner import run_sweeps
-    from neo_assets.tenants import load_tenants
+    from neo_assets.definitions import defs
+    from neo_assets.defs.partitions import TENANT_REPOS
+    from neo_assets.sweep.runner import QUIET_CONSOLE
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-rss-"))
     setup(work, files)
     instance = dg.DagsterInstance.local_temp(str(work / "dagster"))
+    instance.add_dynamic_partitions(TENANT_REPOS, ["bench/gen"])
+    job = defs.resolve_job_def("sweep")
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    result = run_sweeps(load_settings(), load_tenants(work / "tenants.yaml"), instance)[0]
+    result = job.execute_in_process(
+        instance=instance, run_config=QUIET_CONSOLE, partition_key="bench/gen"
+    )
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    census = result.output_for_node("sweep_repo", "fence_census")
+    # Then the links run that follows a sweep, on its own (its peak is reported apart).
+    defs.resolve_job_def("links").execute_in_process(
+        instance=instance, run_config=QUIET_CONSOLE, partition_key="bench/gen"
+    )
+    after_links = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
         json.dumps(
             {
                 "files": files,
-                "outcome": result["outcome"],
+                "outcome": census["outcome"],
+                "rows": census["counts"].get("chunks"),
                 "before_mb": round(before, 1),
                 "peak_mb": round(peak, 1),
+                "growth_mb": round(peak - before, 1),
+                "peak_after_links_mb": round(after_links, 1),
             }
         )
     )
