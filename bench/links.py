@@ -23,6 +23,15 @@ budgets. Each timing is reported as wall seconds and as CPU seconds of the child
 when other work shares the machine). Prints growth per
 doubling and the speed-up over the reference at n = 4,000; the last stdout line is one
 JSON object with every figure.
+
+``incremental``: a one-file change at n = 8,000 (the file's four chunks replaced by four new
+ones, its two other chunks re-timed), linked by the incremental rules
+(``links_service._incremental``: temporal_changes, semantic_update, list patches and the
+diff of what to write) against the full in-memory passes over the same rows
+(``compute_links`` and the lists the full path keeps); both without I/O. Reports the ratio
+incremental / full and how far the results agree: temporal lists are equal exactly;
+semantic lists can differ only where BLAS rounds a dot product differently in another
+blocked product (ulp-level weights, and neighbours tied to the ulp trading places).
 """
 
 import os
@@ -43,9 +52,20 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from neo_assets.core.link_records import LINK_SEMANTIC  # noqa: E402
 from neo_assets.core.links import semantic_links, temporal_links  # noqa: E402
+from neo_assets.core.links_incremental import LinkLists  # noqa: E402
+from neo_assets.links_service import (  # noqa: E402
+    LinkParams,
+    RepoRows,
+    Snapshot,
+    _incremental,
+    compute_links,
+)
 
 SIZES = (2000, 4000, 8000)
+INCREMENTAL_N = 8000
+INCREMENTAL_REPEATS = 5
 SPEEDUP_AT = 4000
 DIMS = 384
 LIVE_REPEATS = 7
@@ -332,11 +352,116 @@ def check_agreement(n: int) -> dict[str, bool]:
     return {"temporal": temporal_ok, "semantic": semantic_ok}
 
 
+def _one_file_change(n: int) -> tuple[Snapshot, RepoRows, list[float], LinkParams]:
+    """Rows before (with their stored lists, as a snapshot holds them) and after a commit
+    that rewrites one file: chunks 10..13 replaced by four new ones, 14 and 15 re-timed."""
+    ids, vectors = semantic_batch(n + 4)
+    times = [at for _, _, at in temporal_items(n + 4)]
+    params = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
+    old = list(range(n))
+    new = sorted([i for i in old if not 10 <= i <= 13] + list(range(n, n + 4)), key=ids.__getitem__)
+    committed = 1_700_000_000.0 + 7200.0
+    new_times = [committed if i >= n or 14 <= i <= 15 else times[i] for i in new]
+
+    def rows_of(order: list[int]) -> RepoRows:
+        return RepoRows(
+            ids=[ids[i] for i in order],
+            kinds=["function"] * len(order),
+            paths=[f"f{i}.py" for i in order],
+            generations=["g"] * len(order),
+            vectors=vectors[order],
+        )
+
+    before = rows_of(sorted(old, key=ids.__getitem__))
+    old_times = [times[ids.index(c)] for c in before.ids]
+    by_kind = compute_links(before, old_times, params)
+    snapshot = Snapshot(
+        ids=before.ids,
+        generations=before.generations,
+        vectors=before.vectors,
+        link_set={},
+        kinds=before.kinds,
+        times=np.asarray(old_times, dtype=np.float64),
+        lists={kind: LinkLists.from_links(links, before.ids) for kind, links in by_kind.items()},
+    )
+    return snapshot, rows_of(new), new_times, params
+
+
+def incremental_case(n: int = INCREMENTAL_N) -> dict[str, Any]:
+    snapshot, rows, times, params = _one_file_change(n)
+
+    def full() -> dict[str, LinkLists]:
+        by_kind = compute_links(rows, times, params)
+        return {kind: LinkLists.from_links(links, rows.ids) for kind, links in by_kind.items()}
+
+    def incremental() -> dict[str, LinkLists]:
+        return _incremental(snapshot, rows, times, params).lists
+
+    seconds = {}
+    for name, run in (("full", full), ("incremental", incremental)):
+        best = math.inf
+        gc.collect()
+        gc.disable()
+        for _ in range(INCREMENTAL_REPEATS):
+            started = time.perf_counter()
+            run()
+            best = min(best, time.perf_counter() - started)
+        gc.enable()
+        seconds[name] = round(best, 4)
+    inc, ref = incremental(), full()
+    outcome = _incremental(snapshot, rows, times, params)
+    agreement: dict[str, Any] = {}
+    for kind in ref:
+        a, b = inc[kind].to_links(rows.ids), ref[kind].to_links(rows.ids)
+        differ = [c for c in b if a[c] != b[c]]
+        same_ids = [c for c in differ if [x for x, _ in a[c]] == [x for x, _ in b[c]]]
+        worst = max(
+            (abs(x - y) for c in same_ids for (_, x), (_, y) in zip(a[c], b[c], strict=True)),
+            default=0.0,
+        )
+        agreement[kind] = {
+            "lists": len(b),
+            "lists_differ": len(differ),
+            "weights_only": len(same_ids),
+            "max_weight_diff": worst,
+        }
+    # The full pass's own noise floor: its lists before and after the change, for chunks
+    # whose lists name no added or removed chunk, differ exactly as much (BLAS sums a dot
+    # product in another order when the rows shift in the blocked product).
+    before = snapshot.lists[LINK_SEMANTIC].to_links(snapshot.ids)
+    after = ref[LINK_SEMANTIC].to_links(rows.ids)
+    moved = set(snapshot.ids) ^ set(rows.ids)
+    untouched = [
+        c
+        for c in rows.ids
+        if c in before and not ({m for m, _ in before[c]} | {m for m, _ in after[c]}) & moved
+    ]
+    agreement[LINK_SEMANTIC]["full_before_vs_full_after_untouched_differ"] = sum(
+        1 for c in untouched if before[c] != after[c]
+    )
+    agreement[LINK_SEMANTIC]["untouched_lists"] = len(untouched)
+    result = {
+        "n": n,
+        "seconds": seconds,
+        "incremental_to_full_ratio": ratio(seconds["incremental"], seconds["full"]),
+        "recomputed_chunks": outcome.recomputed,
+        "rows_to_write": sum(len(by_chunk) for by_chunk in outcome.changed.values()),
+        "agreement": agreement,
+    }
+    log(
+        f"incremental n={n}: one-file change {seconds['incremental']:.4f} s vs full"
+        f" {seconds['full']:.4f} s (ratio {result['incremental_to_full_ratio']}),"
+        f" {result['rows_to_write']} rows to write; agreement {agreement}"
+    )
+    return result
+
+
 def main() -> None:
     started = time.perf_counter()
     full = "--full" in sys.argv[1:]  # run every reference figure, however long it takes
     budgets = (math.inf, math.inf) if full else (UNTRACED_BUDGET_S, TRACED_BUDGET_S)
     agreement = check_agreement(1000)
+    incremental = incremental_case()
     series = {
         "temporal": run_series("temporal", SIZES, False, budgets),
         "temporal_reference": run_series("temporal_reference", SIZES, True, budgets),
@@ -375,6 +500,10 @@ def main() -> None:
         f" in cpu time temporal {speedup['temporal_cpu']}x, semantic {speedup['semantic_cpu']}x"
     )
     print(f"peak memory, reference / live at n={at}: {memory}")
+    print(
+        f"one-file change at n={INCREMENTAL_N}: incremental / full"
+        f" {incremental['incremental_to_full_ratio']} ({incremental['seconds']})"
+    )
     result = {
         "bench": "links",
         "sizes": list(SIZES),
@@ -383,6 +512,7 @@ def main() -> None:
         "full": full,
         "load_average_1min": os.getloadavg()[0],
         "agreement_at_1000": agreement,
+        "incremental": incremental,
         **series,
         f"speedup_at_{SPEEDUP_AT}": speedup,
         f"peak_memory_ratio_at_{SPEEDUP_AT}": memory,

@@ -3,14 +3,35 @@
 The chunks are the repo's declared generation (ledger) that are present in the collection
 under this tenant and repo, so every link lands on a row a query can show. Times come from
 the envelope (commit time of the last commit touching each file), kinds from the declared
-chunks, vectors from Chroma by id. The rules live in ``core.links`` and
-``core.link_records``; this module only reads, calls them, and stores.
+chunks, vectors from Chroma by id. The rules live in ``core.links``,
+``core.links_incremental`` and ``core.link_records``; this module only reads, calls them,
+and stores.
+
+A run is proportional to change. Each run leaves a snapshot file (derived data, see
+``Snapshot``; by default under ``links-cache/`` beside the SQLite ledger, i.e. in the data
+dir): the rows it linked with their vectors, and the lists it stored. The next run reads
+from Chroma only the vectors of rows the snapshot lacks (or holds under another embedding
+generation), recomputes only the lists the change can reach (``core.links_incremental``)
+and writes only the rows that changed (``store.links.update_links``). Whenever the
+snapshot cannot vouch for the stored links (no file, torn, another link set, other
+parameters, another set of embedding generations, a large change) the run recomputes
+everything, as a first run does, and that full path is the reference the tests hold the
+incremental one to: equal bit for bit wherever the full pass is itself reproducible (see
+``core.links_incremental`` on float32 rounding).
 """
 
+import contextlib
+import json
 import math
+import os
+import re
+import struct
+import tempfile
 import time
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,14 +48,29 @@ from neo_assets.core.links import (
     TEMPORAL_CANDIDATE_WINDOW,
     Links,
     LinkStats,
-    link_stats,
     semantic_links,
     temporal_links,
 )
+from neo_assets.core.links_incremental import LinkLists, semantic_update, temporal_changes
 from neo_assets.settings import Settings
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import link_set, replace_links
+from neo_assets.store.links import (
+    LinkSetMoved,
+    link_set,
+    replace_links,
+    same_link_set,
+    update_links,
+)
+
+LINKS_CACHE_DIR = "links-cache"  # under the data dir, beside the SQLite ledger
+SNAPSHOT_FORMAT = 1
+# Above this share of the rows added or removed, the full passes are cheaper than merging.
+INCREMENTAL_MAX_CHANGE = 0.25
+_WHERE_PAGE = 20_000
+
+MODE_FULL = "full"
+MODE_INCREMENTAL = "incremental"
 
 
 @dataclass(frozen=True)
@@ -87,6 +123,11 @@ class LinkReport:
     max_links_per_chunk: int = 0
     seconds: float = 0.0
     reason: str | None = None  # why nothing was stored
+    mode: str | None = None  # MODE_FULL or MODE_INCREMENTAL (None: nothing computed)
+    full_reason: str | None = None  # why a run computed everything
+    vectors_read: int = 0  # rows whose vectors came from Chroma (the rest: the snapshot)
+    recomputed_chunks: int = 0  # chunks whose lists were computed afresh (incremental)
+    rows_written: int = 0  # (chunk, kind) link rows written or deleted
 
 
 @dataclass(frozen=True)
@@ -98,6 +139,16 @@ class RepoRows:
     paths: list[str]
     generations: list[str | None]
     vectors: np.ndarray  # (len(ids), d) float32
+
+
+def _contained(meta: Mapping[str, Any] | None, tenant_id: str, repo_slug: str) -> bool:
+    meta = meta or {}
+    return meta.get("tenantId") == tenant_id and meta.get("repoSlug") == repo_slug
+
+
+def _generation(meta: Mapping[str, Any] | None) -> str | None:
+    gen = (meta or {}).get("embeddingGeneration")
+    return gen if isinstance(gen, str) else None
 
 
 def read_rows(
@@ -122,12 +173,10 @@ def read_rows(
         if embeddings is None or len(got["ids"]) == 0:
             continue
         for rid, meta, vector in zip(got["ids"], got["metadatas"], embeddings, strict=True):
-            meta = meta or {}
-            if meta.get("tenantId") != tenant_id or meta.get("repoSlug") != repo_slug:
+            if not _contained(meta, tenant_id, repo_slug):
                 continue
             ids.append(rid)
-            gen = meta.get("embeddingGeneration")
-            generations.append(gen if isinstance(gen, str) else None)
+            generations.append(_generation(meta))
             vectors.append(np.asarray(vector, dtype=np.float32))
     matrix = np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
     return RepoRows(
@@ -141,8 +190,10 @@ def read_rows(
 
 def row_times(rows: RepoRows, changed_at: Mapping[str, float | None]) -> list[float]:
     """Each row's file change time (NaN when unobserved: never linked in time)."""
-    items = temporal_items(zip(rows.ids, rows.kinds, rows.paths, strict=True), changed_at)
-    return [at for _, _, at in items]
+    paths = list(dict.fromkeys(rows.paths))  # the rule once per file, not once per chunk
+    items = temporal_items(((path, "", path) for path in paths), changed_at)
+    by_path = {path: at for path, _, at in items}
+    return [by_path[path] for path in rows.paths]
 
 
 def compute_links(rows: RepoRows, times: Sequence[float], params: LinkParams) -> dict[str, Links]:
@@ -169,6 +220,382 @@ def compute_links(rows: RepoRows, times: Sequence[float], params: LinkParams) ->
     return {LINK_TEMPORAL: temporal, LINK_SEMANTIC: semantic}
 
 
+# --- the snapshot a run leaves for the next ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What one links run saw, kept as derived data for the next run.
+
+    Always: the rows (ids, each one's embedding generation, its vector). A row's vector
+    changes only when it is re-embedded under another generation, so the next run reuses a
+    vector only while the collection still holds the row under this tenant, repo and
+    generation. When the run stored its links, also what they were computed from and are:
+    the rows' kinds and times, each kind's lists over these rows, and the stored link
+    set's identity (``store.links.same_link_set``): the lists stand for the ledger's rows
+    only while the ledger's link set is still that one."""
+
+    ids: list[str]
+    generations: list[str | None]
+    vectors: np.ndarray  # (len(ids), d) float32
+    link_set: dict[str, Any] | None = None
+    kinds: list[str] | None = None
+    times: np.ndarray | None = None  # float64, NaN for undated
+    lists: dict[str, LinkLists] | None = None
+
+
+def default_cache_dir(ledger: Ledger) -> Path | None:
+    """``links-cache`` beside a SQLite ledger file (the data dir by default); None for a
+    ledger elsewhere, whose runs then always compute in full."""
+    url = ledger.engine.url
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        return None
+    return Path(database).expanduser().resolve().parent / LINKS_CACHE_DIR
+
+
+_SAFE_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+
+
+def snapshot_path(cache_dir: Path, tenant_id: str, repo_slug: str) -> Path:
+    def name(part: str) -> str:
+        if _SAFE_NAME.fullmatch(part):
+            return part
+        return "x-" + part.encode().hex()[:120]
+
+    return cache_dir / name(tenant_id) / f"{name(repo_slug)}.links"
+
+
+_MAGIC = b"NEOLINKS"
+
+
+def _write_container(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> None:
+    """``meta`` (JSON) and ``arrays`` in one file: magic, header length, header (the meta,
+    and each array's dtype, shape and CRC-32), then the raw arrays. Written to a temporary
+    file and renamed over ``path``, so a reader sees the old file or the new one."""
+    parts = {name: np.ascontiguousarray(value) for name, value in arrays.items()}
+    layout = {
+        name: {
+            "dtype": value.dtype.str,
+            "shape": list(value.shape),
+            "crc": zlib.crc32(memoryview(value).cast("B")),
+        }
+        for name, value in parts.items()
+    }
+    header = json.dumps({"meta": meta, "arrays": layout}).encode()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(_MAGIC + struct.pack("<Q", len(header)) + header)
+            for value in parts.values():
+                out.write(memoryview(value).cast("B"))
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_container(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """What ``_write_container`` wrote; ValueError when the file is torn or altered (a
+    wrong length or checksum anywhere)."""
+    data = path.read_bytes()
+    if data[:8] != _MAGIC:
+        raise ValueError("not a links snapshot")
+    (size,) = struct.unpack("<Q", data[8:16])
+    header = json.loads(data[16 : 16 + size])
+    at = 16 + size
+    view = memoryview(data)
+    arrays: dict[str, np.ndarray] = {}
+    for name, spec in header["arrays"].items():
+        dtype = np.dtype(spec["dtype"])
+        shape = tuple(int(x) for x in spec["shape"])
+        nbytes = dtype.itemsize * math.prod(shape)
+        chunk = view[at : at + nbytes]
+        if len(chunk) != nbytes or zlib.crc32(chunk) != spec["crc"]:
+            raise ValueError(f"torn array {name}")
+        arrays[name] = np.frombuffer(chunk, dtype=dtype).reshape(shape)
+        at += nbytes
+    if at != len(data):
+        raise ValueError("trailing bytes")
+    return header["meta"], arrays
+
+
+def load_snapshot(path: Path, tenant_id: str, repo_slug: str) -> Snapshot | None:
+    """The snapshot at ``path``, or None when it is missing, torn, unreadable or not this
+    repo's: a snapshot is only a cache, so any doubt reads as none. Lists that do not fit
+    its rows (or no stored links) leave the rows' vectors usable without lists."""
+    try:
+        meta, data = _read_container(path)
+        if (
+            meta.get("format") != SNAPSHOT_FORMAT
+            or meta.get("tenant") != tenant_id
+            or meta.get("repo") != repo_slug
+        ):
+            return None
+        ids, generations, vectors = list(meta["ids"]), list(meta["generations"]), data["vectors"]
+        n = len(ids)
+        if (
+            vectors.dtype != np.float32
+            or vectors.ndim != 2
+            or vectors.shape[0] != n
+            or len(generations) != n
+            or len(set(ids)) != n
+            or not all(isinstance(i, str) for i in ids)
+            or not all(g is None or isinstance(g, str) for g in generations)
+        ):
+            return None
+        plain = Snapshot(ids, generations, vectors)
+        stored = meta.get("linkSet")
+        if not isinstance(stored, dict):
+            return plain
+        kinds, times = list(meta["kinds"]), data["times"]
+        lists = {
+            kind: LinkLists(
+                data[f"{kind}_offsets"].astype(np.int64),
+                data[f"{kind}_neighbours"].astype(np.int64),
+                data[f"{kind}_weights"].astype(np.float64),
+            )
+            for kind in LINK_KINDS
+        }
+        if (
+            len(kinds) != n
+            or not all(isinstance(k, str) for k in kinds)
+            or times.dtype != np.float64
+            or times.shape != (n,)
+            or not all(lst.is_well_formed(n) for lst in lists.values())
+        ):
+            return plain
+        return Snapshot(ids, generations, vectors, stored, kinds, times, lists)
+    except Exception:  # noqa: BLE001 - a cache never fails the run: any doubt reads as none
+        return None
+
+
+def save_snapshot(path: Path, tenant_id: str, repo_slug: str, snapshot: Snapshot) -> bool:
+    """Write ``snapshot`` atomically; False when it could not be written (the next run then
+    computes in full). Each array carries a CRC-32, so a torn or altered file fails to load
+    rather than loading wrong."""
+    meta: dict[str, Any] = {
+        "format": SNAPSHOT_FORMAT,
+        "tenant": tenant_id,
+        "repo": repo_slug,
+        "ids": snapshot.ids,
+        "generations": snapshot.generations,
+        "linkSet": None,
+    }
+    arrays: dict[str, np.ndarray] = {"vectors": np.asarray(snapshot.vectors, dtype=np.float32)}
+    if snapshot.link_set is not None and snapshot.lists is not None:
+        meta["linkSet"] = snapshot.link_set
+        meta["kinds"] = snapshot.kinds
+        arrays["times"] = np.asarray(snapshot.times, dtype=np.float64)
+        for kind in LINK_KINDS:
+            lists = snapshot.lists[kind]
+            arrays[f"{kind}_offsets"] = lists.offsets.astype(np.int64)
+            arrays[f"{kind}_neighbours"] = lists.neighbours.astype(np.int32)
+            arrays[f"{kind}_weights"] = lists.weights.astype(np.float64)
+    try:
+        _write_container(path, meta, arrays)
+        return True
+    except OSError:
+        return False
+
+
+def _ids_where(store: ChromaStore, where: Mapping[str, Any]) -> set[str]:
+    """The ids of every row matching ``where`` (no metadata, no vectors: cheap)."""
+    found: set[str] = set()
+    offset = 0
+    while True:
+        got = store.collection.get(where=dict(where), include=[], limit=_WHERE_PAGE, offset=offset)
+        found.update(got["ids"])
+        if len(got["ids"]) < _WHERE_PAGE:
+            return found
+        offset += _WHERE_PAGE
+
+
+def gather_rows(
+    store: ChromaStore,
+    declared: Sequence[tuple[str, str, str]],
+    *,
+    tenant_id: str,
+    repo_slug: str,
+    snapshot: Snapshot | None,
+) -> tuple[RepoRows, int]:
+    """The rows ``read_rows`` gives (same rows, same vectors), sorted by id, with vectors
+    from ``snapshot`` where it holds the row under the generation the collection holds now,
+    and the number of rows read from Chroma.
+
+    Which snapshot rows still stand is asked once per generation, by id only: the ids the
+    collection holds under this tenant, repo and generation (stamps checked by Chroma's
+    filter, as ``read_rows`` checks them). Every other declared row is read with its
+    vector, stamps checked row by row."""
+    by_id = {cid: (kind, path) for cid, kind, path in declared}
+    cached: set[str] = set()
+    at: dict[str, int] = {}
+    if snapshot is not None:
+        at = {cid: i for i, cid in enumerate(snapshot.ids)}
+        for gen in {g for g in snapshot.generations if g is not None}:
+            where = {
+                "$and": [
+                    {"tenantId": tenant_id},
+                    {"repoSlug": repo_slug},
+                    {"embeddingGeneration": gen},
+                ]
+            }
+            standing = _ids_where(store, where) & by_id.keys() & at.keys()
+            cached.update(cid for cid in standing if snapshot.generations[at[cid]] == gen)
+    wanted = [cid for cid in by_id if cid not in cached]
+    fresh = read_rows(
+        store, [(cid, *by_id[cid]) for cid in wanted], tenant_id=tenant_id, repo_slug=repo_slug
+    )
+    if snapshot is None or not cached:
+        order = sorted(range(len(fresh.ids)), key=fresh.ids.__getitem__)
+        rows = RepoRows(
+            ids=[fresh.ids[i] for i in order],
+            kinds=[fresh.kinds[i] for i in order],
+            paths=[fresh.paths[i] for i in order],
+            generations=[fresh.generations[i] for i in order],
+            vectors=fresh.vectors[order] if order else fresh.vectors,
+        )
+        return rows, len(fresh.ids)
+    if fresh.ids and fresh.vectors.shape[1] != snapshot.vectors.shape[1]:
+        # Another dimension than the snapshot's: read everything, as without one.
+        return gather_rows(store, declared, tenant_id=tenant_id, repo_slug=repo_slug, snapshot=None)
+    # Snapshot rows in their (id) order, then the rows read, merged into id order.
+    kept = [cid for cid in snapshot.ids if cid in cached]
+    source = [at[cid] for cid in kept] + [-1 - i for i in range(len(fresh.ids))]
+    names = kept + fresh.ids
+    order = sorted(range(len(names)), key=names.__getitem__)
+    ids = [names[i] for i in order]
+    picks = np.asarray([source[i] for i in order], dtype=np.int64)
+    vectors = np.empty((len(ids), snapshot.vectors.shape[1]), dtype=np.float32)
+    mine = picks >= 0
+    vectors[mine] = snapshot.vectors[picks[mine]]
+    if fresh.ids:
+        vectors[~mine] = fresh.vectors[-1 - picks[~mine]]
+    generations = [
+        snapshot.generations[p] if p >= 0 else fresh.generations[-1 - p] for p in picks.tolist()
+    ]
+    rows = RepoRows(
+        ids=ids,
+        kinds=[by_id[cid][0] for cid in ids],
+        paths=[by_id[cid][1] for cid in ids],
+        generations=generations,
+        vectors=vectors,
+    )
+    return rows, len(fresh.ids)
+
+
+# --- incremental --------------------------------------------------------------------------
+
+
+class _Full(Exception):
+    """The run cannot be incremental; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    lists: dict[str, LinkLists]  # over the new rows
+    changed: dict[str, dict[str, list[tuple[str, float]]]]  # kind -> chunk -> new list
+    recomputed: int
+
+
+def _incremental(
+    snapshot: Snapshot, rows: RepoRows, times: Sequence[float], params: LinkParams
+) -> _Outcome:
+    """The links over ``rows`` from the snapshot's stored links over its rows: only the
+    lists the change can reach are recomputed (``core.links_incremental``)."""
+    assert snapshot.lists is not None and snapshot.kinds is not None
+    assert snapshot.times is not None
+    old_ids, old_gens = snapshot.ids, snapshot.generations
+    ids, gens = rows.ids, rows.generations
+    n, n_old = len(ids), len(old_ids)
+    if set(old_gens) != set(gens):
+        raise _Full("embedding generations changed")
+    new_at = {cid: i for i, cid in enumerate(ids)}
+    # Old row -> new row: by id (temporal), by id and generation (semantic).
+    by_id = np.fromiter((new_at.get(cid, -1) for cid in old_ids), dtype=np.int64, count=n_old)
+    codes: dict[str | None, int] = {}
+    old_codes = np.asarray([codes.setdefault(g, len(codes)) for g in old_gens], dtype=np.int64)
+    new_codes = np.asarray([codes.setdefault(g, len(codes)) for g in gens], dtype=np.int64)
+    kept = by_id >= 0
+    same_gen = np.where(kept, by_id, -1)
+    same_gen[kept & (new_codes[np.maximum(by_id, 0)] != old_codes)] = -1
+    source_id = np.full(n, -1, dtype=np.int64)
+    source_id[by_id[by_id >= 0]] = np.flatnonzero(by_id >= 0)
+    source_gen = np.full(n, -1, dtype=np.int64)
+    source_gen[same_gen[same_gen >= 0]] = np.flatnonzero(same_gen >= 0)
+    added = int(np.count_nonzero(source_gen < 0))
+    removed = int(np.count_nonzero(same_gen < 0))
+    if added + removed > INCREMENTAL_MAX_CHANGE * max(n, 1):
+        raise _Full("large change")
+
+    # Semantic, per embedding generation.
+    old_semantic = snapshot.lists[LINK_SEMANTIC]
+    replaced_s: dict[int, list[tuple[int, float]]] = {}
+    recomputed = 0
+    for code in np.unique(new_codes).tolist():
+        group = np.flatnonzero(new_codes == code)  # one embedding generation's rows
+        positions = group.tolist()
+        local = np.full(n, -1, dtype=np.int64)
+        local[group] = np.arange(len(group))
+        remap = np.where(same_gen >= 0, local[np.maximum(same_gen, 0)], -1)
+        previous = old_semantic.patch(source_gen[group], remap, {}, strict=False)
+        update = semantic_update(
+            [ids[p] for p in positions],
+            rows.vectors[group],
+            previous,
+            source_gen[group] < 0,
+            threshold=params.threshold,
+            top_k=params.top_k,
+            block_rows=params.block_rows,
+        )
+        recomputed += update.recomputed
+        for r, kept in update.replaced.items():
+            replaced_s[positions[r]] = [(positions[m], w) for m, w in kept]
+    semantic = old_semantic.patch(source_gen, same_gen, replaced_s)
+
+    # Temporal: only the chunks whose window the change reaches.
+    changes = temporal_changes(
+        list(zip(old_ids, snapshot.kinds, snapshot.times.tolist(), strict=True)),
+        list(zip(ids, rows.kinds, times, strict=True)),
+        window_seconds=params.window_seconds,
+        per_chunk=params.per_chunk,
+        candidate_window=params.candidate_window,
+    )
+    recomputed += len(changes)
+    replaced_t = {new_at[c]: [(new_at[m], w) for m, w in kept] for c, kept in changes.items()}
+    temporal = snapshot.lists[LINK_TEMPORAL].patch(source_id, by_id, replaced_t)
+
+    # What to write: the replaced lists that differ from the stored ones, and the rows of
+    # chunks that left.
+    changed: dict[str, dict[str, list[tuple[str, float]]]] = {}
+    for kind, replaced in ((LINK_SEMANTIC, replaced_s), (LINK_TEMPORAL, replaced_t)):
+        before = snapshot.lists[kind]
+        out: dict[str, list[tuple[str, float]]] = {}
+        for r, kept in replaced.items():
+            new = [(ids[m], w) for m, w in kept]
+            o = int(source_id[r])
+            old = [(old_ids[m], w) for m, w in before.row(o)] if o >= 0 else []
+            if new != old:
+                out[ids[r]] = new
+        lengths = before.lengths()
+        for o in np.flatnonzero((by_id < 0) & (lengths > 0)).tolist():
+            out[old_ids[o]] = []
+        changed[kind] = out
+    return _Outcome({LINK_SEMANTIC: semantic, LINK_TEMPORAL: temporal}, changed, recomputed)
+
+
+def _stats(lists: LinkLists) -> LinkStats:
+    sizes = lists.lengths()
+    return LinkStats(
+        chunks=lists.rows,
+        linked_chunks=int(np.count_nonzero(sizes)),
+        links=int(sizes.sum()),
+        max_links_per_chunk=int(sizes.max(initial=0)),
+    )
+
+
 def link_repo(
     ledger: Ledger,
     store: ChromaStore,
@@ -177,8 +604,13 @@ def link_repo(
     params: LinkParams,
     *,
     now: float,
+    cache_dir: Path | None = None,
 ) -> LinkReport:
-    """Compute and store the repo's links for its current declared generation."""
+    """Compute and store the repo's links for its current declared generation.
+
+    ``cache_dir`` holds the per-repo snapshots that make a run proportional to change
+    (default: ``default_cache_dir(ledger)``; without one every run is full). The report's
+    ``mode`` says which path ran and ``full_reason`` why a run was full."""
     started = time.perf_counter()
     generation = ledger.declared_generation(tenant_id, repo_slug)
     if generation is None:
@@ -197,42 +629,124 @@ def link_repo(
         return LinkReport(tenant_id, repo_slug, generation["revision"], False, reason="unchanged")
     envelope = ledger.envelope(tenant_id, repo_slug) or {"paths": []}
     changed_at = {p["path"]: p.get("changed_at") for p in envelope["paths"]}
-    rows = read_rows(
+
+    cache_dir = cache_dir if cache_dir is not None else default_cache_dir(ledger)
+    path = snapshot_path(cache_dir, tenant_id, repo_slug) if cache_dir is not None else None
+    snapshot = load_snapshot(path, tenant_id, repo_slug) if path is not None else None
+    rows, vectors_read = gather_rows(
         store,
         [(c.chunk_id, c.kind, c.source_path) for c in declared],
         tenant_id=tenant_id,
         repo_slug=repo_slug,
+        snapshot=snapshot,
     )
     times = row_times(rows, changed_at)
-    by_kind = compute_links(rows, times, params)
-    stored = replace_links(
-        ledger,
-        tenant_id,
-        repo_slug,
-        by_kind,
-        revision=generation["revision"],
-        generation_recorded_at=generation["recorded_at"],
-        chunks=len(rows.ids),
-        params=params.as_dict(),
-        now=now,
-    )
-    totals: dict[str, int] = {}
-    for links in by_kind.values():
-        for chunk_id, kept in links.items():
-            if kept:
-                totals[chunk_id] = totals.get(chunk_id, 0) + len(kept)
+    n = len(rows.ids)
+
+    outcome: _Outcome | None = None
+    full_reason: str | None = None
+    if previous is None:
+        full_reason = "no previous link set"
+    elif previous["params"] != params.as_dict():
+        full_reason = "parameters changed"
+    elif snapshot is None or snapshot.link_set is None:
+        full_reason = "no usable snapshot"
+    elif not same_link_set(snapshot.link_set, previous) or previous["chunks"] != len(snapshot.ids):
+        full_reason = "the snapshot is of another link set"
+    else:
+        try:
+            outcome = _incremental(snapshot, rows, times, params)
+        except _Full as why:
+            full_reason = str(why)
+        except ValueError as why:  # an inconsistent snapshot: never a wrong link
+            full_reason = f"snapshot inconsistent ({why})"
+
+    if outcome is not None:
+        mode = MODE_INCREMENTAL
+        lists = outcome.lists
+        by_kind: dict[str, Links] | None = None
+    else:
+        mode = MODE_FULL
+        by_kind = compute_links(rows, times, params)
+        lists = {kind: LinkLists.from_links(by_kind[kind], rows.ids) for kind in LINK_KINDS}
+    counts = {kind: int(lists[kind].lengths().sum()) for kind in LINK_KINDS}
+    store_args: dict[str, Any] = {
+        "revision": generation["revision"],
+        "generation_recorded_at": generation["recorded_at"],
+        "chunks": n,
+        "params": params.as_dict(),
+        "now": now,
+    }
+    stored, rows_written = False, 0
+    if outcome is not None:
+        assert previous is not None
+        try:
+            stored = update_links(
+                ledger,
+                tenant_id,
+                repo_slug,
+                outcome.changed,
+                expected=previous,
+                counts=counts,
+                **store_args,
+            )
+            rows_written = sum(len(by_chunk) for by_chunk in outcome.changed.values())
+        except LinkSetMoved:
+            # Another run stored links meanwhile. These lists are still the full result over
+            # these rows (they follow from the snapshot's, a full result over its rows), so
+            # they are stored whole.
+            mode, full_reason = MODE_FULL, "the link set moved during the run"
+            outcome = None
+            by_kind = {kind: lists[kind].to_links(rows.ids) for kind in LINK_KINDS}
+    if by_kind is not None:
+        stored = replace_links(ledger, tenant_id, repo_slug, by_kind, **store_args)
+        rows_written = sum(int(np.count_nonzero(lists[k].lengths())) for k in LINK_KINDS)
+
+    if path is not None and (stored or snapshot is None or snapshot.link_set is None):
+        link_set_now = None
+        if stored:
+            link_set_now = {
+                "revision": generation["revision"],
+                "generation_recorded_at": float(generation["recorded_at"]),
+                "computed_at": float(now),
+                "chunks": n,
+                "temporal_links": counts[LINK_TEMPORAL],
+                "semantic_links": counts[LINK_SEMANTIC],
+                "params": params.as_dict(),
+            }
+        save_snapshot(
+            path,
+            tenant_id,
+            repo_slug,
+            Snapshot(
+                ids=rows.ids,
+                generations=rows.generations,
+                vectors=rows.vectors,
+                link_set=link_set_now,
+                kinds=rows.kinds if stored else None,
+                times=np.asarray(times, dtype=np.float64) if stored else None,
+                lists=lists if stored else None,
+            ),
+        )
+
+    per_chunk = lists[LINK_SEMANTIC].lengths() + lists[LINK_TEMPORAL].lengths()
     return LinkReport(
         tenant_id=tenant_id,
         repo_slug=repo_slug,
         revision=generation["revision"],
         stored=stored,
         declared_chunks=len(declared),
-        rows=len(rows.ids),
+        rows=n,
         undated_rows=sum(1 for at in times if math.isnan(at)),
         generations=len(set(rows.generations)),
-        per_kind={kind: link_stats(by_kind[kind]) for kind in LINK_KINDS},
-        linked_chunks=len(totals),
-        max_links_per_chunk=max(totals.values(), default=0),
+        per_kind={kind: _stats(lists[kind]) for kind in LINK_KINDS},
+        linked_chunks=int(np.count_nonzero(per_chunk)),
+        max_links_per_chunk=int(per_chunk.max(initial=0)),
         seconds=time.perf_counter() - started,
         reason=None if stored else "the declared generation moved on while linking",
+        mode=mode,
+        full_reason=full_reason,
+        vectors_read=vectors_read,
+        recomputed_chunks=outcome.recomputed if outcome is not None else n,
+        rows_written=rows_written if stored else 0,
     )

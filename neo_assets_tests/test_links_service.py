@@ -1,16 +1,27 @@
 """``links_service.link_repo`` against a real Chroma and ledger, with rows written by hand so
 each input rule is seen on its own (no Dagster run)."""
 
+import random
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from neo_assets import links_service
 from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL
-from neo_assets.links_service import LinkParams, link_repo
+from neo_assets.links_service import (
+    LINKS_CACHE_DIR,
+    LinkParams,
+    compute_links,
+    default_cache_dir,
+    link_repo,
+    read_rows,
+    row_times,
+    snapshot_path,
+)
 from neo_assets.store.chroma_store import ChromaStore, open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
-from neo_assets.store.links import link_set, repo_links
+from neo_assets.store.links import link_set, replace_links, repo_links
 
 PARAMS = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
 T = 1_700_000_000.0
@@ -132,3 +143,296 @@ def test_params_follow_settings_and_widen_the_candidate_window_for_a_larger_cap(
     assert (params.window_seconds, params.per_chunk, params.top_k) == (3600.0, 50, 7)
     assert params.candidate_window == 50
     assert LinkParams.from_settings(load_settings()).candidate_window == 20
+
+
+# --- incremental runs: exactly the links of a full recompute -----------------------------
+#
+# Vectors have 16 entries of 0, +-1 or +-2 whose squares sum to 16: every float32 product
+# of two normalised rows is exact whatever order BLAS sums it in, so the full pass is a
+# function of the rows alone and "equal to a full recompute" is checked bit for bit (see
+# neo_assets_tests/core/test_links_incremental.py).
+
+SMALL = LinkParams(window_seconds=3600.0, per_chunk=2, threshold=0.7, top_k=3)
+
+
+def _exact(rng: random.Random, centre: list[int]) -> list[float]:
+    if rng.random() < 0.85:
+        out = list(centre)
+        for place in rng.sample(range(16), rng.choice([0, 1, 1, 2, 3])):
+            out[place] = -out[place]
+        return [float(x) for x in out]
+    twos = rng.randint(0, 4)
+    values = [2] * twos + [1] * (16 - 4 * twos) + [0] * (3 * twos)
+    rng.shuffle(values)
+    return [float(v * rng.choice((-1, 1))) for v in values]
+
+
+class World:
+    """A repo's declared generation, its files' change times and its rows in Chroma, moved
+    one commit at a time."""
+
+    def __init__(self, ledger: Ledger, store: ChromaStore, seed: int) -> None:
+        self.ledger, self.store = ledger, store
+        self.rng = random.Random(seed)
+        self.centres = [[self.rng.choice((-1, 1)) for _ in range(16)] for _ in range(3)]
+        self.chunks: dict[str, tuple[str, str]] = {}  # id -> (kind, path)
+        self.times: dict[str, float | None] = {}
+        self.revision = 0
+        self.counter = 0
+
+    def add(self, count: int, *, generation: str = "g1") -> list[str]:
+        new = []
+        for _ in range(count):
+            self.counter += 1
+            cid = f"c{self.counter:05d}"
+            path = f"f{self.rng.randrange(12):02d}.py"
+            self.times.setdefault(path, T - self.rng.choice([0.0, 60.0, 600.0, 5000.0]))
+            self.chunks[cid] = (self.rng.choice(["function", "class"]), path)
+            new.append(cid)
+        vectors = [_exact(self.rng, self.rng.choice(self.centres)) for _ in new]
+        if new:
+            _add(
+                self.store,
+                [
+                    (c, v, {"embeddingGeneration": generation})
+                    for c, v in zip(new, vectors, strict=True)
+                ],
+            )
+        return new
+
+    def remove(self, count: int) -> list[str]:
+        gone = self.rng.sample(sorted(self.chunks), min(count, len(self.chunks)))
+        for cid in gone:
+            del self.chunks[cid]
+        return gone
+
+    def retime(self, count: int) -> None:
+        for path in self.rng.sample(sorted(self.times), min(count, len(self.times))):
+            self.times[path] = self.rng.choice([T + 30.0 * self.revision, None, T - 7200.0])
+
+    def commit(self) -> None:
+        self.revision += 1
+        at = T + self.revision
+        self.ledger.record_envelope(
+            "acme",
+            "w",
+            revision=f"r{self.revision}",
+            kind="git",
+            entries=[{"path": p, "yielded": True, "changed_at": t} for p, t in self.times.items()],
+            now=at,
+        )
+        self.ledger.record_generation(
+            "acme",
+            "w",
+            revision=f"r{self.revision}",
+            parser_id="neo-code",
+            parser_version="1.0.0",
+            declaration_digest="d",
+            chunks=[DeclaredChunk(c, p, k, c) for c, (k, p) in self.chunks.items()],
+            now=at,
+        )
+
+    def reference(self, params: LinkParams) -> dict[tuple[str, str], list[tuple[str, float]]]:
+        """A full recompute over the same rows (read_rows + compute_links)."""
+        declared = [(c, k, p) for c, (k, p) in self.chunks.items()]
+        rows = read_rows(self.store, declared, tenant_id="acme", repo_slug="w")
+        by_kind = compute_links(rows, row_times(rows, self.times), params)
+        return {(k, c): kept for k, links in by_kind.items() for c, kept in links.items() if kept}
+
+
+def _stored(ledger: Ledger) -> dict[tuple[str, str], list[tuple[str, float]]]:
+    out: dict[tuple[str, str], list[tuple[str, float]]] = {}
+    for r in repo_links(ledger, "acme", "w"):
+        out.setdefault((r.link_kind, r.chunk_id), []).append((r.neighbour_id, r.weight))
+    return out
+
+
+def _run(world: World, params: LinkParams = SMALL, **kw):
+    report = link_repo(world.ledger, world.store, "acme", "w", params, now=T + world.revision, **kw)
+    assert report.stored
+    assert _stored(world.ledger) == world.reference(params)
+    head = link_set(world.ledger, "acme", "w")
+    assert head["chunks"] == report.rows
+    assert head["semantic_links"] == report.per_kind[LINK_SEMANTIC].links
+    assert head["temporal_links"] == report.per_kind[LINK_TEMPORAL].links
+    return report
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_incremental_runs_store_exactly_what_a_full_recompute_stores(parts, seed: int) -> None:
+    ledger, store = parts
+    world = World(ledger, store, seed)
+    world.add(150)
+    world.commit()
+    first = _run(world)
+    assert first.mode == "full" and first.full_reason == "no previous link set"
+    assert first.vectors_read == 150
+    for _ in range(6):
+        world.remove(world.rng.randint(0, 6))
+        added = world.add(world.rng.randint(0, 6))
+        world.retime(world.rng.randint(0, 2))
+        world.commit()
+        report = _run(world)
+        assert report.mode == "incremental", report.full_reason
+        assert report.vectors_read == len(added)  # the rest came from the snapshot
+        assert report.rows_written < 2 * report.rows
+
+
+def test_a_one_chunk_change_recomputes_and_writes_little(parts) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 11)
+    world.add(400)
+    world.commit()
+    _run(world)
+    world.add(1)
+    world.commit()
+    report = _run(world)
+    assert report.mode == "incremental" and report.vectors_read == 1
+    assert report.recomputed_chunks < 100 and report.rows_written < 100
+
+
+def test_the_snapshot_is_only_a_cache_any_doubt_recomputes_in_full(parts, tmp_path: Path) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 5)
+    world.add(80)
+    world.commit()
+    _run(world)
+    path = snapshot_path(tmp_path / LINKS_CACHE_DIR, "acme", "w")
+    assert path.exists() and default_cache_dir(ledger) == tmp_path / LINKS_CACHE_DIR
+
+    # Torn: a full recompute that reads every vector, then a fresh snapshot.
+    path.write_bytes(path.read_bytes()[:1000])
+    world.add(2)
+    world.commit()
+    report = _run(world)
+    assert (report.mode, report.full_reason, report.vectors_read) == (
+        "full",
+        "no usable snapshot",
+        82,
+    )
+
+    # Altered: one flipped bit in the stored lists fails its checksum.
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0x10
+    path.write_bytes(bytes(data))
+    world.add(1)
+    world.commit()
+    assert _run(world).full_reason == "no usable snapshot"
+
+    # Of another link set: links stored by a run that kept its snapshot elsewhere.
+    # (as many rows as before, so only the link set's identity tells the sets apart)
+    old = path.read_bytes()
+    world.remove(1)
+    world.add(1)
+    world.commit()
+    assert _run(world, cache_dir=tmp_path / "elsewhere").mode == "full"
+    path.write_bytes(old)
+    world.remove(1)
+    world.add(1)
+    world.commit()
+    report = _run(world)
+    assert report.full_reason == "the snapshot is of another link set"
+    assert report.vectors_read == 2  # its vectors still serve
+
+    # Other parameters.
+    world.add(1)
+    world.commit()
+    wider = LinkParams(window_seconds=7200.0, per_chunk=2, threshold=0.7, top_k=4)
+    assert _run(world, wider).full_reason == "parameters changed"
+    world.add(1)
+    world.commit()
+    assert _run(world, wider).mode == "incremental"
+
+
+def test_a_reembedded_row_is_read_again_and_a_new_generation_recomputes_in_full(parts) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 8)
+    world.add(60)
+    world.commit()
+    _run(world)
+    # Two rows re-embedded under g2 (same ids, other vectors): the set of generations
+    # changes, so the run is full; the two vectors come from Chroma, not the snapshot.
+    moved = sorted(world.chunks)[:2]
+    store.delete_ids(moved)
+    _add(
+        store,
+        [(c, _exact(world.rng, world.centres[0]), {"embeddingGeneration": "g2"}) for c in moved],
+    )
+    world.commit()
+    report = _run(world)
+    assert report.full_reason == "embedding generations changed" and report.vectors_read == 2
+    assert report.generations == 2
+    # One more row moves from g1 to g2: same generations, the row leaves one group and
+    # joins the other incrementally.
+    third = sorted(world.chunks)[2]
+    store.delete_ids([third])
+    _add(store, [(third, _exact(world.rng, world.centres[0]), {"embeddingGeneration": "g2"})])
+    world.commit()
+    report = _run(world)
+    assert report.mode == "incremental" and report.vectors_read == 1
+
+
+def test_a_cached_row_restamped_for_another_tenant_takes_no_part(parts) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 9)
+    world.add(40)
+    world.commit()
+    _run(world)
+    victim = sorted(world.chunks)[3]
+    store.update_metadata(
+        [victim], [{"tenantId": "globex", "repoSlug": "w", "embeddingGeneration": "g1"}]
+    )
+    world.add(1)
+    world.commit()
+    report = _run(world)  # the reference (read_rows) drops it too
+    assert report.rows == 40
+    assert all(
+        victim != c and victim not in {n for n, _ in kept}
+        for (_, c), kept in _stored(ledger).items()
+    )
+
+
+def test_a_large_change_recomputes_in_full(parts) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 10)
+    world.add(40)
+    world.commit()
+    _run(world)
+    world.remove(10)
+    world.add(10)
+    world.commit()
+    assert _run(world).full_reason == "large change"
+
+
+def test_links_stored_by_another_run_meanwhile_are_replaced_whole(parts, monkeypatch) -> None:
+    ledger, store = parts
+    world = World(ledger, store, 12)
+    world.add(50)
+    world.commit()
+    _run(world)
+    world.add(2)
+    world.commit()
+    real_update = links_service.update_links
+
+    def another_run_first(ledger, tenant_id, repo_slug, changed, **kw):
+        # Another run stores its (wrong, here) links between this run's read and write.
+        replace_links(
+            ledger,
+            tenant_id,
+            repo_slug,
+            {LINK_TEMPORAL: {"x": [("y", 0.5)]}},
+            revision=kw["revision"],
+            generation_recorded_at=kw["generation_recorded_at"],
+            chunks=1,
+            params={},
+            now=kw["now"] - 0.5,
+        )
+        return real_update(ledger, tenant_id, repo_slug, changed, **kw)
+
+    monkeypatch.setattr(links_service, "update_links", another_run_first)
+    report = _run(world)  # the lists were still the full result: stored whole
+    assert report.mode == "full" and report.full_reason == "the link set moved during the run"
+    monkeypatch.undo()
+    world.add(1)
+    world.commit()
+    assert _run(world).mode == "incremental"

@@ -1,10 +1,12 @@
 """A repo's related-chunk links in the ledger.
 
-A repo's links are replaced as a whole in one transaction (never accumulated), and only
-while the declared generation they were computed from is still the repo's current one:
-a links run that read an older generation stores nothing, and the newer generation's own
-run stores its links. Every read is scoped by tenant. A torn neighbour list reads as
-unobserved: it offers no neighbour rather than a wrong one.
+A repo's links are replaced as a whole in one transaction (``replace_links``; never
+accumulated), or after a small change only the lists that changed are (``update_links``,
+and only while the stored link set is the one they were diffed against). Either way they
+are stored only while the declared generation they were computed from is still the repo's
+current one: a links run that read an older generation stores nothing, and the newer
+generation's own run stores its links. Every read is scoped by tenant. A torn neighbour
+list reads as unobserved: it offers no neighbour rather than a wrong one.
 """
 
 import json
@@ -117,6 +119,119 @@ def replace_links(
             )
         )
     return True
+
+
+class LinkSetMoved(Exception):
+    """The repo's stored link set is no longer the one an update was computed against."""
+
+
+def update_links(
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slug: str,
+    changed: Mapping[str, Mapping[str, Sequence[tuple[str, float]]]],
+    *,
+    expected: Mapping[str, Any],
+    revision: str,
+    generation_recorded_at: float,
+    chunks: int,
+    counts: Mapping[str, int],
+    params: Mapping[str, Any],
+    now: float,
+) -> bool:
+    """Change only some of the repo's stored lists (committed): ``changed`` maps link kind
+    -> chunk -> its new list; an empty list deletes the chunk's row of that kind. Every
+    other row stays. The link set row takes the new revision, times, ``chunks`` and link
+    ``counts`` (per kind, over the whole set).
+
+    Applies only while the declared generation is still the one recorded at
+    ``generation_recorded_at`` (False, nothing written, as ``replace_links``) and while the
+    stored link set is still ``expected`` (as ``link_set`` read it): otherwise the lists
+    were diffed against rows that are gone, and ``LinkSetMoved`` is raised with nothing
+    written."""
+    gen = t.declared_generations
+    rows: list[dict[str, Any]] = []
+    cleared: dict[str, list[str]] = {}
+    for kind, by_chunk in changed.items():
+        cleared[kind] = list(by_chunk)
+        for chunk_id, kept in kept_lists(kind, by_chunk):
+            rows.append(
+                {
+                    "tenant_id": tenant_id,
+                    "repo_slug": repo_slug,
+                    "chunk_id": chunk_id,
+                    "link_kind": kind,
+                    "neighbours": _encode(kept),
+                }
+            )
+    key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
+        chunk_link_sets.c.repo_slug == repo_slug
+    )
+    c = chunk_links.c
+    with ledger.engine.begin() as conn:
+        current = conn.execute(
+            sa.select(gen.c.recorded_at)
+            .where(gen.c.tenant_id == tenant_id, gen.c.repo_slug == repo_slug)
+            .with_for_update()
+        ).scalar()
+        if current is None or float(current) != float(generation_recorded_at):
+            return False
+        head = conn.execute(sa.select(chunk_link_sets).where(key_sets).with_for_update())
+        found = head.mappings().first()
+        if found is None or not same_link_set(found, expected):
+            raise LinkSetMoved(f"{tenant_id}/{repo_slug}: the stored link set changed")
+        for kind, chunk_ids in cleared.items():
+            for start in range(0, len(chunk_ids), _READ_BATCH):
+                conn.execute(
+                    sa.delete(chunk_links).where(
+                        c.tenant_id == tenant_id,
+                        c.repo_slug == repo_slug,
+                        c.link_kind == kind,
+                        c.chunk_id.in_(chunk_ids[start : start + _READ_BATCH]),
+                    )
+                )
+        for start in range(0, len(rows), _INSERT_BATCH):
+            conn.execute(sa.insert(chunk_links), rows[start : start + _INSERT_BATCH])
+        conn.execute(
+            sa.update(chunk_link_sets)
+            .where(key_sets)
+            .values(
+                revision=revision,
+                generation_recorded_at=float(generation_recorded_at),
+                computed_at=now,
+                chunks=chunks,
+                temporal_links=int(counts.get(LINK_TEMPORAL, 0)),
+                semantic_links=int(counts.get(LINK_SEMANTIC, 0)),
+                params=json.dumps(dict(params), sort_keys=True),
+            )
+        )
+    return True
+
+
+def same_link_set(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two link set rows (as ``link_set`` returns them, or the raw row) name the
+    same stored set: revision, times, counts and parameters all equal."""
+    return _set_fields(a) == _set_fields(b)
+
+
+def _set_fields(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    params = row.get("params")
+    if isinstance(params, str):
+        try:
+            params = json.loads(params)
+        except ValueError:
+            params = None
+    return (
+        row.get("revision"),
+        float(row["generation_recorded_at"])
+        if row.get("generation_recorded_at") is not None
+        else None,
+        float(row["computed_at"]) if row.get("computed_at") is not None else None,
+        row.get("chunks"),
+        row.get("temporal_links"),
+        row.get("semantic_links"),
+        json.dumps(params, sort_keys=True),
+    )
 
 
 def link_set(ledger: Ledger, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:

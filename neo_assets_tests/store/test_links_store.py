@@ -1,5 +1,6 @@
-"""A repo's links in a real (SQLite) ledger: replaced whole, guarded by the declared
-generation, read back scoped by tenant."""
+"""A repo's links in a real (SQLite) ledger: replaced whole or updated list by list, guarded
+by the declared generation (and an update by the link set it was diffed with), read back
+scoped by tenant."""
 
 from pathlib import Path
 
@@ -8,7 +9,14 @@ import sqlalchemy as sa
 
 from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import link_set, neighbours, replace_links, repo_links
+from neo_assets.store.links import (
+    LinkSetMoved,
+    link_set,
+    neighbours,
+    replace_links,
+    repo_links,
+    update_links,
+)
 
 
 @pytest.fixture
@@ -163,3 +171,88 @@ def test_neighbours_read_many_ids_in_batches(ledger: Ledger) -> None:
         got[a] == [Neighbour(b, LINK_TEMPORAL, 0.5)]
         for a, b in zip(ids[:1200], ids[1:1201], strict=True)
     )
+
+
+# --- update_links: only the changed lists, against the very set they were diffed with ----
+
+
+def _update(ledger: Ledger, changed: dict, at: float, expected: dict, **kw) -> bool:
+    args = {
+        "revision": f"rev-{at}",
+        "generation_recorded_at": at,
+        "chunks": 4,
+        "counts": {LINK_TEMPORAL: 1, LINK_SEMANTIC: 3},
+        "params": {"windowSeconds": 86400.0, "topK": 20},
+        "now": at + 2,
+        **kw,
+    }
+    return update_links(ledger, "acme", "w", changed, expected=expected, **args)
+
+
+def test_an_update_writes_only_the_changed_lists_and_the_set_row(ledger: Ledger) -> None:
+    g1 = _declare(ledger, "acme", "w", 100.0)
+    _declare(ledger, "acme", "other", 100.0)
+    first = {
+        LINK_TEMPORAL: {"a": [("b", 0.9)], "b": [("a", 0.9)]},
+        LINK_SEMANTIC: {"a": [("c", 0.8)], "c": [("a", 0.8)]},
+    }
+    assert _store(ledger, "acme", "w", first, g1)
+    assert _store(ledger, "acme", "other", {LINK_SEMANTIC: {"a": [("z", 0.7)]}}, 100.0)
+    g2 = _declare(ledger, "acme", "w", 200.0)
+    changed = {
+        LINK_TEMPORAL: {"b": []},  # b keeps no temporal link now: its row goes
+        LINK_SEMANTIC: {"c": [("a", 0.8), ("d", 0.75)], "d": [("c", 0.75)]},
+    }
+    assert _update(ledger, changed, g2, link_set(ledger, "acme", "w"))
+    assert repo_links(ledger, "acme", "w") == [
+        LinkRecord("a", LINK_SEMANTIC, "c", 0.8, 0),
+        LinkRecord("a", LINK_TEMPORAL, "b", 0.9, 0),  # untouched
+        LinkRecord("c", LINK_SEMANTIC, "a", 0.8, 0),
+        LinkRecord("c", LINK_SEMANTIC, "d", 0.75, 1),
+        LinkRecord("d", LINK_SEMANTIC, "c", 0.75, 0),
+    ]
+    assert repo_links(ledger, "acme", "other") == [LinkRecord("a", LINK_SEMANTIC, "z", 0.7, 0)]
+    head = link_set(ledger, "acme", "w")
+    assert (head["revision"], head["generation_recorded_at"], head["computed_at"]) == (
+        "rev-200.0",
+        200.0,
+        202.0,
+    )
+    assert (head["chunks"], head["temporal_links"], head["semantic_links"]) == (4, 1, 3)
+
+
+def test_an_update_stores_nothing_when_the_generation_or_the_link_set_moved(
+    ledger: Ledger,
+) -> None:
+    g1 = _declare(ledger, "acme", "w", 100.0)
+    assert _store(ledger, "acme", "w", {LINK_TEMPORAL: {"a": [("b", 0.9)]}}, g1)
+    seen = link_set(ledger, "acme", "w")
+    change = {LINK_TEMPORAL: {"a": []}, LINK_SEMANTIC: {"a": [("c", 0.8)]}}
+    # The declared generation moved on while the update was computed.
+    _declare(ledger, "acme", "w", 150.0)
+    assert not _update(ledger, change, g1, seen)
+    # Another run stored a link set since `seen` was read: the diff is against rows that
+    # are gone, so nothing is written.
+    g2 = _declare(ledger, "acme", "w", 200.0)
+    assert _store(ledger, "acme", "w", {LINK_TEMPORAL: {"a": [("e", 0.5)]}}, g2)
+    with pytest.raises(LinkSetMoved):
+        _update(ledger, change, g2, seen)
+    assert repo_links(ledger, "acme", "w") == [LinkRecord("a", LINK_TEMPORAL, "e", 0.5, 0)]
+    with pytest.raises(ValueError, match="itself"):
+        _update(ledger, {LINK_SEMANTIC: {"a": [("a", 1.0)]}}, g2, link_set(ledger, "acme", "w"))
+    # No link set at all: nothing to update.
+    _declare(ledger, "acme", "fresh", 300.0)
+    with pytest.raises(LinkSetMoved):
+        update_links(
+            ledger,
+            "acme",
+            "fresh",
+            change,
+            expected=seen,
+            revision="r",
+            generation_recorded_at=300.0,
+            chunks=1,
+            counts={},
+            params={},
+            now=301.0,
+        )
