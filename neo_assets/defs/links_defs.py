@@ -40,6 +40,12 @@ def links_metadata(report: LinkReport) -> dict[str, Any]:
         "linked_chunks": report.linked_chunks,
         "max_links_per_chunk": report.max_links_per_chunk,
         "links_seconds": float(report.seconds),
+        # How much of the run followed the change: incremental, or full and why.
+        "mode": report.mode or "",
+        "full_reason": report.full_reason or "",
+        "vectors_read": report.vectors_read,
+        "recomputed_chunks": report.recomputed_chunks,
+        "rows_written": report.rows_written,
     }
     table = []
     for kind in LINK_KINDS:
@@ -102,6 +108,8 @@ def chunk_links(
             ctx.repo_slug,
             LinkParams.from_settings(settings.load()),
             now=time.time(),
+            # Per-machine derived data (rebuilt when missing), whichever ledger is used.
+            cache_dir=settings.load().home_dir / "links-cache",
         )
     if report.stored:
         context.log.info(
