@@ -7,7 +7,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neo_assets.core import codes
-from neo_assets.defs.assets import SWEEP_STEP
+from neo_assets.defs.assets import EMBEDDING_POOL, SWEEP_STEP
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.settings import Settings
 from neo_assets.sweep.due import declared_repos, evaluate
@@ -101,6 +101,8 @@ def run_sweeps(
     if missing:
         instance.add_dynamic_partitions(TENANT_REPOS, missing)
     job = defs.resolve_job_def("sweep")
+    if dues:
+        ensure_pool(instance)
     results: list[dict[str, Any]] = []
     progress = Progress(
         TextColumn("{task.description}"),
@@ -187,6 +189,26 @@ def run_sweeps(
             instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
         )
     return results
+
+
+def ensure_pool(instance: Any, attempts: int = 5) -> None:
+    """Create the embedding pool's limit row before the first sweep step needs it.
+
+    Dagster creates it on a pool's first use with an insert that processes starting at
+    once can race on: on Postgres the loser's transaction is aborted and its run fails
+    (seen with three ``neo-assets sweep`` processes against one fresh instance). Here the
+    loser just looks again: by then the winner's row exists."""
+    storage = getattr(instance, "event_log_storage", None)
+    if storage is None or not hasattr(storage, "initialize_concurrency_limit_to_default"):
+        return
+    for attempt in range(attempts):
+        try:
+            if EMBEDDING_POOL in storage.get_concurrency_keys():
+                return
+            storage.initialize_concurrency_limit_to_default(EMBEDDING_POOL)
+            return
+        except Exception:  # noqa: BLE001 - the race's loser; the step would surface a real fault
+            time.sleep(0.1 * (attempt + 1))
 
 
 def refresh_links(
