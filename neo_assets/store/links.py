@@ -59,6 +59,20 @@ def _decode(raw: object) -> list[tuple[str, float]] | None:
     return out
 
 
+def _generation_still(
+    conn: sa.Connection, tenant_id: str, repo_slug: str, generation_recorded_at: float
+) -> bool:
+    """Whether the repo's declared generation is still the one recorded at
+    ``generation_recorded_at`` (its row locked for the rest of the transaction)."""
+    gen = t.declared_generations
+    current = conn.execute(
+        sa.select(gen.c.recorded_at)
+        .where(gen.c.tenant_id == tenant_id, gen.c.repo_slug == repo_slug)
+        .with_for_update()
+    ).scalar()
+    return current is not None and float(current) == float(generation_recorded_at)
+
+
 def replace_links(
     ledger: Ledger,
     tenant_id: str,
@@ -74,7 +88,6 @@ def replace_links(
     """Replace the repo's links with ``links`` (link kind -> each pass's output; committed)
     when the repo's declared generation is still the one recorded at
     ``generation_recorded_at``; False (nothing written) when it has moved on or is gone."""
-    gen = t.declared_generations
     rows: list[dict[str, Any]] = []
     counts = dict.fromkeys(LINK_KINDS, 0)
     for kind, by_chunk in links.items():
@@ -94,12 +107,7 @@ def replace_links(
         chunk_link_sets.c.repo_slug == repo_slug
     )
     with ledger.engine.begin() as conn:
-        current = conn.execute(
-            sa.select(gen.c.recorded_at)
-            .where(gen.c.tenant_id == tenant_id, gen.c.repo_slug == repo_slug)
-            .with_for_update()
-        ).scalar()
-        if current is None or float(current) != float(generation_recorded_at):
+        if not _generation_still(conn, tenant_id, repo_slug, generation_recorded_at):
             return False
         conn.execute(sa.delete(chunk_links).where(key_links))
         for start in range(0, len(rows), _INSERT_BATCH):
@@ -149,7 +157,6 @@ def update_links(
     stored link set is still ``expected`` (as ``link_set`` read it): otherwise the lists
     were diffed against rows that are gone, and ``LinkSetMoved`` is raised with nothing
     written."""
-    gen = t.declared_generations
     rows: list[dict[str, Any]] = []
     cleared: dict[str, list[str]] = {}
     for kind, by_chunk in changed.items():
@@ -169,12 +176,7 @@ def update_links(
     )
     c = chunk_links.c
     with ledger.engine.begin() as conn:
-        current = conn.execute(
-            sa.select(gen.c.recorded_at)
-            .where(gen.c.tenant_id == tenant_id, gen.c.repo_slug == repo_slug)
-            .with_for_update()
-        ).scalar()
-        if current is None or float(current) != float(generation_recorded_at):
+        if not _generation_still(conn, tenant_id, repo_slug, generation_recorded_at):
             return False
         head = conn.execute(sa.select(chunk_link_sets).where(key_sets).with_for_update())
         found = head.mappings().first()
