@@ -58,10 +58,10 @@ from neo_assets.core.links_incremental import LinkLists  # noqa: E402
 from neo_assets.links_service import (  # noqa: E402
     LinkParams,
     RepoRows,
-    Snapshot,
     _incremental,
     compute_links,
 )
+from neo_assets.store.links_snapshot import Snapshot  # noqa: E402
 
 SIZES = (2000, 4000, 8000)
 INCREMENTAL_N = 8000

@@ -10,18 +10,16 @@ import pytest
 from neo_assets import links_service
 from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL
 from neo_assets.links_service import (
-    LINKS_CACHE_DIR,
     LinkParams,
     compute_links,
-    default_cache_dir,
     link_repo,
     read_rows,
     row_times,
-    snapshot_path,
 )
 from neo_assets.store.chroma_store import ChromaStore, open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.links import link_set, replace_links, repo_links
+from neo_assets.store.links_snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
 
 PARAMS = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
 T = 1_700_000_000.0
