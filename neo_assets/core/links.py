@@ -275,15 +275,23 @@ def semantic_links(
             # its top k, i.e. at least its k-th best value, so the sort below stays small.
             kth = np.partition(sims, count - top_k, axis=1)[:, count - top_k]
             above &= sims >= kth[:, None]
-        flat = np.flatnonzero(above)  # much faster than a 2-D nonzero
-        row, col = np.divmod(flat, count)
-        sim = sims.reshape(-1)[flat]
-        order = np.lexsort((col, -sim, row))
-        row, col, sim = row[order], col[order], sim[order]
-        place = np.arange(len(row)) - np.searchsorted(row, row, side="left")
-        keep = place < top_k
-        for r, c, s in zip(
-            (row[keep] + start).tolist(), col[keep].tolist(), sim[keep].tolist(), strict=True
-        ):
+        row, col, sim = best_per_row(sims, above, top_k)
+        for r, c, s in zip((row + start).tolist(), col.tolist(), sim.tolist(), strict=True):
             links[names[r]].append((names[c], s))
     return links
+
+
+def best_per_row(
+    sims: np.ndarray, above: np.ndarray, top_k: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(row, col, sim)`` of each row's ``top_k`` best entries among those ``above`` marks,
+    rows ascending, each row best first, ties by the smaller column (columns are ranks in
+    neighbour-id order)."""
+    flat = np.flatnonzero(above)  # much faster than a 2-D nonzero
+    row, col = np.divmod(flat, sims.shape[1])
+    sim = sims.reshape(-1)[flat]
+    order = np.lexsort((col, -sim, row))
+    row, col, sim = row[order], col[order], sim[order]
+    place = np.arange(len(row)) - np.searchsorted(row, row, side="left")
+    keep = place < top_k
+    return row[keep], col[keep], sim[keep]

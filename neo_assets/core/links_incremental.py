@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neo_assets.core.links import Links, temporal_links
+from neo_assets.core.links import Links, best_per_row, temporal_links
 
 IndexLinks = list[tuple[int, float]]
 
@@ -200,16 +200,9 @@ def normalized_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _best(sims: np.ndarray, threshold: float, top_k: int) -> list[list[tuple[int, float]]]:
     """Each row's ``top_k`` columns strictly above ``threshold``, best first, ties by the
     smaller column: the selection of ``semantic_links`` (columns are ranks in id order)."""
-    count = sims.shape[1]
     out: list[list[tuple[int, float]]] = [[] for _ in range(sims.shape[0])]
-    flat = np.flatnonzero(sims > threshold)
-    row, col = np.divmod(flat, count)
-    sim = sims.reshape(-1)[flat]
-    order = np.lexsort((col, -sim, row))
-    row, col, sim = row[order], col[order], sim[order]
-    place = np.arange(len(row)) - np.searchsorted(row, row, side="left")
-    keep = place < top_k
-    for r, c, s in zip(row[keep].tolist(), col[keep].tolist(), sim[keep].tolist(), strict=True):
+    row, col, sim = best_per_row(sims, sims > threshold, top_k)
+    for r, c, s in zip(row.tolist(), col.tolist(), sim.tolist(), strict=True):
         out[r].append((c, s))
     return out
 
