@@ -99,3 +99,44 @@ def test_sweep_result_survives_reopen(tmp_path: Path) -> None:
     assert row is not None
     assert row["last_outcome"] == "complete" and row["last_ingested_rev"] == "r1"
     assert again.repo_state("acme", "other") is None
+
+
+def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path: Path) -> None:
+    """The upgrade path that broke `neo-assets sweep` on a ledger made before the columns
+    for reuse by blob existed (0001 builds its tables from the live schema)."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    Ledger.open(url).dispose()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:  # what such a ledger looked like: at 0004, no columns
+        conn.execute(sa.text("alter table declared_generations drop column chunking"))
+        conn.execute(sa.text("drop index ix_declared_chunks_path"))
+        conn.execute(sa.text("alter table declared_chunks drop column blob"))
+        conn.execute(
+            sa.text(
+                "create index ix_declared_chunks_path on declared_chunks "
+                "(tenant_id, repo_slug, source_path)"
+            )
+        )
+        conn.execute(sa.text("update alembic_version set version_num = '0004'"))
+    engine.dispose()
+
+    ledger = Ledger.open(url)
+    try:
+        ledger.record_generation(
+            "acme",
+            "widgets",
+            revision="r1",
+            parser_id="neo-code",
+            parser_version="1.0.0",
+            declaration_digest="d",
+            chunks=[DeclaredChunk("a" * 64, "a.py", "function", "f", "b" * 40)],
+            now=1.0,
+            chunking="neo-code@1.0.0:x",
+        )
+        assert ledger.declared_generation("acme", "widgets")["chunking"] == "neo-code@1.0.0:x"
+        assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
+        with ledger.engine.connect() as conn:
+            version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
+        assert version == "0005"
+    finally:
+        ledger.dispose()
