@@ -319,8 +319,8 @@ class Ledger:
                     t.declared_chunks.c.repo_slug == repo_slug,
                 )
             )
-            # Plain tuples: attribute access on 8,000 Row objects cost more than the query.
-            return [DeclaredChunk(*r) for r in rows.tuples().all()]
+            # Unpacked as tuples: attribute access on 8,000 Rows cost more than the query.
+            return [DeclaredChunk(*r) for r in rows.all()]
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
