@@ -233,15 +233,7 @@ def semantic_links(
     against the normalised matrix, so memory stays at one (block_rows, n) block rather than
     one copy of the matrix per chunk.
     """
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
-        raise ValueError(f"vectors must be ({len(ids)}, d), got shape {matrix.shape}")
-    if not math.isfinite(threshold):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
-    if top_k < 0:
-        raise ValueError(f"top_k must be >= 0, got {top_k!r}")
-    if block_rows < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
+    matrix = check_semantic_args(ids, vectors, threshold, top_k, block_rows)
 
     first: dict[str, int] = {}
     for row, chunk in enumerate(ids):
@@ -279,6 +271,22 @@ def semantic_links(
         for r, c, s in zip((row + start).tolist(), col.tolist(), sim.tolist(), strict=True):
             links[names[r]].append((names[c], s))
     return links
+
+
+def check_semantic_args(
+    ids: Sequence[str], vectors: np.ndarray, threshold: float, top_k: int, block_rows: int
+) -> np.ndarray:
+    """The semantic pass's arguments checked; the vectors as a float32 matrix."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if matrix.ndim != 2 or matrix.shape[0] != len(ids):
+        raise ValueError(f"vectors must be ({len(ids)}, d), got shape {matrix.shape}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    if top_k < 0:
+        raise ValueError(f"top_k must be >= 0, got {top_k!r}")
+    if block_rows < 1:
+        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
+    return matrix
 
 
 def best_per_row(

@@ -44,13 +44,12 @@ the full pass gives it.
 keep a repo's lists between runs and patch only the changed rows.
 """
 
-import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from neo_assets.core.links import Links, best_per_row, temporal_links
+from neo_assets.core.links import Links, best_per_row, check_semantic_args, temporal_links
 
 IndexLinks = list[tuple[int, float]]
 
@@ -210,17 +209,9 @@ def _best(sims: np.ndarray, threshold: float, top_k: int) -> list[list[tuple[int
 def _check_semantic_args(
     names: Sequence[str], vectors: np.ndarray, threshold: float, top_k: int, block_rows: int
 ) -> np.ndarray:
-    matrix = np.asarray(vectors, dtype=np.float32)
-    if matrix.ndim != 2 or matrix.shape[0] != len(names):
-        raise ValueError(f"vectors must be ({len(names)}, d), got shape {matrix.shape}")
+    matrix = check_semantic_args(names, vectors, threshold, top_k, block_rows)
     if len(set(names)) != len(names):
         raise ValueError("row ids must be distinct")
-    if not math.isfinite(threshold):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
-    if top_k < 0:
-        raise ValueError(f"top_k must be >= 0, got {top_k!r}")
-    if block_rows < 1:
-        raise ValueError(f"block_rows must be >= 1, got {block_rows!r}")
     return matrix
 
 
