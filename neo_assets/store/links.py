@@ -73,6 +73,38 @@ def _generation_still(
     return current is not None and float(current) == float(generation_recorded_at)
 
 
+def _link_row(
+    tenant_id: str, repo_slug: str, chunk_id: str, kind: str, kept: Sequence[tuple[str, float]]
+) -> dict[str, Any]:
+    return {
+        "tenant_id": tenant_id,
+        "repo_slug": repo_slug,
+        "chunk_id": chunk_id,
+        "link_kind": kind,
+        "neighbours": _encode(kept),
+    }
+
+
+def _set_values(
+    revision: str,
+    generation_recorded_at: float,
+    now: float,
+    chunks: int,
+    counts: Mapping[str, int],
+    params: Mapping[str, Any],
+) -> dict[str, Any]:
+    """A link set row's values (what ``same_link_set`` compares)."""
+    return {
+        "revision": revision,
+        "generation_recorded_at": float(generation_recorded_at),
+        "computed_at": now,
+        "chunks": chunks,
+        "temporal_links": int(counts.get(LINK_TEMPORAL, 0)),
+        "semantic_links": int(counts.get(LINK_SEMANTIC, 0)),
+        "params": json.dumps(dict(params), sort_keys=True),
+    }
+
+
 def replace_links(
     ledger: Ledger,
     tenant_id: str,
@@ -93,15 +125,7 @@ def replace_links(
     for kind, by_chunk in links.items():
         for chunk_id, kept in kept_lists(kind, by_chunk):
             counts[kind] += len(kept)
-            rows.append(
-                {
-                    "tenant_id": tenant_id,
-                    "repo_slug": repo_slug,
-                    "chunk_id": chunk_id,
-                    "link_kind": kind,
-                    "neighbours": _encode(kept),
-                }
-            )
+            rows.append(_link_row(tenant_id, repo_slug, chunk_id, kind, kept))
     key_links = (chunk_links.c.tenant_id == tenant_id) & (chunk_links.c.repo_slug == repo_slug)
     key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
         chunk_link_sets.c.repo_slug == repo_slug
@@ -117,13 +141,7 @@ def replace_links(
             sa.insert(chunk_link_sets).values(
                 tenant_id=tenant_id,
                 repo_slug=repo_slug,
-                revision=revision,
-                generation_recorded_at=float(generation_recorded_at),
-                computed_at=now,
-                chunks=chunks,
-                temporal_links=counts[LINK_TEMPORAL],
-                semantic_links=counts[LINK_SEMANTIC],
-                params=json.dumps(dict(params), sort_keys=True),
+                **_set_values(revision, generation_recorded_at, now, chunks, counts, params),
             )
         )
     return True
@@ -162,15 +180,7 @@ def update_links(
     for kind, by_chunk in changed.items():
         cleared[kind] = list(by_chunk)
         for chunk_id, kept in kept_lists(kind, by_chunk):
-            rows.append(
-                {
-                    "tenant_id": tenant_id,
-                    "repo_slug": repo_slug,
-                    "chunk_id": chunk_id,
-                    "link_kind": kind,
-                    "neighbours": _encode(kept),
-                }
-            )
+            rows.append(_link_row(tenant_id, repo_slug, chunk_id, kind, kept))
     key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
         chunk_link_sets.c.repo_slug == repo_slug
     )
@@ -197,15 +207,7 @@ def update_links(
         conn.execute(
             sa.update(chunk_link_sets)
             .where(key_sets)
-            .values(
-                revision=revision,
-                generation_recorded_at=float(generation_recorded_at),
-                computed_at=now,
-                chunks=chunks,
-                temporal_links=int(counts.get(LINK_TEMPORAL, 0)),
-                semantic_links=int(counts.get(LINK_SEMANTIC, 0)),
-                params=json.dumps(dict(params), sort_keys=True),
-            )
+            .values(**_set_values(revision, generation_recorded_at, now, chunks, counts, params))
         )
     return True
 
