@@ -273,6 +273,8 @@ def _check_on_disk(drill: Drill, generation: str) -> tuple[Any, dict[str, Any]]:
     return state, rows
 
 
+# Ten trials, each a child process (~110 s here): a slower CI machine must not time it out.
+@pytest.mark.timeout(900)
 def test_kill9_at_random_points_loses_nothing(drill: Drill) -> None:
     generation = settings_generation(load_settings())
     instance = dagster_instance(load_settings())

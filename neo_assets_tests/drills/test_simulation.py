@@ -380,6 +380,8 @@ class Simulation(RuleBasedStateMachine):
             self.world.close()
 
 
+# 30 examples of up to 25 steps (~75 s here): a slower CI machine must not time it out.
+@pytest.mark.timeout(900)
 def test_the_invariants_hold_under_random_schedules(
     fault_server: FaultServerSupervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,7 +26,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import dagster as dg
@@ -70,10 +70,17 @@ class Site:
     instance: dg.DagsterInstance
     server: FaultServerSupervisor
 
+    seconds: list[float] = field(default_factory=list)
+
     def sweep(self) -> dict:
+        started = time.monotonic()
         (result,) = run_sweeps(
             load_settings(), load_tenants(self.tenants), self.instance, force=True
         )
+        self.seconds.append(round(time.monotonic() - started, 2))
+        # Printed, so a failure (or a timeout's dump) shows how long each sweep took.
+        stages = {k: round(v, 2) for k, v in (result.get("timings") or {}).items()}
+        print(f"sweep {len(self.seconds)}: {result['outcome']} in {self.seconds[-1]} s {stages}")
         return result
 
     def rows(self) -> dict:
@@ -103,6 +110,9 @@ def site(
         "NEO_EMBEDDING_BATCH_SIZE": "8",
         "NEO_EMBEDDING_MAX_INFLIGHT": "1",
         "NEO_BACKOFF_JITTER_S": "0",
+        # A request that hangs fails in seconds, not the default minute: this drill is
+        # about the store, and a slow provider must not look like a hung sweep.
+        "NEO_EMBEDDING_REQUEST_TIMEOUT_MS": "15000",
     }.items():
         monkeypatch.setenv(key, value)
     # Slow enough that the fault lands while many batches are still to be written.
@@ -167,7 +177,7 @@ def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], Non
 
     # The same process (its cached Chroma client saw the failures) carries on once repaired.
     last = site.sweep()
-    assert last["outcome"] == codes.OUTCOME_COMPLETE, last
+    assert last["outcome"] == codes.OUTCOME_COMPLETE, (site.seconds, last.get("errors"), last)
     rows = site.rows()  # a fresh client: what is on disk
     ledger = runtime.get_ledger(load_settings())
     declared = {c.chunk_id for c in ledger.declared_chunks(TENANT, SLUG)}
