@@ -4,6 +4,8 @@ Each capability keeps its Dagster objects in its own ``defs/*_defs.py`` module; 
 only merges them and binds the shared resources.
 """
 
+import gc
+
 import dagster as dg
 
 import neo_assets.defs.health_defs as health_defs
@@ -21,3 +23,9 @@ defs = dg.Definitions.merge(
     links_defs.defs,
     dg.Definitions(resources=default_resources()),
 )
+
+# What the imports above built (Dagster, Chroma, pandas, pydantic: several hundred thousand
+# objects) lives as long as the process. Frozen, it is no longer walked by every full
+# garbage collection that a sweep's allocations trigger: a forced sweep of an unchanged
+# 2,000-file repo spent about half its chunk stage in those walks.
+gc.freeze()

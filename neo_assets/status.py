@@ -72,7 +72,7 @@ def build_status(
                 if generation
                 else []
             )
-            rows = sum(1 for _ in store.iter_rows(tenant_filter(tenant.id, repo.slug)))
+            rows = store.count_where(tenant_filter(tenant.id, repo.slug))
             repos.append(
                 {
                     "tenantId": tenant.id,

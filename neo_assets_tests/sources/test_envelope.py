@@ -3,6 +3,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import stat
 import tempfile
 from pathlib import Path
@@ -14,6 +15,7 @@ from neo_assets.sources.envelope import (
     ENVELOPE_COLUMNS,
     Envelope,
     SourceError,
+    _CatFile,
     build_envelope,
     changed_paths,
     read_texts,
@@ -554,3 +556,62 @@ def test_plain_empty_directory(tmp_path: Path) -> None:
     env = build_envelope(tmp_path, exclude=[], max_file_bytes=CAP)
     assert env.kind == "dir" and env.entries == ()
     assert list(read_texts(env, [])) == []
+
+
+# --------------------------------------------------------------------------- cat-file reads
+def _blob_ids(repo: GitRepo, n: int, size: int) -> tuple[list[str], dict[str, bytes]]:
+    bodies = {f"f{i:04d}.txt": (f"{i:04d}" * (size // 4)).encode() for i in range(n)}
+    for rel, body in bodies.items():
+        repo.write(rel, body)
+    repo.commit("blobs", when=T1)
+    oids = repo.git("rev-parse", *[f"HEAD:{rel}" for rel in bodies]).split()
+    return oids, dict(zip(oids, bodies.values(), strict=True))
+
+
+def test_read_many_answers_every_request_in_order_past_the_pipe_buffers(tmp_path: Path) -> None:
+    # 400 blobs of 4 KB: 1.6 MB of answers and 16 KB of requests, far past a 64 KB pipe,
+    # so the requests must be written while the answers are read, or both sides block.
+    repo = GitRepo(tmp_path / "repo")
+    oids, bodies = _blob_ids(repo, 400, 4096)
+    tree = repo.git("rev-parse", "HEAD^{tree}").strip()
+    asked = [*oids, "0" * 40, tree, oids[0]]  # a missing object, a tree, a repeat
+    with _CatFile(str(repo.path)) as cat:
+        got = list(cat.read_many(asked))
+    assert [oid for oid, _ in got] == asked
+    assert [data for _, data in got[:400]] == [bodies[o] for o in oids]
+    assert got[400][1] is None and got[401][1] is None  # not a blob: None, not an error
+    assert got[402][1] == bodies[oids[0]]
+
+
+@pytest.mark.timeout(30)
+def test_read_many_stopped_early_ends_git_without_waiting(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    oids, bodies = _blob_ids(repo, 300, 8192)
+    cat = _CatFile(str(repo.path))
+    answers = cat.read_many(oids)
+    first_oid, first = next(answers)
+    assert (first_oid, first) == (oids[0], bodies[oids[0]])
+    answers.close()  # git is blocked on answers nobody reads: it is ended, not waited on
+    # Left alone, git would stay blocked on its output for ever.
+    assert cat._proc.wait(timeout=20) == -signal.SIGKILL
+    cat.close()
+    # A fresh reader still works after that.
+    with _CatFile(str(repo.path)) as again:
+        assert again.read(oids[-1]) == bodies[oids[-1]]
+
+
+def test_read_texts_names_a_blob_gone_from_the_object_store(tmp_path: Path) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a.py", "A = 1\n")
+    repo.write("b.py", "B = 2\n")
+    repo.commit("two", when=T1)
+    env = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
+    blob_b = env.entry("b.py").blob
+    obj = repo.path / ".git" / "objects" / blob_b[:2] / blob_b[2:]
+    obj.chmod(0o644)
+    obj.unlink()
+    texts = read_texts(env, ["a.py", "b.py"])
+    assert next(texts) == ("a.py", "A = 1\n")
+    with pytest.raises(SourceError) as err:
+        next(texts)
+    assert err.value.code == codes.SOURCE_UNREADABLE and blob_b in str(err.value)

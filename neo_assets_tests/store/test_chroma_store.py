@@ -49,3 +49,16 @@ def test_collection_is_cosine_and_reopens(tmp_path: Path) -> None:
     again = _store(tmp_path)
     assert again.count() == 1
     assert again.collection.configuration_json["hnsw"]["space"] == "cosine"
+
+
+@pytest.mark.parametrize("page", [3, 5, 5000])
+def test_count_where_counts_each_matching_row_once_across_pages(tmp_path: Path, page: int) -> None:
+    store = _store(tmp_path)
+    ids = [f"{i:064x}" for i in range(13)]
+    metas = [{"tenantId": "a" if i < 10 else "b", "repoSlug": "r"} for i in range(13)]
+    store.add(ids, _vec(13), [f"doc {i}" for i in range(13)], metas)
+    assert store.count_where({"tenantId": "a"}, page=page) == 10  # 10 = 2 full pages of 5
+    assert store.count_where({"tenantId": "b"}, page=page) == 3
+    assert store.count_where({"tenantId": "nobody"}, page=page) == 0
+    both = {"$and": [{"tenantId": {"$eq": "a"}}, {"repoSlug": {"$eq": "r"}}]}
+    assert store.count_where(both, page=page) == 10
