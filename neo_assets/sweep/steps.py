@@ -105,6 +105,8 @@ class EnvelopeResult:
     config_version: int
     declaration_digest: str
     repo_declaration_digest: str
+    # The listing itself, so the chunk stage does not rebuild it from ``frame``.
+    listing: Envelope | None = None
 
 
 def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
@@ -175,6 +177,7 @@ def envelope_step(
         config_version=version,
         declaration_digest=tenant_digest,
         repo_declaration_digest=repo_declaration_digest(ctx.repo.to_plain()),
+        listing=env,
     )
 
 
@@ -228,7 +231,7 @@ def chunk_step(
     A yielded path whose blob and chunking identity are those of the recorded generation
     keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
-    env = Envelope.from_frame(
+    env = envelope.listing or Envelope.from_frame(
         envelope.frame, kind=envelope.kind, root=str(ctx.repo.path), revision=envelope.revision
     )
     yielded = env.yielded_paths()
@@ -246,22 +249,14 @@ def chunk_step(
     }
     to_parse = [p for p in yielded if p not in reused]
     parsed = _parse(ctx, settings, env, to_parse)
-    rows = parsed + [
-        {
-            "chunk_id": dc.chunk_id,
-            "source_path": dc.source_path,
-            "kind": dc.kind,
-            "name": dc.name,
-            "start_line": None,
-            "end_line": None,
-            "content": None,
-            "blob": dc.blob,
-        }
-        for p in yielded
-        if p in reused
-        for dc in reused[p]
-    ]
-    chunks = pd.DataFrame(rows, columns=[*CHUNK_COLUMNS, "blob"])
+    kept = [dc for p in yielded if p in reused for dc in reused[p]]
+    if not kept:
+        chunks = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+    elif not parsed:
+        chunks = _reused_frame(kept)
+    else:
+        fresh = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+        chunks = pd.concat([fresh, _reused_frame(kept)], ignore_index=True)
     full = not recorded
     replaced = set(recorded) - set(reused)
     unchanged = (
@@ -285,13 +280,32 @@ def chunk_step(
         declaration_digest=envelope.repo_declaration_digest,
         chunks=(
             DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
-            for r in (rows if full else parsed)
+            for r in parsed
         ),
         now=now,
         chunking=chunking,
         replace_paths=None if full else replaced,
     )
     return chunks
+
+
+def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
+    """Recorded chunks kept as they are: built column by column (a forced sweep of an
+    unchanged 2,000-file repo keeps all 8,000), without their text or line range."""
+    none = [None] * len(kept)
+    return pd.DataFrame(
+        {
+            "chunk_id": [dc.chunk_id for dc in kept],
+            "source_path": [dc.source_path for dc in kept],
+            "kind": [dc.kind for dc in kept],
+            "name": [dc.name for dc in kept],
+            "start_line": none,
+            "end_line": none,
+            "content": none,
+            "blob": [dc.blob for dc in kept],
+        },
+        columns=[*CHUNK_COLUMNS, "blob"],
+    )
 
 
 def fill_missing_content(

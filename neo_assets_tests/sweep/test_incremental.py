@@ -43,13 +43,14 @@ def env(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     tenants = write_tenants(tmp_path / "t.yaml", {"acme": [repo_entry("w", repo.path)]})
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     reads: list[str] = []
-    original = envelope_mod._CatFile.read
+    # Every blob git hands back, whether asked one by one (read) or ahead (read_many).
+    original = envelope_mod._CatFile._answer
 
-    def counting_read(self, oid):  # noqa: ANN001, ANN202
+    def counting_answer(self, oid):  # noqa: ANN001, ANN202
         reads.append(oid)
         return original(self, oid)
 
-    monkeypatch.setattr(envelope_mod._CatFile, "read", counting_read)
+    monkeypatch.setattr(envelope_mod._CatFile, "_answer", counting_answer)
     return {"repo": repo, "tenants": tenants, "reads": reads, "tmp": tmp_path}
 
 
