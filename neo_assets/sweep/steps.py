@@ -359,7 +359,7 @@ def embed_step(
     ids = chunks["chunk_id"].tolist()
     present = store.present_ids(ids)
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
-    by_id = {r["chunk_id"]: r for r in missing.to_dict("records") if r["content"] is not None}
+    by_id = _embeddable_by_id(missing)
     items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
 
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
@@ -435,6 +435,15 @@ def embed_step(
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     return summary
+
+
+def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The rows whose text is at hand, by id. Read column by column: to_dict("records")
+    boxes every cell (0.17 s of a first sweep's 8,000 rows). A text that could not be read
+    again is missing (None or NA), so only a str counts."""
+    cols = ("chunk_id", "source_path", "kind", "name", "content")
+    rows = zip(*(frame[c].tolist() for c in cols), strict=True)
+    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[4], str)}
 
 
 class SweepAborted(BaseException):
