@@ -141,30 +141,6 @@ class Envelope:
             columns=list(ENVELOPE_COLUMNS),
         )
 
-    @classmethod
-    def from_frame(
-        cls, frame: pd.DataFrame, *, kind: Literal["git", "dir"], root: str, revision: str
-    ) -> "Envelope":
-        """The inverse of ``to_frame`` (NaN/None read back as None), for a downstream
-        step that received only the table."""
-
-        def opt_str(value: object) -> str | None:
-            return None if value is None or pd.isna(value) else str(value)  # type: ignore[arg-type]
-
-        entries = tuple(
-            FileEntry(
-                path=str(row.path),
-                size=int(row.size),
-                blob=str(row.blob),
-                yielded=bool(row.yielded),
-                skip_reason=opt_str(row.skip_reason),
-                changed_at=None if pd.isna(row.changed_at) else float(row.changed_at),
-                skip_detail=opt_str(getattr(row, "skip_detail", None)),
-            )
-            for row in frame.itertuples(index=False)
-        )
-        return cls(kind=kind, root=root, revision=revision, entries=entries)
-
     def _index(self) -> dict[str, FileEntry]:
         cached = self.__dict__.get("_by_path")
         if cached is None:

@@ -105,8 +105,7 @@ class EnvelopeResult:
     config_version: int
     declaration_digest: str
     repo_declaration_digest: str
-    # The listing itself, so the chunk stage does not rebuild it from ``frame``.
-    listing: Envelope | None = None
+    listing: Envelope  # what ``frame`` shows, for the chunk stage
 
 
 def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
@@ -231,9 +230,7 @@ def chunk_step(
     A yielded path whose blob and chunking identity are those of the recorded generation
     keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
-    env = envelope.listing or Envelope.from_frame(
-        envelope.frame, kind=envelope.kind, root=str(ctx.repo.path), revision=envelope.revision
-    )
+    env = envelope.listing
     yielded = env.yielded_paths()
     blob_of = {e.path: e.blob for e in env.entries if e.yielded}
     chunking = chunking_identity(ctx, settings)
