@@ -480,6 +480,45 @@ class _CatFile:
 _CONTENT_REASONS = frozenset({None, codes.SKIP_BINARY})
 
 
+def _known_sizes(previous: Envelope | None) -> dict[str, int]:
+    """Blob sizes the previous envelope recorded, by object id. A missing object was
+    recorded as 0 and skipped unreadable: that one is asked again."""
+    if previous is None:
+        return {}
+    return {
+        e.blob: e.size
+        for e in previous.entries
+        if e.blob and (e.size > 0 or e.skip_reason in _CONTENT_REASONS)
+    }
+
+
+def _blob_sizes(top: str, oids: set[str]) -> dict[str, int]:
+    """Sizes by object id from one ``git cat-file --batch-check`` (object headers only).
+    A missing object is left out (``ls-tree -l`` shows it as BAD); its read then finds it
+    missing and skips the path as unreadable."""
+    if not oids:
+        return {}
+    done = subprocess.run(
+        _git_argv(top, "cat-file", "--batch-check"),
+        env=_git_env(),
+        input="".join(f"{oid}\n" for oid in sorted(oids)).encode("ascii"),
+        capture_output=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top}: git cat-file --batch-check failed: {_git_stderr(done)}. "
+            "Fix: check the repository with git fsck.",
+        )
+    sizes: dict[str, int] = {}
+    for line in done.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] == b"blob" and parts[2].isdigit():
+            sizes[parts[0].decode("ascii")] = int(parts[2])
+    return sizes
+
+
 def _git_envelope(
     top: str, ref: str, exclude: tuple[str, ...], cap: int, previous: Envelope | None = None
 ) -> Envelope:
@@ -491,22 +530,30 @@ def _git_envelope(
             e.blob: e for e in previous.entries if e.skip_reason in _CONTENT_REASONS and e.blob
         }
     reused_times: dict[bytes, float] = {}
-    done = _git(top, "ls-tree", "-r", "-z", "-l", "--full-tree", sha)
+    # No -l: sizes cost git an object lookup per blob, so they are asked only for blobs
+    # the previous envelope does not know (a blob's size never changes either).
+    done = _git(top, "ls-tree", "-r", "-z", "--full-tree", sha)
     if done.returncode != 0:
         raise SourceError(
             codes.SOURCE_UNREADABLE,
             f"repository {top} (ref {ref!r} = {sha}): git ls-tree failed: "
             f"{_git_stderr(done)}. Fix: check the repository with git fsck.",
         )
+    listing = []
+    for record in done.stdout.split(b"\0"):
+        if record:
+            meta, _, raw = record.partition(b"\t")
+            mode, kind, oid = meta.decode("ascii").split()
+            listing.append((mode, kind, oid, raw))
+    sizes = _known_sizes(previous)
+    sizes.update(
+        _blob_sizes(top, {oid for _, kind, oid, _ in listing if kind == "blob"} - set(sizes))
+    )
     # path -> (raw path, object id, size, skip reason, skip detail)
     rows: dict[str, tuple[bytes, str, int, str | None, str | None]] = {}
     to_read: list[str] = []
-    for record in done.stdout.split(b"\0"):
-        if not record:
-            continue
-        meta, _, raw = record.partition(b"\t")
-        mode, _type, oid, size_text = meta.decode("ascii").split()
-        size = int(size_text) if size_text.isdigit() else 0
+    for mode, _kind, oid, raw in listing:
+        size = sizes.get(oid, 0)  # 0 for a submodule's commit or a missing object
         path, unusable = _decode_path(raw)
         if path in rows:
             continue  # two undecodable names collapsed to one text: keep the first

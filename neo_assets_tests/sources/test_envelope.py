@@ -616,3 +616,74 @@ def test_read_texts_names_a_blob_gone_from_the_object_store(tmp_path: Path) -> N
     with pytest.raises(SourceError) as err:
         next(texts)
     assert err.value.code == codes.SOURCE_UNREADABLE and blob_b in str(err.value)
+
+
+# --------------------------------------------------------------------------- sizes
+def _asking(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
+    import neo_assets.sources.envelope as envelope_mod
+
+    asked: list[set[str]] = []
+    original = envelope_mod._blob_sizes
+
+    def recording(top: str, oids: set[str]) -> dict[str, int]:
+        asked.append(set(oids))
+        return original(top, oids)
+
+    monkeypatch.setattr(envelope_mod, "_blob_sizes", recording)
+    return asked
+
+
+def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blobs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a.py", "A = 1\n")
+    repo.write("big.txt", "x" * (CAP + 1))
+    repo.write("empty.txt", "")
+    repo.write("vendor/v.js", "var v;\n")
+    repo.symlink("link", "a.py")
+    repo.commit("first", when=T1)
+    asked = _asking(monkeypatch)
+    first = build_envelope(repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP)
+    assert first.entry("big.txt").skip_reason == codes.SKIP_TOO_LARGE
+    assert first.entry("big.txt").size == CAP + 1 and first.entry("link").size == len("a.py")
+
+    repo.write("a.py", "A = 2  # longer\n")
+    repo.write("c.py", "C = 3\n")
+    repo.commit("second", when=T2)
+    asked.clear()
+    again = build_envelope(
+        repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=first
+    )
+    assert asked == [{again.entry("a.py").blob, again.entry("c.py").blob}]
+    fresh = build_envelope(repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP)
+    assert again == fresh  # sizes, verdicts and times as if nothing were known
+
+    asked.clear()
+    same = build_envelope(
+        repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=again
+    )
+    assert asked == [set()] and same == again
+
+
+def test_a_blob_missing_then_restored_gets_its_real_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a.py", "A = 1\n")
+    repo.write("b.py", "B = 22\n")
+    repo.commit("two", when=T1)
+    blob_b = repo.git("rev-parse", "HEAD:b.py").strip()
+    obj = repo.path / ".git" / "objects" / blob_b[:2] / blob_b[2:]
+    saved = obj.read_bytes()
+    obj.chmod(0o644)
+    obj.unlink()
+    broken = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
+    entry = broken.entry("b.py")
+    assert (entry.size, entry.skip_reason) == (0, codes.SKIP_UNREADABLE)
+
+    obj.write_bytes(saved)  # fetched again
+    asked = _asking(monkeypatch)
+    mended = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP, previous=broken)
+    assert asked == [{blob_b}]  # the recorded 0 was not a size
+    assert (mended.entry("b.py").size, mended.entry("b.py").yielded) == (len("B = 22\n"), True)
