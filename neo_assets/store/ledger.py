@@ -223,8 +223,10 @@ class Ledger:
                     t.envelope_paths.c.tenant_id == tenant_id,
                     t.envelope_paths.c.repo_slug == repo_slug,
                 )
-            ).mappings()
-            return {**dict(head), "paths": [dict(p) for p in paths]}
+            )
+            # Plain rows zipped with the keys: a third of the cost of a mapping per row.
+            keys = list(paths.keys())
+            return {**dict(head), "paths": [dict(zip(keys, p, strict=True)) for p in paths]}
 
     # ------------------------------------------------------------------ declared generation
     def record_generation(
