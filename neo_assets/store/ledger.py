@@ -5,8 +5,10 @@ decision can be acted on. Records are read back as plain data; a torn or unreada
 value reads as None ("unobserved"), never as a smaller or default value.
 """
 
+import contextlib
+import fcntl
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,13 +43,45 @@ def _engine(url: str) -> Engine:
     return sa.create_engine(url, pool_pre_ping=True)
 
 
+# Any constant shared by every process of the project: the key of the advisory lock its
+# migrations take on Postgres.
+_MIGRATION_LOCK_KEY = 0x6E656F5F6C6467  # "neo_ldg"
+
+
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest alembic revision (idempotent)."""
+    """Bring the schema to the newest alembic revision (idempotent).
+
+    Processes opening a new ledger at once (the webserver, the daemon and a
+    ``neo-assets sweep`` started together) would otherwise all run the migrations, and all
+    but one fail creating tables that now exist. So one migrates while the others wait,
+    then find the schema at head and do nothing: on Postgres under a transaction-scoped
+    advisory lock, on a SQLite file under an exclusive lock on a file beside it."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
-    with engine.begin() as conn:
+    with _sqlite_file_lock(engine), engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(
+                sa.text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY}
+            )
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, "head")
+
+
+@contextlib.contextmanager
+def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
+    """An exclusive lock on ``<ledger file>.migrate-lock`` (kept, empty) while migrating.
+    pysqlite runs DDL outside a transaction, so SQLite's own locks do not serialize two
+    migrations; a memory database is private to its process and needs none."""
+    database = engine.url.database
+    if engine.url.get_backend_name() != "sqlite" or not database or database == ":memory:":
+        yield
+        return
+    with open(f"{database}.migrate-lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _loads(raw: str | None) -> Any:

@@ -24,6 +24,7 @@ from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.services import PostgresServer, chroma_server_or_skip, postgres_or_skip
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 from neo_assets_tests.test_concurrency import (
+    assert_opened_at_once_and_migrated,
     check_store_against_rules,
     migration_head,
     run_mutex_workers,
@@ -305,3 +306,8 @@ def test_concurrent_sweeps_in_separate_processes_never_write_twice(
         assert pool.slot_count == 2 and pool.active_slot_count == 0
     finally:
         instance.dispose()
+
+
+def test_processes_opening_a_fresh_ledger_at_once_all_find_it_migrated(pg: PostgresServer) -> None:
+    for _ in range(3):  # without the advisory lock the first trial already failed
+        assert_opened_at_once_and_migrated(pg.create_database())
