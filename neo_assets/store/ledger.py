@@ -118,8 +118,21 @@ class Ledger:
         self.engine.dispose()
 
     # ------------------------------------------------------------------ config versions
-    def config_version(self, tenant_id: str, digest: str, now: float) -> int:
-        """The tenant's configVersion for ``digest``: 1 at first, +1 on every change."""
+    def config_version(self, tenant_id: str, digest: str, now: float, *, tries: int = 20) -> int:
+        """The tenant's configVersion for ``digest``: 1 at first, +1 on every change.
+
+        Sweeps of the tenant's repos in other processes may record the next version at the
+        same moment: the loser's insert hits the (tenant, version) key, and it reads again
+        (the winner's version when the digest is the same, the one after it when not)."""
+        for attempt in range(tries):
+            try:
+                return self._record_config_version(tenant_id, digest, now)
+            except sa.exc.IntegrityError:
+                if attempt == tries - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _record_config_version(self, tenant_id: str, digest: str, now: float) -> int:
         with self.engine.begin() as conn:
             latest = conn.execute(
                 sa.select(t.tenant_config_versions.c.version, t.tenant_config_versions.c.digest)

@@ -1,5 +1,7 @@
 """The ledger on a real SQLite file: migrations, versions, generations, fences, state."""
 
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import sqlalchemy as sa
@@ -140,3 +142,42 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert version == "0005"
     finally:
         ledger.dispose()
+
+
+def config_versions_at_once(url: str, digests: list[str]) -> list[int]:
+    """One thread per digest, each with its own ledger (engine), asks for its configVersion
+    at the same instant; the versions they got, in order."""
+    ledgers = [Ledger.open(url) for _ in digests]
+    start = threading.Barrier(len(digests))
+    got: list[int | BaseException] = [0] * len(digests)
+
+    def ask(i: int) -> None:
+        start.wait()
+        try:
+            got[i] = ledgers[i].config_version("acme", digests[i], now=1.0 + i)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            got[i] = exc
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(digests))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for ledger in ledgers:
+        ledger.dispose()
+    errors = [g for g in got if isinstance(g, BaseException)]
+    assert not errors, errors
+    return [int(g) for g in got]  # type: ignore[arg-type]
+
+
+def check_config_versions_at_once(url_for: Callable[[int], str]) -> None:
+    for trial in range(5):
+        # The same new config seen by many sweeps at once: one version for all of them.
+        assert set(config_versions_at_once(url_for(2 * trial), ["d1"] * 6)) == {1}
+        # Different configs at once: each its own version, none lost, none twice.
+        got = config_versions_at_once(url_for(2 * trial + 1), [f"d{i}" for i in range(6)])
+        assert sorted(got) == [1, 2, 3, 4, 5, 6]
+
+
+def test_config_versions_asked_at_once_are_one_per_digest_on_sqlite(tmp_path: Path) -> None:
+    check_config_versions_at_once(lambda n: f"sqlite:///{tmp_path / f'ledger{n}.sqlite'}")

@@ -22,6 +22,7 @@ from neo_assets.store.chroma_store import open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.services import PostgresServer, chroma_server_or_skip, postgres_or_skip
+from neo_assets_tests.store.test_ledger import check_config_versions_at_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 from neo_assets_tests.test_concurrency import (
     assert_opened_at_once_and_migrated,
@@ -311,3 +312,7 @@ def test_concurrent_sweeps_in_separate_processes_never_write_twice(
 def test_processes_opening_a_fresh_ledger_at_once_all_find_it_migrated(pg: PostgresServer) -> None:
     for _ in range(3):  # without the advisory lock the first trial already failed
         assert_opened_at_once_and_migrated(pg.create_database())
+
+
+def test_config_versions_asked_at_once_are_one_per_digest_on_postgres(pg: PostgresServer) -> None:
+    check_config_versions_at_once(lambda _n: pg.create_database())
