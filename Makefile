@@ -37,4 +37,4 @@ dev: $(STAMP)
 
 # The long profile of the invariant simulation (hundreds of examples; see docs/reliability.md).
 soak: $(STAMP)
-	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest neo_assets_tests/drills/test_simulation.py -s -o timeout=0
+	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest neo_assets_tests/drills/test_simulation.py -s -o timeout=0 -o faulthandler_timeout=0
