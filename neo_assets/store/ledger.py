@@ -124,13 +124,10 @@ class Ledger:
         Sweeps of the tenant's repos in other processes may record the next version at the
         same moment: the loser's insert hits the (tenant, version) key, and it reads again
         (the winner's version when the digest is the same, the one after it when not)."""
-        for attempt in range(tries):
-            try:
+        for _ in range(tries - 1):
+            with contextlib.suppress(sa.exc.IntegrityError):
                 return self._record_config_version(tenant_id, digest, now)
-            except sa.exc.IntegrityError:
-                if attempt == tries - 1:
-                    raise
-        raise AssertionError("unreachable")
+        return self._record_config_version(tenant_id, digest, now)  # the last try raises
 
     def _record_config_version(self, tenant_id: str, digest: str, now: float) -> int:
         with self.engine.begin() as conn:
