@@ -30,7 +30,7 @@ from neo_assets.health.evidence import VectorEvidenceRecorder
 from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.settings import Settings
 from neo_assets.sources.envelope import Envelope, FileEntry, build_envelope, read_texts
-from neo_assets.sources.parsers.neo_code import chunk_file
+from neo_assets.sources.parse_helper import ParseIdentity, parse_files
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
@@ -191,31 +191,28 @@ def _parse(
     ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
 ) -> list[dict[str, Any]]:
     blob_of = {e.path: e.blob for e in env.entries}
-    rows: list[dict[str, Any]] = []
-    for path, text in read_texts(env, paths):
-        for ch in chunk_file(
-            ctx.tenant_id,
-            ctx.repo_slug,
-            path,
-            text,
-            ctx.repo.parser.id,
-            ctx.repo.parser.version,
-            max_chunk_chars=settings.max_chunk_chars,
-            window_lines=settings.window_lines,
-        ):
-            rows.append(
-                {
-                    "chunk_id": ch.chunk_id,
-                    "source_path": ch.source_path,
-                    "kind": ch.kind,
-                    "name": ch.name,
-                    "start_line": ch.start_line,
-                    "end_line": ch.end_line,
-                    "content": ch.content,
-                    "blob": blob_of.get(path),
-                }
-            )
-    return rows
+    identity = ParseIdentity(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        ctx.repo.parser.id,
+        ctx.repo.parser.version,
+        settings.max_chunk_chars,
+        settings.window_lines,
+    )
+    rows, _helped = parse_files(identity, read_texts(env, paths), len(paths))
+    return [
+        {
+            "chunk_id": chunk_id,
+            "source_path": path,
+            "kind": kind,
+            "name": name,
+            "start_line": start,
+            "end_line": end,
+            "content": content,
+            "blob": blob_of.get(path),
+        }
+        for chunk_id, path, kind, name, start, end, content in rows
+    ]
 
 
 def chunk_step(

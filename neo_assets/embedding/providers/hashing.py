@@ -5,13 +5,18 @@ byte 3-grams, each hashed to a signed bucket. Near-identical code shares most fe
 and so lands near; the vector is L2-normalised so cosine distance behaves.
 """
 
+import asyncio
 import re
 import zlib
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
+
+if TYPE_CHECKING:
+    from neo_assets.embedding.providers.hashing_worker import HashingWorker
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -52,22 +57,63 @@ def hash_embed(text: str, dimensions: int) -> np.ndarray:
     return (vec / norm).astype(np.float32)
 
 
+def embed_texts(texts: Sequence[str], dimensions: int) -> np.ndarray:
+    """``hash_embed`` of each text, stacked (shape ``(len(texts), dimensions)``)."""
+    if not texts:
+        return np.zeros((0, dimensions), dtype=np.float32)
+    return np.vstack([hash_embed(t, dimensions) for t in texts])
+
+
+# A call with at least this many texts starts the helper process (and later calls use it
+# once it is up): a first sweep's 512-text batches then hash on the other core while the
+# previous batch is written. Smaller work (a one-file commit, tests) never pays ~0.3 s of
+# helper start-up.
+OFFLOAD_MIN_TEXTS = 256
+
+
 class HashingProvider:
     """Deterministic, offline, 384-d by default."""
 
     name = "hashing"
 
-    def __init__(self, dimensions: int = 384, model: str = "neo-hashing-v1") -> None:
+    def __init__(
+        self,
+        dimensions: int = 384,
+        model: str = "neo-hashing-v1",
+        *,
+        offload_min_texts: int | None = OFFLOAD_MIN_TEXTS,
+    ) -> None:
         self.dimensions = dimensions
         self.model = model
+        self.offload_min_texts = offload_min_texts  # None: always hash in-process
+        self._worker: HashingWorker | None = None
+        self.offloaded_texts = 0  # how many texts the helper hashed (observability, tests)
 
     async def embed(
         self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
     ) -> np.ndarray:
         cancel_scope.raise_if_cancelled()
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        return np.vstack([hash_embed(t, self.dimensions) for t in texts])
+        if self.offload_min_texts is None or len(texts) < self.offload_min_texts:
+            return embed_texts(texts, self.dimensions)
+        if self._worker is None:
+            from neo_assets.embedding.providers.hashing_worker import HashingWorker
+
+            # Started now, used from the first call that finds it ready; this call and
+            # any before it is up hash in-process, so nothing waits for it.
+            self._worker = HashingWorker(self.dimensions)
+        if self._worker.broken is None:
+            from neo_assets.helper_process import HelperUnavailable
+
+            try:
+                vectors = await asyncio.to_thread(self._worker.embed, list(texts))
+            except HelperUnavailable:
+                pass
+            else:
+                self.offloaded_texts += len(texts)
+                return vectors
+        return embed_texts(texts, self.dimensions)
 
     async def aclose(self) -> None:
-        return None
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            await asyncio.to_thread(worker.close)

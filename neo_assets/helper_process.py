@@ -1,0 +1,168 @@
+"""A helper process for CPU work that should not share the sweep's GIL.
+
+Chroma's ``add`` holds the GIL for its whole run, and the sweep's own Python work (parsing,
+hashing) would otherwise queue behind it; a second process runs on the other core. A
+helper is a plain ``python -m <module>`` child whose module calls ``serve(handle)``: no
+multiprocessing start method re-imports the parent's ``__main__`` (for a Dagster run
+that is all of Dagster) and no fork copies a threaded process.
+
+A helper can make work faster, never wrong or stuck: ``call`` raises ``HelperUnavailable``
+whenever the caller should do the work in-process itself (still starting, broken, or
+closed), and every caller does. Requests and answers are length-prefixed pickles over the
+child's stdin/stdout (both ends are this package). End of stdin ends the child, so it
+never outlives the process that started it.
+"""
+
+import os
+import pickle
+import select
+import struct
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, BinaryIO
+
+_READY = b"R"
+_OK = b"\x00"
+_ERR = b"\x01"
+_LEN = struct.Struct("!Q")
+
+
+class HelperUnavailable(Exception):
+    """Do the work in-process instead (the message says why)."""
+
+
+def _read_exact(stream: BinaryIO, n: int) -> bytes:
+    chunks = []
+    while n:
+        got = stream.read(n)
+        if not got:
+            raise EOFError("the other side closed the pipe")
+        chunks.append(got)
+        n -= len(got)
+    return b"".join(chunks)
+
+
+def _write_frame(stream: BinaryIO, status: bytes, body: bytes) -> None:
+    stream.write(status + _LEN.pack(len(body)))
+    stream.write(body)
+    stream.flush()
+
+
+def serve(handle: Callable[[Any], Any], stdin: BinaryIO, stdout: BinaryIO) -> None:
+    """The child's loop: one answer per request, in order, until stdin ends."""
+    stdout.write(_READY)
+    stdout.flush()
+    while True:
+        try:
+            (size,) = _LEN.unpack(_read_exact(stdin, _LEN.size))
+            request = pickle.loads(_read_exact(stdin, size))
+        except EOFError:
+            return
+        try:
+            body = pickle.dumps(handle(request), protocol=pickle.HIGHEST_PROTOCOL)
+            _write_frame(stdout, _OK, body)
+        except Exception as exc:  # noqa: BLE001 - reported to the parent, which falls back
+            _write_frame(stdout, _ERR, f"{type(exc).__name__}: {exc}".encode())
+
+
+class HelperProcess:
+    """One child running ``python -m module *args``, started without waiting for it.
+    Thread-safe, one request at a time."""
+
+    def __init__(self, module: str, *args: str) -> None:
+        self._lock = threading.Lock()
+        self._ready = False
+        self._broken: str | None = None
+        package_root = Path(__file__).resolve().parents[1]
+        existing = os.environ.get("PYTHONPATH")
+        path = f"{package_root}{os.pathsep}{existing}" if existing else str(package_root)
+        self._proc = subprocess.Popen(  # noqa: S603 - our own module, fixed arguments
+            [sys.executable, "-m", module, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            cwd=package_root,
+            env={**os.environ, "PYTHONPATH": path},
+        )
+
+    @property
+    def broken(self) -> str | None:
+        return self._broken
+
+    @property
+    def pid(self) -> int:
+        return self._proc.pid
+
+    def _check_ready(self, wait_s: float) -> bool:
+        if self._ready:
+            return True
+        assert self._proc.stdout is not None
+        readable, _, _ = select.select([self._proc.stdout], [], [], wait_s)
+        if not readable:
+            if self._proc.poll() is not None:
+                self._broken = f"helper exited with {self._proc.returncode} before it was ready"
+            return False
+        if self._proc.stdout.read(1) != _READY:
+            self._broken = "helper did not start"
+            return False
+        self._ready = True
+        return True
+
+    def call(self, request: Any, *, wait_ready_s: float = 0.0) -> Any:
+        """The child's answer to ``request``. Waits up to ``wait_ready_s`` for a child that
+        is still starting; HelperUnavailable when it is not there to answer."""
+        with self._lock:
+            if self._broken is not None or not self._check_ready(wait_ready_s):
+                raise HelperUnavailable(self._broken or "starting")
+            assert self._proc.stdin is not None and self._proc.stdout is not None
+            try:
+                payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+                self._proc.stdin.write(_LEN.pack(len(payload)))
+                self._proc.stdin.write(payload)
+                self._proc.stdin.flush()
+                status = _read_exact(self._proc.stdout, 1)
+                (size,) = _LEN.unpack(_read_exact(self._proc.stdout, _LEN.size))
+                body = _read_exact(self._proc.stdout, size)
+            except (OSError, EOFError, ValueError) as exc:
+                self._broken = f"helper pipe failed: {exc}"
+                self._kill()
+                raise HelperUnavailable(self._broken) from exc
+            if status != _OK:
+                raise HelperUnavailable(body.decode(errors="replace"))
+            try:
+                return pickle.loads(body)
+            except Exception as exc:  # noqa: BLE001 - a garbled answer: stop using it
+                self._broken = f"helper answer unreadable: {exc}"
+                self._kill()
+                raise HelperUnavailable(self._broken) from exc
+
+    def close(self) -> None:
+        """End the child: close its stdin (it exits on EOF), kill it if it lingers."""
+        self._broken = self._broken or "closed"
+        try:
+            if self._proc.stdin is not None:
+                self._proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self._proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._kill()
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+
+    def _kill(self) -> None:
+        try:
+            self._proc.kill()
+            self._proc.wait(timeout=5)
+        except (OSError, subprocess.TimeoutExpired):
+            pass
+
+    def __enter__(self) -> "HelperProcess":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
