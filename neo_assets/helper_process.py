@@ -105,19 +105,34 @@ class HelperProcess:
             if self._proc.poll() is not None:
                 self._broken = f"helper exited with {self._proc.returncode} before it was ready"
             return False
-        if self._proc.stdout.read(1) != _READY:
-            self._broken = "helper did not start"
+        first = self._proc.stdout.read(1)
+        if first != _READY:
+            if not first:  # end of its output: it exited (e.g. an import failed)
+                try:
+                    code = self._proc.wait(timeout=5)
+                    self._broken = f"helper exited with {code} before it was ready"
+                except subprocess.TimeoutExpired:
+                    self._broken = "helper closed its output before it was ready"
+            else:
+                self._broken = f"helper did not start (it wrote {first!r})"
+            self._kill()
             return False
         self._ready = True
         return True
 
-    def call(self, request: Any, *, wait_ready_s: float = 0.0) -> Any:
+    def call(self, request: Any, *, answer_within_s: float, wait_ready_s: float = 0.0) -> Any:
         """The child's answer to ``request``. Waits up to ``wait_ready_s`` for a child that
-        is still starting; HelperUnavailable when it is not there to answer."""
+        is still starting; HelperUnavailable when it is not there to answer. A child that
+        has not answered within ``answer_within_s`` is killed (so the work is done
+        in-process, never waited on forever: a hung helper must not look like a slow
+        provider, whose timeouts are evidence against the inputs)."""
         with self._lock:
             if self._broken is not None or not self._check_ready(wait_ready_s):
                 raise HelperUnavailable(self._broken or "starting")
             assert self._proc.stdin is not None and self._proc.stdout is not None
+            overdue = threading.Timer(answer_within_s, self._overdue, args=(answer_within_s,))
+            overdue.daemon = True
+            overdue.start()
             try:
                 payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
                 self._proc.stdin.write(_LEN.pack(len(payload)))
@@ -127,9 +142,11 @@ class HelperProcess:
                 (size,) = _LEN.unpack(_read_exact(self._proc.stdout, _LEN.size))
                 body = _read_exact(self._proc.stdout, size)
             except (OSError, EOFError, ValueError) as exc:
-                self._broken = f"helper pipe failed: {exc}"
+                self._broken = self._broken or f"helper pipe failed: {exc}"
                 self._kill()
                 raise HelperUnavailable(self._broken) from exc
+            finally:
+                overdue.cancel()
             if status != _OK:
                 raise HelperUnavailable(body.decode(errors="replace"))
             try:
@@ -138,6 +155,10 @@ class HelperProcess:
                 self._broken = f"helper answer unreadable: {exc}"
                 self._kill()
                 raise HelperUnavailable(self._broken) from exc
+
+    def _overdue(self, seconds: float) -> None:
+        self._broken = f"helper did not answer within {seconds:g} s"
+        self._kill()
 
     def close(self) -> None:
         """End the child: close its stdin (it exits on EOF), kill it if it lingers."""

@@ -1,0 +1,25 @@
+"""A helper process for tests of ``neo_assets.helper_process``: it echoes, sleeps, raises
+or dies on request."""
+
+import os
+import sys
+import time
+from typing import Any
+
+from neo_assets.helper_process import serve
+
+
+def _handle(request: tuple[str, Any]) -> Any:
+    verb, arg = request
+    if verb == "sleep":
+        time.sleep(arg)
+        return "woke"
+    if verb == "raise":
+        raise RuntimeError(arg)
+    if verb == "exit":
+        os._exit(arg)
+    return arg
+
+
+if __name__ == "__main__":
+    serve(_handle, sys.stdin.buffer, sys.stdout.buffer)

@@ -1,0 +1,58 @@
+"""Helper processes: answers in order, and every way a helper can fail ends in
+HelperUnavailable (do it in-process), never in a hang or a wrong answer."""
+
+import time
+
+import pytest
+
+from neo_assets.helper_process import HelperProcess, HelperUnavailable
+
+ECHO = "neo_assets_tests.fakes.echo_helper"
+
+
+def test_answers_come_back_in_order_and_intact() -> None:
+    with HelperProcess(ECHO) as helper:
+        payload = {"rows": [("a" * 1000, i, 1.5) for i in range(2000)]}  # > a pipe buffer
+        assert helper.call(("echo", payload), wait_ready_s=30, answer_within_s=30) == payload
+        assert helper.call(("echo", 7), answer_within_s=30) == 7
+
+
+def test_a_helper_still_starting_is_unavailable_at_once() -> None:
+    with HelperProcess(ECHO) as helper:
+        with pytest.raises(HelperUnavailable, match="starting"):
+            helper.call(("echo", 1), answer_within_s=30)  # no wait: it is not up yet
+        assert helper.broken is None  # only not ready: usable later
+        assert helper.call(("echo", 1), wait_ready_s=30, answer_within_s=30) == 1
+
+
+def test_an_error_in_the_handler_is_reported_and_the_helper_stays_usable() -> None:
+    with HelperProcess(ECHO) as helper:
+        with pytest.raises(HelperUnavailable, match="RuntimeError: bad input"):
+            helper.call(("raise", "bad input"), wait_ready_s=30, answer_within_s=30)
+        assert helper.call(("echo", "ok"), answer_within_s=30) == "ok"
+
+
+def test_a_helper_that_does_not_answer_in_time_is_killed_not_waited_on() -> None:
+    with HelperProcess(ECHO) as helper:
+        helper.call(("echo", 0), wait_ready_s=30, answer_within_s=30)
+        started = time.monotonic()
+        with pytest.raises(HelperUnavailable, match="did not answer within 0.5 s"):
+            helper.call(("sleep", 60), answer_within_s=0.5)
+        assert time.monotonic() - started < 30
+        assert helper._proc.poll() is not None
+        with pytest.raises(HelperUnavailable, match="did not answer"):
+            helper.call(("echo", 1), answer_within_s=30)  # broken stays broken
+
+
+def test_a_helper_that_dies_mid_request_is_unavailable() -> None:
+    with HelperProcess(ECHO) as helper:
+        helper.call(("echo", 0), wait_ready_s=30, answer_within_s=30)
+        with pytest.raises(HelperUnavailable, match="pipe failed"):
+            helper.call(("exit", 3), answer_within_s=30)
+        assert helper.broken is not None
+
+
+def test_a_helper_that_cannot_start_is_broken_with_its_exit_code() -> None:
+    with HelperProcess("neo_assets_tests.fakes.no_such_helper") as helper:
+        with pytest.raises(HelperUnavailable, match="exited with 1 before it was ready"):
+            helper.call(("echo", 0), wait_ready_s=30, answer_within_s=30)
