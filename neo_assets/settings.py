@@ -59,6 +59,11 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, ge=1)
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
+    # A sweep with at least MIN files to parse parses and declares them in waves of FILES
+    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py).
+    parse_waves: bool = True
+    parse_wave_min_files: int = Field(200, ge=1)
+    parse_wave_files: int = Field(200, ge=1)
 
     # --- scheduling
     default_cadence_minutes: int = Field(30, ge=1)

@@ -42,6 +42,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.status import build_status
+from neo_assets.sweep.chunk_waves import ChunkWaves, pipelined
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
@@ -53,6 +54,7 @@ from neo_assets.sweep.steps import (
     embed_step,
     envelope_step,
     failure_recorded,
+    plan_chunks,
 )
 from neo_assets.sweep.sweep_lease import SweepLease, lease_metadata, skipped_result
 
@@ -256,15 +258,28 @@ def sweep_repo(
             yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
             return
         mark = time.perf_counter()
+        waves: ChunkWaves | None = None
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-            chunks = chunk_step(ctx, cfg, book, envelope, time.time())
+            plan = plan_chunks(ctx, cfg, book, envelope)
+            if pipelined(plan, cfg):
+                # Many files to parse: they are parsed and declared wave by wave while the
+                # lane embeds and writes the earlier waves (sweep/chunk_waves.py).
+                waves = ChunkWaves(ctx, cfg, book, envelope, plan, time.time(), guard=lease.check)
+                chunks = waves.kept_frame()
+            else:
+                chunks = chunk_step(ctx, cfg, book, envelope, time.time(), plan=plan)
         stage_s["chunks_s"] = time.perf_counter() - mark
-        yield dg.MaterializeResult(
-            asset_key="chunk_generation", metadata=chunks_metadata(ctx, envelope.revision, chunks)
-        )
+        if waves is None:
+            yield dg.MaterializeResult(
+                asset_key="chunk_generation",
+                metadata=chunks_metadata(ctx, envelope.revision, chunks),
+            )
 
+        unmaterialized = SWEEP_ASSETS[1:] if waves is not None else SWEEP_ASSETS[2:]
         if not lease.held:
-            yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[2:])
+            if waves is not None:
+                waves.close()
+            yield from _lost(context, ctx, lease.info, unmaterialized)
             return
         started = time.monotonic()
         with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED):
@@ -281,18 +296,29 @@ def sweep_repo(
                         progress=_progress_logger(context, ctx, started),
                         guard=lease.check,
                     ),
+                    waves=waves,
                 )
             except SweepAborted as aborted:
                 # An upstream abort (Ctrl-C, a run terminated from the UI): record the
                 # sweep as the lane left it (deferred, cause aborted), then end the run.
                 census_step(ctx, cfg, book, envelope, aborted.summary, time.time())
                 raise aborted.interrupt from None
+            finally:
+                if waves is not None:
+                    waves.close()
         del chunks  # the declared generation is in the ledger; the census needs no frame
         summary["seconds"] = time.monotonic() - started
         stage_s["embed_s"] = summary["seconds"]
         if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
-            yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[2:])
+            yield from _lost(context, ctx, lease.info, unmaterialized)
             return
+        if waves is not None:
+            # Its stage ended inside the lane's run (the last wave declared): reported now,
+            # before the embeddings it fed.
+            yield dg.MaterializeResult(
+                asset_key="chunk_generation",
+                metadata=chunks_metadata(ctx, envelope.revision, waves.frame()),
+            )
         counts = summary.get("counts", {})
         yield dg.MaterializeResult(
             asset_key="kb_embeddings", metadata=embeddings_metadata(ctx, summary)

@@ -76,7 +76,10 @@ def parse_files(
         def ask() -> None:
             try:
                 box["rows"] = helper.call(
-                    (astuple(identity), files[split:]), wait_ready_s=READY_WAIT_S
+                    (astuple(identity), files[split:]),
+                    wait_ready_s=READY_WAIT_S,
+                    # ~0.3 ms a file here; far more means the helper is stuck, not busy.
+                    answer_within_s=10.0 + 0.02 * (len(files) - split),
                 )
             except HelperUnavailable:
                 pass  # parsed here below
@@ -89,6 +92,33 @@ def parse_files(
     if second is None:
         return first + parse_rows(identity, files[split:]), False
     return first + second, True
+
+
+class Parser:
+    """Parses batch after batch of files in one helper process, started at once and used
+    from the first batch (waiting up to ``READY_WAIT_S`` for it); a batch the helper
+    cannot take is parsed here. Close it."""
+
+    def __init__(self, identity: ParseIdentity) -> None:
+        self.identity = identity
+        self.helper = HelperProcess(__name__)
+
+    def parse(self, files: list[tuple[str, str]]) -> tuple[list[Row], bool]:
+        """The rows of ``files``, and whether the helper parsed them."""
+        if self.helper.broken is None:
+            try:
+                rows = self.helper.call(
+                    (astuple(self.identity), files),
+                    wait_ready_s=READY_WAIT_S,
+                    answer_within_s=10.0 + 0.02 * len(files),
+                )
+                return rows, True
+            except HelperUnavailable:
+                pass
+        return parse_rows(self.identity, files), False
+
+    def close(self) -> None:
+        self.helper.close()
 
 
 def _handle(request: tuple[tuple[Any, ...], list[tuple[str, str]]]) -> list[Row]:

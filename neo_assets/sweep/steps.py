@@ -7,7 +7,7 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,7 +30,7 @@ from neo_assets.health.evidence import VectorEvidenceRecorder
 from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.settings import Settings
 from neo_assets.sources.envelope import Envelope, FileEntry, build_envelope, read_texts
-from neo_assets.sources.parse_helper import ParseIdentity, parse_files
+from neo_assets.sources.parse_helper import ParseIdentity, Row, parse_files
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
@@ -187,11 +187,8 @@ def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
     return f"{parser.id}@{parser.version}:{settings.max_chunk_chars}:{settings.window_lines}"
 
 
-def _parse(
-    ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
-) -> list[dict[str, Any]]:
-    blob_of = {e.path: e.blob for e in env.entries}
-    identity = ParseIdentity(
+def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
+    return ParseIdentity(
         ctx.tenant_id,
         ctx.repo_slug,
         ctx.repo.parser.id,
@@ -199,7 +196,9 @@ def _parse(
         settings.max_chunk_chars,
         settings.window_lines,
     )
-    rows, _helped = parse_files(identity, read_texts(env, paths), len(paths))
+
+
+def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str, Any]]:
     return [
         {
             "chunk_id": chunk_id,
@@ -215,18 +214,45 @@ def _parse(
     ]
 
 
-def chunk_step(
-    ctx: RepoContext,
-    settings: Settings,
-    ledger: Ledger,
-    envelope: EnvelopeResult,
-    now: float,
-) -> pd.DataFrame:
-    """Record the declared generation (path -> chunk ids), parsing only what changed.
+def _parse(
+    ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
+) -> list[dict[str, Any]]:
+    blob_of = {e.path: e.blob for e in env.entries}
+    identity = parse_identity(ctx, settings)
+    rows, _helped = parse_files(identity, read_texts(env, paths), len(paths))
+    return parsed_row_dicts(rows, blob_of)
 
-    A yielded path whose blob and chunking identity are those of the recorded generation
-    keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
-    every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
+
+@dataclass
+class ChunkPlan:
+    """What the chunk stage must do: which yielded paths keep their recorded chunks (same
+    blob, same chunking identity) and which are parsed."""
+
+    chunking: str
+    previous: dict[str, Any] | None
+    recorded: dict[str, list[DeclaredChunk]]
+    reused: dict[str, list[DeclaredChunk]]
+    to_parse: list[str]
+    blob_of: dict[str, str]
+
+    @property
+    def kept(self) -> list[DeclaredChunk]:
+        return [dc for chunks in self.reused.values() for dc in chunks]
+
+    @property
+    def full(self) -> bool:
+        """No usable recorded generation: the whole generation is declared anew."""
+        return not self.recorded
+
+    @property
+    def replaced(self) -> set[str]:
+        """Recorded paths whose chunks are rewritten (changed) or dropped (gone)."""
+        return set(self.recorded) - set(self.reused)
+
+
+def plan_chunks(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, envelope: EnvelopeResult
+) -> ChunkPlan:
     env = envelope.listing
     yielded = env.yielded_paths()
     blob_of = {e.path: e.blob for e in env.entries if e.yielded}
@@ -241,30 +267,27 @@ def chunk_step(
         for p in yielded
         if p in recorded and all(dc.blob == blob_of[p] for dc in recorded[p])
     }
-    to_parse = [p for p in yielded if p not in reused]
-    parsed = _parse(ctx, settings, env, to_parse)
-    kept = [dc for p in yielded if p in reused for dc in reused[p]]
-    if not kept:
-        chunks = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
-    elif not parsed:
-        chunks = _reused_frame(kept)
-    else:
-        fresh = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
-        chunks = pd.concat([fresh, _reused_frame(kept)], ignore_index=True)
-    full = not recorded
-    replaced = set(recorded) - set(reused)
-    unchanged = (
-        not full
-        and not replaced
-        and not parsed
-        and previous is not None
-        and previous["revision"] == envelope.revision
-        and previous["declaration_digest"] == envelope.repo_declaration_digest
+    return ChunkPlan(
+        chunking=chunking,
+        previous=previous,
+        recorded=recorded,
+        reused=reused,
+        to_parse=[p for p in yielded if p not in reused],
+        blob_of=blob_of,
     )
-    chunks.attrs["parsed_paths"] = len(to_parse)
-    chunks.attrs["reused_paths"] = len(reused)
-    if unchanged:
-        return chunks  # the recorded generation is this one: nothing to write
+
+
+def record_parsed(
+    ctx: RepoContext,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    plan: ChunkPlan,
+    parsed: list[dict[str, Any]],
+    replace_paths: set[str] | None,
+    now: float,
+) -> None:
+    """Declare ``parsed`` in the ledger: replacing ``replace_paths``' chunks, or the whole
+    generation when None."""
     ledger.record_generation(
         ctx.tenant_id,
         ctx.repo_slug,
@@ -277,9 +300,52 @@ def chunk_step(
             for r in parsed
         ),
         now=now,
-        chunking=chunking,
-        replace_paths=None if full else replaced,
+        chunking=plan.chunking,
+        replace_paths=replace_paths,
     )
+
+
+def chunks_frame(parsed: list[dict[str, Any]], kept: list[DeclaredChunk]) -> pd.DataFrame:
+    """The generation as one frame: parsed rows (with content), then kept rows (without)."""
+    if not kept:
+        return pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+    if not parsed:
+        return _reused_frame(kept)
+    fresh = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+    return pd.concat([fresh, _reused_frame(kept)], ignore_index=True)
+
+
+def chunk_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    now: float,
+    plan: ChunkPlan | None = None,
+) -> pd.DataFrame:
+    """Record the declared generation (path -> chunk ids), parsing only what changed.
+
+    A yielded path whose blob and chunking identity are those of the recorded generation
+    keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
+    every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
+    if plan is None:
+        plan = plan_chunks(ctx, settings, ledger, envelope)
+    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse)
+    chunks = chunks_frame(parsed, plan.kept)
+    previous = plan.previous
+    unchanged = (
+        not plan.full
+        and not plan.replaced
+        and not parsed
+        and previous is not None
+        and previous["revision"] == envelope.revision
+        and previous["declaration_digest"] == envelope.repo_declaration_digest
+    )
+    chunks.attrs["parsed_paths"] = len(plan.to_parse)
+    chunks.attrs["reused_paths"] = len(plan.reused)
+    if unchanged:
+        return chunks  # the recorded generation is this one: nothing to write
+    record_parsed(ctx, ledger, envelope, plan, parsed, None if plan.full else plan.replaced, now)
     return chunks
 
 
@@ -342,10 +408,14 @@ def embed_step(
     envelope: EnvelopeResult,
     chunks: pd.DataFrame,
     run: EmbedContext,
+    waves: Iterator[pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
     """Embed what the collection lacks at the current generation, minus what is fenced.
 
     Each finished batch is added to Chroma at once, stamped from the declaration.
+    ``waves``, when given, yields more chunk frames (each already declared) while the
+    lane runs: what each lacks joins the lane as it comes, so the parsing of later files
+    overlaps the embedding and writing of earlier ones.
     """
     started = time.perf_counter()
     provider = run.provider
@@ -355,9 +425,31 @@ def embed_step(
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
     items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
+    tally = {"chunks": len(ids), "already_present": len(present)}
 
-    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
+    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0, "waves_s": 0.0}
     timings["present_check_s"] = time.perf_counter() - started
+
+    def next_wave(source: Iterator[pd.DataFrame]) -> list[LaneItem] | None:
+        """The next declared wave's items the collection lacks (None when no more)."""
+        wave_started = time.perf_counter()
+        frame = next(source, None)
+        if frame is None:
+            return None
+        wave_ids = frame["chunk_id"].tolist()
+        wave_present = store.present_ids(wave_ids)
+        tally["chunks"] += len(wave_ids)
+        tally["already_present"] += len(wave_present)
+        rows = _embeddable_by_id(frame[~frame["chunk_id"].isin(wave_present)])
+        by_id.update(rows)
+        timings["waves_s"] += time.perf_counter() - wave_started
+        return [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in rows.items()]
+
+    async def feed(source: Iterator[pd.DataFrame]) -> AsyncIterator[list[LaneItem]]:
+        # In a worker thread: a wave's parse waits on the helper process and its
+        # declaration on the ledger, neither on the lane's event loop.
+        while (wave := await asyncio.to_thread(next_wave, source)) is not None:
+            yield wave
 
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
         if run.guard is not None:
@@ -393,20 +485,34 @@ def embed_step(
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
     frozen = blocking_freeze(ledger, settings.collection_name)
     if frozen is not None:
-        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN.
+        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN. The
+        # waves are still declared: the generation is the declaration's, frozen or not.
         asyncio.run(provider.aclose())
+        if waves is not None:
+            source = iter(waves)
+            while (wave := next_wave(source)) is not None:
+                items.extend(wave)
         summary = frozen_summary(
             [i.chunk_id for i in items], fence_book.fence_records(generation), generation, frozen
         )
     else:
         recorder = VectorEvidenceRecorder(provider)
         summary, interrupt = run_lane_abortably(
-            lambda: _embed(items, recorder, settings, generation, fence_book, write_batch, run),
+            lambda: _embed(
+                items,
+                recorder,
+                settings,
+                generation,
+                fence_book,
+                write_batch,
+                run,
+                None if waves is None else feed(iter(waves)),
+            ),
             run.cancel_scope,
         )
         summary["vectorEvidence"] = recorder.evidence()
         if interrupt is not None:
-            summary["counts"]["already_present"] = len(present)
+            summary["counts"]["already_present"] = tally["already_present"]
             summary["generation"] = generation
             summary["revision"] = envelope.revision
             raise SweepAborted(summary, interrupt)
@@ -424,8 +530,8 @@ def embed_step(
         )
     timings["embed_total_s"] = time.perf_counter() - started
     summary["timings"] = timings
-    summary.setdefault("counts", {})["already_present"] = len(present)
-    summary["counts"]["chunks"] = len(ids)
+    summary.setdefault("counts", {})["already_present"] = tally["already_present"]
+    summary["counts"]["chunks"] = tally["chunks"]
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     return summary
@@ -499,10 +605,12 @@ async def _embed(
     fence_book: LedgerFenceBook,
     write_batch: Callable[[list[LaneItem], np.ndarray], None],
     run: EmbedContext,
+    feed: AsyncIterator[list[LaneItem]] | None = None,
 ) -> dict[str, Any]:
     try:
         return await embed_chunks(
             items,
+            feed=feed,
             provider=provider,
             settings=lane_settings(settings),
             generation=generation,

@@ -100,15 +100,19 @@ def install(point: str, nth: int) -> None:
     elif point == "envelope-recorded":
         _after(Ledger, "record_envelope", point, nth)
     elif point == "parse":
+        from neo_assets.sweep import chunk_waves
+
         real = steps.read_texts
+        due = _counting(nth)  # files read across calls: the serial stage or the waves
 
         def read_texts(*args: Any, **kwargs: Any) -> Iterator[tuple[str, str]]:
-            for count, item in enumerate(real(*args, **kwargs), start=1):
+            for item in real(*args, **kwargs):
                 yield item
-                if count == nth:
+                if due():
                     _die(point)
 
         steps.read_texts = read_texts
+        chunk_waves.read_texts = read_texts
     elif point == "generation-recorded":
         _after(Ledger, "record_generation", point, nth)
     elif point == "mid-write":

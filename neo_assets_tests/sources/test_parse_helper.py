@@ -62,9 +62,11 @@ def test_a_parse_error_in_the_helper_is_raised_here_as_parsing_here_would() -> N
 def test_a_helper_error_answer_is_unavailable_not_a_crash() -> None:
     with HelperProcess("neo_assets.sources.parse_helper") as helper:
         with pytest.raises(HelperUnavailable, match="ValueError"):
-            helper.call((("t", "r", "nope", "1", 6000, 60), _files(2)), wait_ready_s=30)
+            helper.call(
+                (("t", "r", "nope", "1", 6000, 60), _files(2)), wait_ready_s=30, answer_within_s=30
+            )
         # Still usable after an error answer.
         fields = ("t", "r", "neo-code", "1.0.0", 6000, 60)
-        assert helper.call((fields, _files(2)), wait_ready_s=30) == parse_rows(
+        assert helper.call((fields, _files(2)), wait_ready_s=30, answer_within_s=30) == parse_rows(
             ParseIdentity(*fields), _files(2)
         )

@@ -1,0 +1,148 @@
+"""The chunk stage in waves, so parsing overlaps embedding and writing.
+
+A sweep with many files to parse (a first sweep, a parser bump) would otherwise parse
+them all before the first write. Here the files are parsed a wave at a time in the parse
+helper (another process: the sweep's own process is busy inside Chroma's ``add``, which
+holds the GIL), and each wave is declared in the ledger *before* it is handed to the
+lane, so a row is never written before its declaration (reconciliation reads rows, then
+declarations: an undeclared new row would read as stale content).
+
+Between waves the declared generation is partly new: paths not yet reached keep their
+recorded chunks (a changed path: its old declaration, whose rows are still present) or
+have none (a first sweep, or a chunking change, which clears the generation with the
+first wave). A path with no declaration is never a complete replacement, so its old rows
+are kept; a crash between waves leaves exactly what the next sweep needs (paths whose
+recorded blob differs are parsed again).
+"""
+
+from collections.abc import Iterator
+from typing import Any
+
+import pandas as pd
+
+from neo_assets.core import codes
+from neo_assets.settings import Settings
+from neo_assets.sources.envelope import read_texts
+from neo_assets.sources.parse_helper import Parser
+from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.steps import (
+    CHUNK_COLUMNS,
+    ChunkPlan,
+    EnvelopeResult,
+    RepoContext,
+    chunks_frame,
+    parse_identity,
+    parsed_row_dicts,
+    record_parsed,
+)
+
+
+class ChunkingFailed(Exception):
+    """A wave could not be parsed or declared: the sweep fails as a chunk stage would."""
+
+    def __init__(self, message: str, code: str = codes.PARSE_FAILED) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
+    """Waves only pay off with enough to parse (``NEO_PARSE_WAVE_MIN_FILES``, 200: the
+    helper's start-up and a declaration per wave cost more than they save below it)."""
+    return settings.parse_waves and len(plan.to_parse) >= settings.parse_wave_min_files
+
+
+class ChunkWaves:
+    """Iterate to parse and declare the plan's files wave by wave; each item is the
+    declared wave's chunk frame. ``kept_frame`` is what needs no parsing, ``frame`` the
+    whole generation once the waves are done. Close it (or use ``with``)."""
+
+    def __init__(
+        self,
+        ctx: RepoContext,
+        settings: Settings,
+        ledger: Ledger,
+        envelope: EnvelopeResult,
+        plan: ChunkPlan,
+        now: float,
+        *,
+        guard: Any = None,
+    ) -> None:
+        self.ctx = ctx
+        self.ledger = ledger
+        self.envelope = envelope
+        self.plan = plan
+        self.now = now
+        # Small enough that the first write starts early, big enough that a wave's
+        # declaration (one ledger transaction) and presence check stay cheap.
+        self.wave_files = settings.parse_wave_files
+        self.guard = guard  # raises to refuse a declaration (the sweep lease was lost)
+        self.parser = Parser(parse_identity(ctx, settings))
+        self.parsed: list[dict[str, Any]] = []
+        self.waves_declared = 0
+        self.helped_waves = 0
+        self.done = False
+        self.lost = False
+
+    def kept_frame(self) -> pd.DataFrame:
+        return chunks_frame([], self.plan.kept)
+
+    def __iter__(self) -> Iterator[pd.DataFrame]:
+        paths = self.plan.to_parse
+        removed = self.plan.replaced - set(paths)
+        for start in range(0, len(paths), self.wave_files):
+            wave_paths = paths[start : start + self.wave_files]
+            try:
+                rows, helped = self.parser.parse(
+                    list(read_texts(self.envelope.listing, wave_paths))
+                )
+            except Exception as exc:
+                code = getattr(exc, "code", None)
+                raise ChunkingFailed(
+                    f"parsing {len(wave_paths)} file(s) from {wave_paths[0]!r} failed: {exc}",
+                    code if isinstance(code, str) and code.isupper() else codes.PARSE_FAILED,
+                ) from exc
+            parsed = parsed_row_dicts(rows, self.plan.blob_of)
+            if self.guard is not None:
+                try:
+                    self.guard()
+                except Exception:  # noqa: BLE001 - the lease is lost: declare nothing more
+                    self.lost = True
+                    return  # the lane ends with what it has; the caller sees the lease
+            # The first wave of a full generation clears the old one; otherwise each wave
+            # replaces its own paths (and the first also drops the paths that are gone).
+            if self.waves_declared == 0:
+                replace = None if self.plan.full else set(wave_paths) | removed
+            else:
+                replace = set(wave_paths)
+            try:
+                record_parsed(
+                    self.ctx, self.ledger, self.envelope, self.plan, parsed, replace, self.now
+                )
+            except Exception as exc:
+                raise ChunkingFailed(
+                    f"declaring {len(parsed)} chunk(s) of {len(wave_paths)} file(s) in the "
+                    f"ledger failed: {exc}",
+                    codes.STORE_FAILED,
+                ) from exc
+            self.waves_declared += 1
+            self.helped_waves += int(helped)
+            self.parsed.extend(parsed)
+            yield pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+        self.done = True
+
+    def frame(self) -> pd.DataFrame:
+        """The whole generation as the serial chunk stage returns it."""
+        chunks = chunks_frame(self.parsed, self.plan.kept)
+        chunks.attrs["parsed_paths"] = len(self.plan.to_parse)
+        chunks.attrs["reused_paths"] = len(self.plan.reused)
+        chunks.attrs["waves"] = self.waves_declared
+        return chunks
+
+    def close(self) -> None:
+        self.parser.close()
+
+    def __enter__(self) -> "ChunkWaves":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

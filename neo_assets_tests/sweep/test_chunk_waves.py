@@ -1,0 +1,246 @@
+"""The chunk stage in waves: parsing overlaps embedding and writing, and the result is the
+serial stage's, with every row declared before it is written."""
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from neo_assets import runtime
+from neo_assets.core import codes
+from neo_assets.core.outcomes import classify_sweep_outcome
+from neo_assets.embedding.providers.hashing import HashingProvider
+from neo_assets.settings import load_settings
+from neo_assets.sources.parse_helper import Parser
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.sweep.chunk_waves import ChunkingFailed, ChunkWaves, pipelined
+from neo_assets.sweep.steps import (
+    EmbedContext,
+    RepoContext,
+    census_step,
+    chunk_step,
+    embed_step,
+    envelope_step,
+    plan_chunks,
+)
+from neo_assets.tenants import load_tenants
+from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.tenantfiles import repo_entry, write_tenants
+
+FILES = 30
+PER_FILE = 2  # a function and a class
+
+
+def _text(i: int, extra: str = "") -> str:
+    return f"def handler_{i}(x):\n    return x + {i}\n\n\nclass C{i}:\n    pass\n{extra}"
+
+
+@pytest.fixture
+def repo(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    git = GitRepo(tmp_path / "r")
+    for i in range(FILES):
+        git.write(f"pkg/mod_{i:03d}.py", _text(i))
+    git.commit("one", when=1_700_000_000)
+    tenants = write_tenants(tmp_path / "t.yaml", {"acme": [repo_entry("w", git.path)]})
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
+    # Waves of 7 files from 5 files to parse up: 30 files are 5 waves.
+    monkeypatch.setenv("NEO_PARSE_WAVE_MIN_FILES", "5")
+    monkeypatch.setenv("NEO_PARSE_WAVE_FILES", "7")
+    t = load_tenants(tenants).tenants[0]
+    return {"git": git, "ctx": RepoContext(tenant=t, repo=t.repos[0])}
+
+
+def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    store = runtime.get_store(settings)
+    now = time.time()
+    env = envelope_step(ctx, settings, ledger, now)
+    plan = plan_chunks(ctx, settings, ledger, env)
+    run = EmbedContext(provider=HashingProvider())
+    if waves:
+        assert pipelined(plan, settings)
+        with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
+            summary = embed_step(
+                ctx, settings, store, ledger, env, chunk_waves.kept_frame(), run, chunk_waves
+            )
+            chunks = chunk_waves.frame()
+    else:
+        chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
+        summary = embed_step(ctx, settings, store, ledger, env, chunks, run)
+    result = census_step(ctx, settings, ledger, env, summary, now)
+    return {"chunks": chunks, "summary": summary, "result": result}
+
+
+def _declared(ctx: RepoContext) -> set[tuple[str, str, str]]:
+    ledger = runtime.get_ledger(load_settings())
+    return {
+        (dc.chunk_id, dc.source_path, dc.blob)
+        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug)
+    }
+
+
+def _rows(ctx: RepoContext) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]]:
+    store = runtime.get_store(load_settings())
+    rows = store.get_rows(sorted(i for i, _, _ in _declared(ctx)), include_documents=True)
+    return {
+        rid: (
+            r["document"],
+            tuple(sorted((k, v) for k, v in r["metadata"].items() if k != "ingestedAt")),
+        )
+        for rid, r in rows.items()
+    }
+
+
+def _fresh_home(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    runtime.reset_caches()
+    monkeypatch.setenv("NEO_HOME", str(tmp_path / name))
+
+
+def test_waves_declare_and_write_exactly_what_the_serial_stage_does(
+    repo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = repo["ctx"]
+    waved = _sweep(ctx, waves=True)
+    assert waved["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert waved["chunks"].attrs["waves"] == 5
+    declared, rows = _declared(ctx), _rows(ctx)
+
+    _fresh_home(tmp_path, "serial-home", monkeypatch)
+    serial = _sweep(ctx, waves=False)
+    assert serial["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert len(declared) == PER_FILE * FILES
+    assert _declared(ctx) == declared, _declared(ctx) ^ declared
+    assert _rows(ctx) == rows and set(rows) == {i for i, _, _ in declared}
+    for key in ("chunks", "embedded", "already_present"):
+        assert waved["summary"]["counts"][key] == serial["summary"]["counts"][key]
+    assert sorted(waved["chunks"]["chunk_id"]) == sorted(serial["chunks"]["chunk_id"])
+
+
+def test_no_row_is_written_before_its_declaration(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = repo["ctx"]
+    ledger = runtime.get_ledger(load_settings())
+    undeclared_at_write: list[str] = []
+    original = ChromaStore.add
+
+    def checking_add(self, ids, *args, **kwargs):  # noqa: ANN001, ANN202
+        declared = {dc.chunk_id for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug)}
+        undeclared_at_write.extend(i for i in ids if i not in declared)
+        return original(self, ids, *args, **kwargs)
+
+    monkeypatch.setattr(ChromaStore, "add", checking_add)
+    result = _sweep(ctx, waves=True)
+    assert result["summary"]["counts"]["embedded"] == PER_FILE * FILES
+    assert undeclared_at_write == []
+
+
+def test_a_changed_repo_in_waves_replaces_only_what_changed(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx, git = repo["ctx"], repo["git"]
+    _sweep(ctx, waves=True)
+    before = _declared(ctx)
+    # 12 files change (two waves), one is deleted, one is new: 12 + 1 to parse.
+    for i in range(12):
+        git.write(f"pkg/mod_{i:03d}.py", _text(i, f"\n\ndef later_{i}():\n    return {i}\n"))
+    git.remove("pkg/mod_029.py")
+    git.write("pkg/new.py", _text(99))
+    git.commit("change", when=1_700_000_100)
+    second = _sweep(ctx, waves=True)
+    assert second["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    after = _declared(ctx)
+    paths_after = {p for _, p, _ in after}
+    assert "pkg/mod_029.py" not in paths_after and "pkg/new.py" in paths_after
+    unchanged = {f"pkg/mod_{i:03d}.py" for i in range(12, 29)}
+    assert {r for r in after if r[1] in unchanged} == {r for r in before if r[1] in unchanged}
+    # Each changed file adds one chunk (its others are unchanged, so present); new.py two.
+    assert second["summary"]["counts"]["embedded"] == 12 + PER_FILE
+
+
+def test_a_parse_failure_in_a_later_wave_fails_after_declaring_and_writing_the_earlier(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = repo["ctx"]
+    original = Parser.parse
+    calls = [0]
+
+    def failing_third(self, files):  # noqa: ANN001, ANN202
+        calls[0] += 1
+        if calls[0] == 3:
+            raise ValueError("the parser choked")
+        return original(self, files)
+
+    monkeypatch.setattr(Parser, "parse", failing_third)
+    with pytest.raises(ChunkingFailed, match="the parser choked") as failed:
+        _sweep(ctx, waves=True)
+    assert failed.value.code == codes.PARSE_FAILED
+    declared = _declared(ctx)
+    assert {p for _, p, _ in declared} == {f"pkg/mod_{i:03d}.py" for i in range(14)}
+    written = set(_rows(ctx))
+    assert written <= {i for i, _, _ in declared}  # never a row ahead of its declaration
+
+    # The next sweep picks up from there and completes the generation.
+    monkeypatch.setattr(Parser, "parse", original)
+    again = _sweep(ctx, waves=True)
+    assert again["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert len(_declared(ctx)) == PER_FILE * FILES and set(_rows(ctx)) == {
+        i for i, _, _ in _declared(ctx)
+    }
+
+
+def test_a_sweep_cut_between_waves_leaves_what_the_next_sweep_completes(
+    repo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = repo["ctx"]
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    env = envelope_step(ctx, settings, ledger, time.time())
+    plan = plan_chunks(ctx, settings, ledger, env)
+    with ChunkWaves(ctx, settings, ledger, env, plan, time.time()) as waves:
+        source = iter(waves)
+        next(source), next(source)  # two waves declared, then the process "dies"
+    assert len(_declared(ctx)) == PER_FILE * 14
+    result = _sweep(ctx, waves=True)
+    assert result["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert result["chunks"].attrs["parsed_paths"] == FILES - 14  # the declared 14 are kept
+    waved_declared = _declared(ctx)
+
+    _fresh_home(tmp_path, "serial-home", monkeypatch)
+    _sweep(ctx, waves=False)
+    assert _declared(ctx) == waved_declared
+
+
+def test_a_lost_lease_stops_the_waves_without_declaring_more(
+    repo: dict[str, Any],
+) -> None:
+    ctx = repo["ctx"]
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    env = envelope_step(ctx, settings, ledger, time.time())
+    plan = plan_chunks(ctx, settings, ledger, env)
+    checks = [0]
+
+    def guard() -> None:
+        checks[0] += 1
+        if checks[0] > 2:
+            raise RuntimeError("lease lost")
+
+    with ChunkWaves(ctx, settings, ledger, env, plan, time.time(), guard=guard) as waves:
+        summary = embed_step(
+            ctx,
+            settings,
+            runtime.get_store(settings),
+            ledger,
+            env,
+            waves.kept_frame(),
+            EmbedContext(provider=HashingProvider()),
+            waves,
+        )
+    assert waves.lost and waves.waves_declared == 2
+    assert len(_declared(ctx)) == PER_FILE * 14
+    assert summary["counts"]["embedded"] == PER_FILE * 14
+    # The lane ended with what it had; the caller (the asset) sees the lease and stops.
+    assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
