@@ -302,11 +302,13 @@ class _Lane:
         if feed is not None:
             self.feed_open = True
             feeder = asyncio.create_task(self._feed(feed))
+        failing = False
         try:
             await self._drive()
         except _Stop as stop:
             self.stop = stop
         except BaseException:
+            failing = True
             for task in self.inflight:
                 task.cancel()
             writer.cancel()
@@ -317,8 +319,23 @@ class _Lane:
             if self.inflight:
                 await self._abandon_inflight()
             if feeder is not None and not feeder.done():
-                feeder.cancel()  # a stop: no more waves are wanted
-                await asyncio.gather(feeder, return_exceptions=True)
+                if failing:
+                    feeder.cancel()
+                    await asyncio.gather(feeder, return_exceptions=True)
+                else:
+                    # A stop: the feed is taken to its end, never cancelled mid-wave (a
+                    # wave being declared must not land after the sweep). What it still
+                    # yields is admitted, so deferred with the stop's code below. After a
+                    # stop of its own (circuit, refusals, a write error) the whole
+                    # generation is thus declared and accounted for, as with the serial
+                    # chunk stage; after an upstream abort the feed ends at its next wave.
+                    while self.feed_open:
+                        wave = await self.waves.get()
+                        if wave is None:
+                            self.feed_open = False
+                        else:
+                            self._admit(wave)
+                    await feeder
         await self.write_q.put(None)
         await writer
         if self.feed_error is not None:

@@ -447,8 +447,12 @@ def embed_step(
 
     async def feed(source: Iterator[pd.DataFrame]) -> AsyncIterator[list[LaneItem]]:
         # In a worker thread: a wave's parse waits on the helper process and its
-        # declaration on the ledger, neither on the lane's event loop.
-        while (wave := await asyncio.to_thread(next_wave, source)) is not None:
+        # declaration on the ledger, neither on the lane's event loop. An upstream abort
+        # ends it before its next wave (the lane waits for the one in progress).
+        while not run.cancel_scope.cancelled:
+            wave = await asyncio.to_thread(next_wave, source)
+            if wave is None:
+                return
             yield wave
 
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:

@@ -16,6 +16,7 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from neo_assets.health.freezing import unfreeze
 from neo_assets.reconciliation.service import reconcile_tenant
 from neo_assets.settings import Settings, load_settings
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sweep.chunk_waves import ChunkWaves, pipelined
 from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
@@ -33,6 +35,7 @@ from neo_assets.sweep.steps import (
     chunk_step,
     embed_step,
     envelope_step,
+    plan_chunks,
 )
 from neo_assets.tenants import TenantsFile, load_tenants
 from neo_assets_tests.drills.harness import release_store
@@ -77,6 +80,9 @@ def sim_env(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_EMBEDDING_RECOVERY_MAX_WAIT_S": "1.0",
         "NEO_BACKOFF_JITTER_S": "0",
         "NEO_SWEEP_LEASE_TTL_S": "5",
+        # A sweep drawn "in waves" (and every Dagster sweep) parses 2 files a wave.
+        "NEO_PARSE_WAVE_MIN_FILES": "1",
+        "NEO_PARSE_WAVE_FILES": "2",
     }
 
 
@@ -267,9 +273,12 @@ class World:
         assert decl is not None, f"{key} is not declared"
         return RepoContext(tenant, decl)
 
-    def sweep(self, key: str, ending: str = "whole", k: int = 1) -> dict[str, Any] | None:
+    def sweep(
+        self, key: str, ending: str = "whole", k: int = 1, waves: bool = False
+    ) -> dict[str, Any] | None:
         """One sweep of a declared repo, ended as ``ending`` says; the census result, or
-        None when the sweep "crashed" before its census."""
+        None when the sweep "crashed" before its census. With ``waves`` the chunk stage
+        runs in waves beside the lane (``crash-after-chunks``: after ``k`` waves)."""
         if ending == "dagster":
             return self._sweep_dagster(key)
         repo = self.repos[key]
@@ -282,9 +291,20 @@ class World:
         if ending == "crash-after-envelope":
             return None
         repo.settled = False
-        chunks = chunk_step(ctx, settings, ledger, envelope, now)
-        if ending == "crash-after-chunks":
-            return None
+        plan = plan_chunks(ctx, settings, ledger, envelope)
+        chunk_waves: ChunkWaves | None = None
+        if waves and pipelined(plan, settings):
+            chunk_waves = ChunkWaves(ctx, settings, ledger, envelope, plan, now)
+            chunks = chunk_waves.kept_frame()
+            if ending == "crash-after-chunks":
+                with chunk_waves:
+                    for _wave in islice(chunk_waves, k):
+                        pass  # k waves declared, then the process dies
+                return None
+        else:
+            chunks = chunk_step(ctx, settings, ledger, envelope, now, plan=plan)
+            if ending == "crash-after-chunks":
+                return None
         scope = CancelScope(label="sweep")
         progress: Callable[[int, int, int], None] | None = None
         guard: Callable[[], None] | None = None
@@ -302,21 +322,26 @@ class World:
                 if writes[0] > k:
                     raise OSError(28, "No space left on device (simulated store failure)")
 
-        summary = embed_step(
-            ctx,
-            settings,
-            store,
-            ledger,
-            envelope,
-            chunks,
-            EmbedContext(
-                provider=runtime.build_provider(settings),
-                cancel_scope=scope,
-                clock=self.now,
-                progress=progress,
-                guard=guard,
-            ),
-        )
+        try:
+            summary = embed_step(
+                ctx,
+                settings,
+                store,
+                ledger,
+                envelope,
+                chunks,
+                EmbedContext(
+                    provider=runtime.build_provider(settings),
+                    cancel_scope=scope,
+                    clock=self.now,
+                    progress=progress,
+                    guard=guard,
+                ),
+                waves=chunk_waves,
+            )
+        finally:
+            if chunk_waves is not None:
+                chunk_waves.close()
         if ending == "cancel-then-crash":
             return None
         result = census_step(ctx, settings, ledger, envelope, summary, self.now())
@@ -367,9 +392,12 @@ class World:
     def expected_declared(self, key: str) -> set[str]:
         """The chunk ids a full parse of the model's yielded files gives (what the declared
         generation must hold, however incrementally the sweep recorded it)."""
+        return {i for ids in self.expected_declared_by_path(key).values() for i in ids}
+
+    def expected_declared_by_path(self, key: str) -> dict[str, set[str]]:
         repo = self.repos[key]
         settings = self.settings()
-        ids: set[str] = set()
+        ids: dict[str, set[str]] = {}
         for path in repo.yielded():
             chunks = chunk_file(
                 repo.tenant,
@@ -381,7 +409,7 @@ class World:
                 max_chunk_chars=settings.max_chunk_chars,
                 window_lines=settings.window_lines,
             )
-            ids |= {c.chunk_id for c in chunks}
+            ids[path] = {c.chunk_id for c in chunks}
         return ids
 
     def revisions(self) -> dict[tuple[str, str], str]:

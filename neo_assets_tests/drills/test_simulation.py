@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -240,36 +241,59 @@ class Simulation(RuleBasedStateMachine):
         key=st.sampled_from(REPOS),
         ending=st.sampled_from(SWEEP_ENDINGS[1:-1]),
         k=st.integers(0, 3),
+        waves=st.booleans(),
     )
-    def sweep_interrupted(self, key: str, ending: str, k: int) -> None:
+    def sweep_interrupted(self, key: str, ending: str, k: int, waves: bool) -> None:
         self.begin()
-        self._sweep(key, ending, k)
+        self._sweep(key, ending, k, waves)
 
     @rule(
         key=st.sampled_from(REPOS),
         ending=st.sampled_from(SWEEP_ENDINGS[1:-1]),
         k=st.integers(0, 3),
+        waves=st.booleans(),
     )
-    def sweep_interrupted_again(self, key: str, ending: str, k: int) -> None:
+    def sweep_interrupted_again(self, key: str, ending: str, k: int, waves: bool) -> None:
         self.begin()
-        self._sweep(key, ending, k)
+        self._sweep(key, ending, k, waves)
 
-    @rule(key=st.sampled_from(REPOS), dagster=st.integers(0, 7))
-    def sweep_maybe_through_dagster(self, key: str, dagster: int) -> None:
+    @rule(key=st.sampled_from(REPOS), dagster=st.integers(0, 7), waves=st.booleans())
+    def sweep_maybe_through_dagster(self, key: str, dagster: int, waves: bool) -> None:
         self.begin()
-        self._sweep(key, "dagster" if dagster == 7 else "whole", 0)
+        self._sweep(key, "dagster" if dagster == 7 else "whole", 0, waves)
 
-    def _sweep(self, key: str, ending: str, k: int) -> None:
+    def _declared_by_path(self, repo: Any) -> dict[str, set[str]]:
+        out: dict[str, set[str]] = {}
+        for c in self.ledger().declared_chunks(repo.tenant, repo.slug):
+            out.setdefault(c.source_path, set()).add(c.chunk_id)
+        return out
+
+    def _sweep(self, key: str, ending: str, k: int, waves: bool = False) -> None:
         repo = self.world.repos[key]
         if not repo.declared:
             return
         before = self.others(repo.tenant)
-        result = self.world.sweep(key, ending, k)
+        declared_before = self._declared_by_path(repo)
+        result = self.world.sweep(key, ending, k, waves)
         self.assert_others_unchanged(repo.tenant, before)
         # The model: the envelope yields exactly the files the declaration does not exclude.
         got = yielded_paths(self.ledger(), repo.tenant, repo.slug)
         assert got == repo.yielded(), (key, got, repo.yielded())
-        if ending != "crash-after-envelope":
+        cut_between_waves = waves and ending in (
+            "crash-after-chunks",
+            "cancel-then-census",
+            "cancel-then-crash",
+        )
+        if cut_between_waves:
+            # In waves, a sweep cut short declared path by path: each path holds what a
+            # full parse gives, what it held before, or nothing yet (never a mix).
+            expected = self.world.expected_declared_by_path(key)
+            after = self._declared_by_path(repo)
+            for path in set(after) | set(expected) | set(declared_before):
+                allowed = [expected.get(path), declared_before.get(path), None]
+                assert after.get(path) in allowed, (key, path)
+            self.step("waves_cut")
+        elif ending != "crash-after-envelope":
             # ... and the declared generation is what a full parse of those files gives,
             # however much of it the sweep reused from the previous one.
             declared = {c.chunk_id for c in self.ledger().declared_chunks(repo.tenant, repo.slug)}

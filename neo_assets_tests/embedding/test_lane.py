@@ -908,8 +908,14 @@ class Waves:
     """A feed: waves of items arriving while the lane runs (as parsed files would)."""
 
     def __init__(
-        self, waves: list[list[LaneItem]], *, pause_s: float = 0.01, fail_after: int | None = None
+        self,
+        waves: list[list[LaneItem]],
+        *,
+        pause_s: float = 0.01,
+        fail_after: int | None = None,
+        scope: CancelScope | None = None,
     ) -> None:
+        self.scope = scope  # like the sweep's feed: an upstream abort ends it
         self.waves = waves
         self.pause_s = pause_s
         self.fail_after = fail_after
@@ -922,6 +928,8 @@ class Waves:
     async def __call__(self) -> AsyncIterator[list[LaneItem]]:
         try:
             for wave in self.waves:
+                if self.scope is not None and self.scope.cancelled:
+                    return
                 if self.fail_after is not None and self.yielded == self.fail_after:
                     raise ValueError("wave 2 did not parse")
                 await asyncio.sleep(self.pause_s)
@@ -983,10 +991,11 @@ def test_a_feed_that_fails_is_raised_once_what_it_fed_is_settled() -> None:
     assert waves.closed
 
 
-def test_a_lane_that_stops_stops_its_feed() -> None:
-    # Nothing listening, for good: the lane stops (deferred with the refusal), and the
-    # feed is closed without being drained.
-    waves = Waves(_waves(10, [64] * 20), pause_s=0.05)
+def test_a_lane_that_stops_on_its_own_still_takes_its_feed_and_defers_it() -> None:
+    # Nothing listening, for good: the lane stops (deferred with the refusal). The feed is
+    # still taken to its end (its waves are declared by then), and every input it fed is
+    # deferred with the stop's code, as if it had all been there from the start.
+    waves = Waves(_waves(10, [64] * 5), pause_s=0.05)
     provider = ScriptedProvider(dimensions=DIM, always_down=True)
     result = sweep(
         corpus(10),
@@ -995,6 +1004,33 @@ def test_a_lane_that_stops_stops_its_feed() -> None:
         feed=waves(),
         fed=waves.yielded_items,
     )
-    assert waves.closed and waves.yielded < 20
+    assert waves.closed and waves.yielded == 5
     assert result.counts["embedded"] == 0
+    assert result.counts["deferred"] == 10 + 5 * 64
+    stop_codes = {r["code"] for r in result.live()}
+    assert len(stop_codes) == 1  # one stop, one code, for what was there and what came
+    assert sum(r["details"]["chunkCount"] for r in result.live()) == 10 + 5 * 64
+    assert classify_sweep_outcome(result.summary).outcome != codes.OUTCOME_COMPLETE
+
+
+def test_an_upstream_abort_ends_the_feed_at_its_next_wave_and_defers_what_it_fed() -> None:
+    scope = CancelScope(label="test-sweep")
+    waves = Waves(_waves(10, [64] * 40), pause_s=0.05, scope=scope)
+
+    async def abort_soon(scope: CancelScope, _provider: ScriptedProvider) -> None:
+        await asyncio.sleep(0.2)
+        scope.cancel(codes.ABORT_ERR)
+
+    result = sweep(
+        corpus(10),
+        ScriptedProvider(dimensions=DIM, latency_s=0.02),
+        scope=scope,
+        feed=waves(),
+        fed=waves.yielded_items,
+        during=abort_soon,
+    )
+    assert waves.closed and waves.yielded < 40  # it ended early: not drained to the end
+    fed = 10 + 64 * waves.yielded
+    assert result.counts["offered"] == fed  # everything it yielded was taken
+    assert result.counts["embedded"] + result.counts["deferred"] == fed
     assert classify_sweep_outcome(result.summary).outcome != codes.OUTCOME_COMPLETE
