@@ -26,7 +26,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.sweep import generate_repo, git
+if __package__ in (None, ""):  # run as a file (python bench/x.py): the repo root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.sweep import generate_repo, git  # noqa: E402
 
 
 def main() -> int:

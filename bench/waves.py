@@ -23,7 +23,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.sweep import generate_repo
+if __package__ in (None, ""):  # run as a file (python bench/x.py): the repo root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.sweep import generate_repo  # noqa: E402
 
 DIMS = 384
 

@@ -13,6 +13,11 @@ have none (a first sweep, or a chunking change, which clears the generation with
 first wave). A path with no declaration is never a complete replacement, so its old rows
 are kept; a crash between waves leaves exactly what the next sweep needs (paths whose
 recorded blob differs are parsed again).
+
+When the lane stops on its own (circuit, refusals, a write error) it still takes every
+wave, so a deferred sweep leaves the whole generation declared, as the serial stage
+does; an upstream abort ends the waves at the next one. No wave is declared after the
+sweep's embedding stage has returned.
 """
 
 from collections.abc import Iterator
