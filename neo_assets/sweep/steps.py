@@ -18,7 +18,13 @@ import pandas as pd
 from neo_assets.core import codes
 from neo_assets.core.censuses import build_censuses, encode_census
 from neo_assets.core.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.embedding_rules import LaneSettings, admission_band, embedding_generation
+from neo_assets.core.embedding_rules import (
+    LaneSettings,
+    admission_band,
+    cancellation_code,
+    embedding_generation,
+    error_row,
+)
 from neo_assets.core.freeze import frozen_summary
 from neo_assets.core.outcomes import classify_sweep_outcome
 from neo_assets.core.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
@@ -430,11 +436,14 @@ def embed_step(
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0, "waves_s": 0.0}
     timings["present_check_s"] = time.perf_counter() - started
 
+    fed_all = [waves is None]  # did the waves run to their end?
+
     def next_wave(source: Iterator[pd.DataFrame]) -> list[LaneItem] | None:
         """The next declared wave's items the collection lacks (None when no more)."""
         wave_started = time.perf_counter()
         frame = next(source, None)
         if frame is None:
+            fed_all[0] = True
             return None
         wave_ids = frame["chunk_id"].tolist()
         wave_present = store.present_ids(wave_ids)
@@ -515,6 +524,20 @@ def embed_step(
             run.cancel_scope,
         )
         summary["vectorEvidence"] = recorder.evidence()
+        if not fed_all[0] and run.cancel_scope.cancelled:
+            # Aborted before every file was parsed and declared: the work never offered is
+            # still this sweep's, so it cannot end complete (its rows say nothing of it).
+            cause = run.cancel_scope.cause
+            summary.setdefault("errors", []).append(
+                error_row(
+                    cancellation_code(cause),
+                    "aborted before every file was parsed and declared: the rest is "
+                    "neither declared nor embedded",
+                    [],
+                    "parse-waves",
+                    cause,
+                )
+            )
         if interrupt is not None:
             summary["counts"]["already_present"] = tally["already_present"]
             summary["generation"] = generation

@@ -244,3 +244,42 @@ def test_a_lost_lease_stops_the_waves_without_declaring_more(
     assert summary["counts"]["embedded"] == PER_FILE * 14
     # The lane ended with what it had; the caller (the asset) sees the lease and stops.
     assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
+
+
+def test_an_abort_before_the_first_wave_defers_the_sweep_never_completes_it(
+    repo: dict[str, Any],
+) -> None:
+    # Found by the soak: nothing kept and the abort at the lane's very first progress
+    # report, so no wave was ever taken and no row said so: the sweep read complete over
+    # a generation it never declared.
+    from neo_assets.embedding.cancel import CancelScope
+
+    ctx = repo["ctx"]
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    now = time.time()
+    env = envelope_step(ctx, settings, ledger, now)
+    plan = plan_chunks(ctx, settings, ledger, env)
+    scope = CancelScope(label="sweep")
+
+    def abort_at_once(done: int, total: int, embedded: int) -> None:
+        scope.cancel(codes.ABORT_ERR)
+
+    with ChunkWaves(ctx, settings, ledger, env, plan, now) as waves:
+        summary = embed_step(
+            ctx,
+            settings,
+            runtime.get_store(settings),
+            ledger,
+            env,
+            waves.kept_frame(),
+            EmbedContext(provider=HashingProvider(), cancel_scope=scope, progress=abort_at_once),
+            waves,
+        )
+    verdict = classify_sweep_outcome(summary)
+    assert verdict.outcome == codes.OUTCOME_DEFERRED and not verdict.advance_checkpoint
+    assert verdict.cause_code == codes.KB_VECTOR_EMBED_ABORTED
+    assert len(_declared(ctx)) < PER_FILE * FILES  # not every wave was declared
+    again = _sweep(ctx, waves=True)
+    assert again["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert len(_declared(ctx)) == PER_FILE * FILES
