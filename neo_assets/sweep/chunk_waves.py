@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from neo_assets.core import codes
+from neo_assets.core.waves import plan_waves
 from neo_assets.settings import Settings
 from neo_assets.sources.envelope import read_texts
 from neo_assets.sources.parse_helper import Parser
@@ -92,10 +93,10 @@ class ChunkWaves:
         return chunks_frame([], self.plan.kept)
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
-        paths = self.plan.to_parse
-        removed = self.plan.replaced - set(paths)
-        for start in range(0, len(paths), self.wave_files):
-            wave_paths = paths[start : start + self.wave_files]
+        plan = self.plan
+        waves = plan_waves(plan.to_parse, plan.replaced, full=plan.full, wave_files=self.wave_files)
+        for wave in waves:
+            wave_paths = list(wave.paths)
             try:
                 rows, helped = self.parser.parse(
                     list(read_texts(self.envelope.listing, wave_paths))
@@ -106,23 +107,16 @@ class ChunkWaves:
                     f"parsing {len(wave_paths)} file(s) from {wave_paths[0]!r} failed: {exc}",
                     code if isinstance(code, str) and code.isupper() else codes.PARSE_FAILED,
                 ) from exc
-            parsed = parsed_row_dicts(rows, self.plan.blob_of)
+            parsed = parsed_row_dicts(rows, plan.blob_of)
             if self.guard is not None:
                 try:
                     self.guard()
                 except Exception:  # noqa: BLE001 - the lease is lost: declare nothing more
                     self.lost = True
                     return  # the lane ends with what it has; the caller sees the lease
-            # The first wave of a full generation clears the old one; otherwise each wave
-            # replaces its own paths (and the first also drops the paths that are gone).
-            if self.waves_declared == 0:
-                replace = None if self.plan.full else set(wave_paths) | removed
-            else:
-                replace = set(wave_paths)
+            replace = None if wave.replace is None else set(wave.replace)
             try:
-                record_parsed(
-                    self.ctx, self.ledger, self.envelope, self.plan, parsed, replace, self.now
-                )
+                record_parsed(self.ctx, self.ledger, self.envelope, plan, parsed, replace, self.now)
             except Exception as exc:
                 raise ChunkingFailed(
                     f"declaring {len(parsed)} chunk(s) of {len(wave_paths)} file(s) in the "

@@ -1,0 +1,58 @@
+"""The wave plan: every file parsed once, in order; replacements that never drop a path
+before its own wave (except paths that are gone, and a full generation's first clear)."""
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from neo_assets.core.waves import Wave, plan_waves
+
+
+def test_a_full_generation_is_cleared_by_its_first_wave() -> None:
+    waves = plan_waves(["a", "b", "c", "d", "e"], [], full=True, wave_files=2)
+    assert waves == [
+        Wave(("a", "b"), None),
+        Wave(("c", "d"), frozenset({"c", "d"})),
+        Wave(("e",), frozenset({"e"})),
+    ]
+
+
+def test_gone_paths_are_dropped_with_the_first_wave_and_changed_ones_with_their_own() -> None:
+    waves = plan_waves(["x", "changed", "new"], ["changed", "gone"], full=False, wave_files=1)
+    assert waves[0] == Wave(("x",), frozenset({"x", "gone"}))
+    assert waves[1] == Wave(("changed",), frozenset({"changed"}))
+    assert waves[2] == Wave(("new",), frozenset({"new"}))
+
+
+def test_nothing_to_parse_is_no_wave() -> None:
+    assert plan_waves([], ["gone"], full=False, wave_files=3) == []
+
+
+def test_a_wave_size_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="wave_files"):
+        plan_waves(["a"], [], full=True, wave_files=0)
+
+
+paths = st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=30)
+
+
+@given(to_parse=paths, other=paths, full=st.booleans(), wave_files=st.integers(1, 7))
+def test_every_file_once_in_order_and_no_early_drop(
+    to_parse: list[str], other: list[str], full: bool, wave_files: int
+) -> None:
+    replaced = set(other) | set(to_parse[::2])
+    waves = plan_waves(to_parse, replaced, full=full, wave_files=wave_files)
+    assert [p for w in waves for p in w.paths] == to_parse
+    assert all(1 <= len(w.paths) <= wave_files for w in waves)
+    for i, wave in enumerate(waves):
+        if wave.replace is None:
+            assert i == 0 and full
+            continue
+        # A wave replaces its own paths, and (the first only) the paths that are gone:
+        # never a path that a later wave will parse.
+        later = {p for w in waves[i + 1 :] for p in w.paths}
+        assert set(wave.paths) <= wave.replace and not (wave.replace & later)
+        if i > 0:
+            assert wave.replace == set(wave.paths)
+    if waves and not full:
+        assert waves[0].replace >= replaced - set(to_parse)
