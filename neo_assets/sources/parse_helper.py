@@ -69,22 +69,14 @@ def parse_files(
     if count < help_min_files:
         return parse_rows(identity, list(files)), False
     box: dict[str, Any] = {}
-    with HelperProcess(__name__) as helper:
+    with Parser(identity) as parser:
         files = list(files)
         split = (len(files) + 1) // 2
-
-        def ask() -> None:
-            try:
-                box["rows"] = helper.call(
-                    (astuple(identity), files[split:]),
-                    wait_ready_s=READY_WAIT_S,
-                    # ~0.3 ms a file here; far more means the helper is stuck, not busy.
-                    answer_within_s=10.0 + 0.02 * (len(files) - split),
-                )
-            except HelperUnavailable:
-                pass  # parsed here below
-
-        asking = threading.Thread(target=ask, name="parse-helper", daemon=True)
+        asking = threading.Thread(
+            target=lambda: box.update(rows=parser.ask(files[split:])),
+            name="parse-helper",
+            daemon=True,
+        )
         asking.start()
         first = parse_rows(identity, files[:split])
         asking.join()
@@ -97,28 +89,41 @@ def parse_files(
 class Parser:
     """Parses batch after batch of files in one helper process, started at once and used
     from the first batch (waiting up to ``READY_WAIT_S`` for it); a batch the helper
-    cannot take is parsed here. Close it."""
+    cannot take is parsed here. Close it (or use ``with``)."""
 
     def __init__(self, identity: ParseIdentity) -> None:
         self.identity = identity
         self.helper = HelperProcess(__name__)
 
+    def ask(self, files: list[tuple[str, str]]) -> list[Row] | None:
+        """The helper's rows for ``files``, or None when it cannot take them."""
+        if self.helper.broken is not None:
+            return None
+        try:
+            return self.helper.call(
+                (astuple(self.identity), files),
+                wait_ready_s=READY_WAIT_S,
+                # ~0.3 ms a file here; far more means the helper is stuck, not busy.
+                answer_within_s=10.0 + 0.02 * len(files),
+            )
+        except HelperUnavailable:
+            return None
+
     def parse(self, files: list[tuple[str, str]]) -> tuple[list[Row], bool]:
         """The rows of ``files``, and whether the helper parsed them."""
-        if self.helper.broken is None:
-            try:
-                rows = self.helper.call(
-                    (astuple(self.identity), files),
-                    wait_ready_s=READY_WAIT_S,
-                    answer_within_s=10.0 + 0.02 * len(files),
-                )
-                return rows, True
-            except HelperUnavailable:
-                pass
-        return parse_rows(self.identity, files), False
+        rows = self.ask(files)
+        if rows is None:
+            return parse_rows(self.identity, files), False
+        return rows, True
 
     def close(self) -> None:
         self.helper.close()
+
+    def __enter__(self) -> "Parser":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _handle(request: tuple[tuple[Any, ...], list[tuple[str, str]]]) -> list[Row]:

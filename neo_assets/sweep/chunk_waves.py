@@ -85,8 +85,6 @@ class ChunkWaves:
         self.parser = Parser(parse_identity(ctx, settings))
         self.parsed: list[dict[str, Any]] = []
         self.waves_declared = 0
-        self.helped_waves = 0
-        self.done = False
         self.lost = False
 
     def kept_frame(self) -> pd.DataFrame:
@@ -98,7 +96,7 @@ class ChunkWaves:
         for wave in waves:
             wave_paths = list(wave.paths)
             try:
-                rows, helped = self.parser.parse(
+                rows, _helped = self.parser.parse(
                     list(read_texts(self.envelope.listing, wave_paths))
                 )
             except Exception as exc:
@@ -124,10 +122,8 @@ class ChunkWaves:
                     codes.STORE_FAILED,
                 ) from exc
             self.waves_declared += 1
-            self.helped_waves += int(helped)
             self.parsed.extend(parsed)
             yield pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
-        self.done = True
 
     def frame(self) -> pd.DataFrame:
         """The whole generation as the serial chunk stage returns it."""

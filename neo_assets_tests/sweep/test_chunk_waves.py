@@ -62,15 +62,28 @@ def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
     if waves:
         assert pipelined(plan, settings)
         with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
-            summary = embed_step(
-                ctx, settings, store, ledger, env, chunk_waves.kept_frame(), run, chunk_waves
-            )
+            summary = _embed_in_waves(ctx, chunk_waves, run)
             chunks = chunk_waves.frame()
     else:
         chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
         summary = embed_step(ctx, settings, store, ledger, env, chunks, run)
     result = census_step(ctx, settings, ledger, env, summary, now)
     return {"chunks": chunks, "summary": summary, "result": result}
+
+
+def _embed_in_waves(ctx: RepoContext, waves: ChunkWaves, run: EmbedContext) -> dict[str, Any]:
+    """The embedding stage fed by ``waves`` (what the sweep asset does in waves)."""
+    settings = load_settings()
+    return embed_step(
+        ctx,
+        settings,
+        runtime.get_store(settings),
+        runtime.get_ledger(settings),
+        waves.envelope,
+        waves.kept_frame(),
+        run,
+        waves,
+    )
 
 
 def _declared(ctx: RepoContext) -> set[tuple[str, str, str]]:
@@ -229,16 +242,7 @@ def test_a_lost_lease_stops_the_waves_without_declaring_more(
             raise RuntimeError("lease lost")
 
     with ChunkWaves(ctx, settings, ledger, env, plan, time.time(), guard=guard) as waves:
-        summary = embed_step(
-            ctx,
-            settings,
-            runtime.get_store(settings),
-            ledger,
-            env,
-            waves.kept_frame(),
-            EmbedContext(provider=HashingProvider()),
-            waves,
-        )
+        summary = _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
     assert waves.lost and waves.waves_declared == 2
     assert len(_declared(ctx)) == PER_FILE * 14
     assert summary["counts"]["embedded"] == PER_FILE * 14
@@ -266,16 +270,8 @@ def test_an_abort_before_the_first_wave_defers_the_sweep_never_completes_it(
         scope.cancel(codes.ABORT_ERR)
 
     with ChunkWaves(ctx, settings, ledger, env, plan, now) as waves:
-        summary = embed_step(
-            ctx,
-            settings,
-            runtime.get_store(settings),
-            ledger,
-            env,
-            waves.kept_frame(),
-            EmbedContext(provider=HashingProvider(), cancel_scope=scope, progress=abort_at_once),
-            waves,
-        )
+        run = EmbedContext(provider=HashingProvider(), cancel_scope=scope, progress=abort_at_once)
+        summary = _embed_in_waves(ctx, waves, run)
     verdict = classify_sweep_outcome(summary)
     assert verdict.outcome == codes.OUTCOME_DEFERRED and not verdict.advance_checkpoint
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_ABORTED
