@@ -181,7 +181,13 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     vectors = np.vstack([hash_embed(text, 384) for text in got["documents"]])
     raw_embed_s = time.perf_counter() - t0
     del vectors
-    raw = open_store(persist_dir=work / "raw-chroma", url=None, collection_name="raw-add-bench")
+    # The same client set-up as the sweep's (one core for Chroma's threads unless turned off).
+    raw = open_store(
+        persist_dir=work / "raw-chroma",
+        url=None,
+        collection_name="raw-add-bench",
+        one_core=settings.chroma_one_core,
+    )
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])
     raw_add_s = time.perf_counter() - t0

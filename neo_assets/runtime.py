@@ -18,7 +18,12 @@ _ledgers: dict[str, Ledger] = {}
 
 
 def get_store(settings: Settings) -> ChromaStore:
-    key = (str(settings.chroma_dir), settings.chroma_url, settings.collection_name)
+    key = (
+        str(settings.chroma_dir),
+        settings.chroma_url,
+        settings.collection_name,
+        settings.chroma_one_core,
+    )
     with _lock:
         store = _stores.get(key)
         if store is None:
@@ -26,6 +31,7 @@ def get_store(settings: Settings) -> ChromaStore:
                 persist_dir=None if settings.chroma_url else settings.chroma_dir,
                 url=settings.chroma_url,
                 collection_name=settings.collection_name,
+                one_core=settings.chroma_one_core,
             )
             _stores[key] = store
         return store

@@ -33,6 +33,9 @@ class Settings(BaseSettings):
     chroma_url: str | None = Field(None, description="http://host:port of a Chroma server")
     ledger_url: str | None = Field(None, description="SQLAlchemy URL of the ledger")
     collection_name: str = "neo-knowledge-base"
+    # Embedded Chroma's threads share one core: its writes hand each SQLite statement
+    # between two threads, and across cores that costs ~30 % (core/chroma_core.py).
+    chroma_one_core: bool = True
 
     # --- embedding provider
     embedding_provider: ProviderKind = "hashing"

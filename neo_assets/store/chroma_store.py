@@ -16,6 +16,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 
+from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
+
 COLLECTION_SPACE = "cosine"
 # Metadata keys the project stamps on every row (CONTRACT.md, "The collection").
 STAMP_KEYS = (
@@ -84,14 +86,21 @@ class ChromaStore:
 
     client: Any
     collection_name: str
+    # The core embedded Chroma's threads share (store/chroma_threads.py), or None.
+    pin_core: int | None = None
 
     def __post_init__(self) -> None:
+        self._pin_threads()
         self.collection = self.client.get_or_create_collection(
             self.collection_name,
             configuration={"hnsw": {"space": COLLECTION_SPACE}},
             embedding_function=RefuseToEmbed(),
         )
         self._max_batch = int(self.client.get_max_batch_size())
+
+    def _pin_threads(self) -> None:
+        if self.pin_core is not None:
+            pin_chroma_threads(self.pin_core)
 
     @property
     def max_batch(self) -> int:
@@ -120,6 +129,7 @@ class ChromaStore:
         """Write new rows with ``add`` (upsert of existing ids is ~5x slower)."""
         if not ids:
             return
+        self._pin_threads()
         step = self._max_batch
         for start in range(0, len(ids), step):
             stop = start + step
@@ -215,5 +225,14 @@ class ChromaStore:
         return int(self.collection.count())
 
 
-def open_store(*, persist_dir: Path | None, url: str | None, collection_name: str) -> ChromaStore:
-    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name)
+def open_store(
+    *,
+    persist_dir: Path | None,
+    url: str | None,
+    collection_name: str,
+    one_core: bool = False,
+) -> ChromaStore:
+    """The collection; with ``one_core``, embedded Chroma's threads share one core
+    (core/chroma_core.py says why). A Chroma server's threads are its own business."""
+    pin_core = chroma_core() if one_core and not url else None
+    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name, pin_core)

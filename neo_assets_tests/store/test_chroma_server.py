@@ -106,6 +106,8 @@ def test_sweep_query_and_restart_on_a_chroma_server(
 
     settings = load_settings()
     store = runtime.get_store(settings)
+    # One core for embedded Chroma's threads is on by default; a server's are its own.
+    assert settings.chroma_one_core and store.pin_core is None
     answer = asyncio.run(
         run_query(settings, store, ledger, "render a widget", tenant="acme", repo=None, k=10)
     )

@@ -62,3 +62,51 @@ def test_count_where_counts_each_matching_row_once_across_pages(tmp_path: Path, 
     assert store.count_where({"tenantId": "nobody"}, page=page) == 0
     both = {"$and": [{"tenantId": {"$eq": "a"}}, {"repoSlug": {"$eq": "r"}}]}
     assert store.count_where(both, page=page) == 10
+
+
+def _chroma_threads() -> dict[int, set[int]]:
+    """This process's embedded-Chroma threads and the cores each may run on."""
+    import os
+
+    from neo_assets.core.chroma_core import is_chroma_thread
+    from neo_assets.store.chroma_threads import TASKS
+
+    out = {}
+    for task in TASKS.iterdir():
+        try:
+            if is_chroma_thread((task / "comm").read_text()):
+                out[int(task.name)] = os.sched_getaffinity(int(task.name))
+        except OSError:
+            continue
+    return out
+
+
+def test_one_core_puts_every_chroma_thread_on_the_picked_core(tmp_path: Path) -> None:
+    import os
+
+    from neo_assets.store.chroma_threads import TASKS
+
+    if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs Linux and two allowed cores")
+    store = open_store(
+        persist_dir=tmp_path / "chroma", url=None, collection_name="neo-test-kb", one_core=True
+    )
+    assert store.pin_core in os.sched_getaffinity(0)
+    # A second client starts threads of its own after the pin: the next write moves them.
+    other = open_store(persist_dir=tmp_path / "other", url=None, collection_name="neo-test-kb")
+    ids = [f"{i:064x}" for i in range(20)]
+    store.add(ids, _vec(20), [f"doc {i}" for i in range(20)], [{"tenantId": "a"}] * 20)
+    threads = _chroma_threads()
+    assert threads, "embedded Chroma runs its writes on threads of its own"
+    assert all(cores == {store.pin_core} for cores in threads.values())
+    # The rows are written and read as without the pin; this process's own thread is free.
+    assert store.present_ids(ids) == set(ids)
+    assert other.count() == 0
+    assert len(os.sched_getaffinity(0)) >= 2
+
+
+def test_without_one_core_the_store_pins_nothing(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    assert store.pin_core is None
+    store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
+    assert store.count() == 1
