@@ -67,8 +67,11 @@ def main() -> int:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     from neo_assets import runtime
+    from neo_assets.embedding.lifecycle import prepare
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.settings import load_settings
+    from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
+    from neo_assets.sweep.chunk_waves import many_to_parse
     from neo_assets.sweep.steps import (
         EmbedContext,
         RepoContext,
@@ -76,6 +79,7 @@ def main() -> int:
         chunk_step,
         embed_step,
         envelope_step,
+        plan_chunks,
     )
     from neo_assets.tenants import load_tenants
 
@@ -106,6 +110,10 @@ def main() -> int:
             )
             rm.create_schema()
             current["stores"][mode] = (vs, rm)
+        # Same Chroma on both sides: their clients' threads share one core as ours do.
+        core = chroma_core() if current["settings"].chroma_one_core else None
+        if core is not None:
+            pin_chroma_threads(core)
 
     def ours() -> tuple[float, "object"]:
         settings = current["settings"]
@@ -113,11 +121,13 @@ def main() -> int:
         store = runtime.get_store(settings)
         t0 = time.perf_counter()
         now = time.time()
+        provider = HashingProvider()
         env = envelope_step(ctx, settings, ledger, now)
-        chunks = chunk_step(ctx, settings, ledger, env, now)
-        summary = embed_step(
-            ctx, settings, store, ledger, env, chunks, EmbedContext(provider=HashingProvider())
-        )
+        plan = plan_chunks(ctx, settings, ledger, env)
+        if many_to_parse(plan, settings):
+            prepare(provider)  # as the sweep does
+        chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
+        summary = embed_step(ctx, settings, store, ledger, env, chunks, EmbedContext(provider))
         census_step(ctx, settings, ledger, env, summary, now)
         return time.perf_counter() - t0, summary
 
@@ -148,7 +158,9 @@ def main() -> int:
         docs = documents()
         read_parse_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        result = index(docs, rm, vs, cleanup=mode, source_id_key="source", batch_size=512)
+        # Their batch is ours (Chroma's per-add cost is then paid as often on both sides).
+        batch = current["settings"].resolved_batch_size
+        result = index(docs, rm, vs, cleanup=mode, source_id_key="source", batch_size=batch)
         return time.perf_counter() - t0, read_parse_s, dict(result)
 
     figures: dict[str, dict] = {}

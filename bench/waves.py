@@ -33,8 +33,9 @@ DIMS = 384
 
 def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[str, Any]:
     from neo_assets import runtime
+    from neo_assets.embedding.lifecycle import prepare
     from neo_assets.settings import load_settings
-    from neo_assets.sweep.chunk_waves import ChunkWaves, pipelined
+    from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
     from neo_assets.sweep.steps import (
         EmbedContext,
         RepoContext,
@@ -48,6 +49,7 @@ def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[
 
     runtime.reset_caches()
     os.environ["NEO_HOME"] = str(work / name)
+    os.environ["NEO_PARSE_WAVES"] = "true" if waves else "false"
     settings = load_settings()
     tenant = load_tenants(tenants_path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
@@ -57,6 +59,8 @@ def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[
     now = time.time()
     env = envelope_step(ctx, settings, ledger, now)
     plan = plan_chunks(ctx, settings, ledger, env)
+    if many_to_parse(plan, settings):
+        prepare(run.provider)  # as the sweep does: its helpers start while the files parse
     if waves:
         assert pipelined(plan, settings)
         with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:

@@ -44,8 +44,9 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = None
     embedding_dimensions: int = Field(384, ge=1, le=65536)
     embedding_request_timeout_ms: int = Field(60_000, ge=1)
-    # Inputs per provider request; unset: 64 for a remote provider (its slot), 512 for the
-    # local hashing embedder, whose cost per request is the store's per-add overhead.
+    # Inputs per provider request; unset: 64 for a remote provider (its slot), 2048 for the
+    # local hashing embedder, whose cost per request is the store's per-add overhead
+    # (~60 ms a Chroma add: 8,000 rows in 512-row adds took ~1 s longer than in 2,048s).
     embedding_batch_size: int | None = Field(None, ge=1, le=4096)
     embedding_max_inflight: int = Field(2, ge=1, le=64)
     embedding_context_tokens: int = Field(8192, ge=16)
@@ -63,8 +64,11 @@ class Settings(BaseSettings):
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
     # A sweep with at least MIN files to parse parses and declares them in waves of FILES
-    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py).
-    parse_waves: bool = True
+    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py). Unset:
+    # waves for a remote provider, whose embedding is the slow side; none for the local
+    # hashing embedder, whose sweep is Chroma's adds, which hold the GIL, so the waves
+    # only stall the lane between them (docs/performance.md).
+    parse_waves: bool | None = None
     parse_wave_min_files: int = Field(200, ge=1)
     parse_wave_files: int = Field(200, ge=1)
 
@@ -115,10 +119,16 @@ class Settings(BaseSettings):
         return None if isinstance(value, str) and not value.strip() else value
 
     @property
+    def resolved_parse_waves(self) -> bool:
+        if self.parse_waves is not None:
+            return self.parse_waves
+        return self.embedding_provider != "hashing"
+
+    @property
     def resolved_batch_size(self) -> int:
         if self.embedding_batch_size is not None:
             return self.embedding_batch_size
-        return 512 if self.embedding_provider == "hashing" else 64
+        return 2048 if self.embedding_provider == "hashing" else 64
 
     # --- derived locations
     @property

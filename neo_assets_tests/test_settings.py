@@ -28,3 +28,29 @@ def test_an_invalid_variable_is_refused_every_time(monkeypatch: pytest.MonkeyPat
     for _ in range(2):  # a refusal is never cached as a success
         with pytest.raises(SettingsError, match="NEO_MAX_FILE_BYTES"):
             load_settings()
+
+
+def test_waves_default_to_the_provider_and_obey_an_explicit_setting(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The local hashing embedder: no waves (its sweep is Chroma's adds); a remote one: waves.
+    assert load_settings().resolved_parse_waves is False
+    monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
+    assert load_settings().resolved_parse_waves is True
+    monkeypatch.setenv("NEO_PARSE_WAVES", "false")
+    assert load_settings().resolved_parse_waves is False
+    monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "hashing")
+    monkeypatch.setenv("NEO_PARSE_WAVES", "true")
+    assert load_settings().resolved_parse_waves is True
+
+
+def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert load_settings().resolved_batch_size == 2048
+    monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
+    assert load_settings().resolved_batch_size == 64
+    monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "100")
+    assert load_settings().resolved_batch_size == 100
+    monkeypatch.setenv("NEO_CHROMA_ONE_CORE", "false")
+    assert load_settings().chroma_one_core is False

@@ -157,3 +157,63 @@ def test_a_sweep_that_raises_is_recorded_as_failed_with_backoff(two_tenants) -> 
     assert row["deferred_cause_code"] == "SOURCE_REPO_MISSING"
     assert row["next_due_at"] > row["last_attempt_at"]
     assert len(_rows("acme")) > 0  # nothing was lost
+
+
+def _helper_children() -> list[str]:
+    """Command lines of this process's children that are sweep helpers."""
+    import os
+
+    found = []
+    for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+        for pid in (task / "children").read_text().split():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            except OSError:
+                continue  # it exited while we looked
+            if "hashing_worker" in cmd or "parse_helper" in cmd:
+                found.append(cmd)
+    return found
+
+
+def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
+    two_tenants, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not Path("/proc/self/task").is_dir():
+        pytest.skip("needs /proc")
+    # Every sweep here counts as big: the hashing helper starts before the files parse.
+    monkeypatch.setenv("NEO_PARSE_WAVE_MIN_FILES", "1")
+    started: list[object] = []
+    closed: list[object] = []
+    from neo_assets.embedding.providers import hashing
+
+    real_prepare, real_aclose = hashing.HashingProvider.prepare, hashing.HashingProvider.aclose
+
+    def counting_prepare(self) -> None:
+        started.append(self)
+        real_prepare(self)
+
+    async def counting_aclose(self) -> None:
+        closed.append(self)
+        await real_aclose(self)
+
+    monkeypatch.setattr(hashing.HashingProvider, "prepare", counting_prepare)
+    monkeypatch.setattr(hashing.HashingProvider, "aclose", counting_aclose)
+    results = _sweep(two_tenants)
+    assert {r["outcome"] for r in results} == {"complete"}
+    assert len(started) == 2  # one per repo, before its chunk stage
+    assert all(p in closed for p in started)  # closed by the sweep, not left to exit
+    assert _helper_children() == []
+
+    # A chunk stage that fails after the helper started still closes it.
+    a = two_tenants["a"]
+    a.write("more.py", "def more():\n    return 3\n")
+    a.commit("more", when=1_700_000_300)
+
+    def broken_parse(*args, **kwargs):
+        raise RuntimeError("parser crashed")
+
+    monkeypatch.setattr("neo_assets.sweep.steps.parse_files", broken_parse)
+    results = {r["tenantId"]: r for r in _sweep(two_tenants)}
+    assert results["acme"]["outcome"] == "failed"
+    assert len(started) == 3 and started[2] in closed
+    assert _helper_children() == []

@@ -75,7 +75,11 @@ def make_env(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Callable[[dict[str, str]], SweepEnv]]:
     made: list[SweepEnv] = []
-    waves = {"NEO_PARSE_WAVE_MIN_FILES": "1", "NEO_PARSE_WAVE_FILES": "2"}
+    waves = {
+        "NEO_PARSE_WAVES": "true",
+        "NEO_PARSE_WAVE_MIN_FILES": "1",
+        "NEO_PARSE_WAVE_FILES": "2",
+    }
 
     def make(files: dict[str, str]) -> SweepEnv:
         env = SweepEnv.create(tmp_path, server, files)

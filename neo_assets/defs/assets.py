@@ -41,8 +41,9 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.embedding.lifecycle import close_provider, closed_on_error, prepare
 from neo_assets.status import build_status
-from neo_assets.sweep.chunk_waves import ChunkWaves, pipelined
+from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
@@ -259,8 +260,11 @@ def sweep_repo(
             return
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
-        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+        embedder = provider.build()
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED), closed_on_error(embedder):
             plan = plan_chunks(ctx, cfg, book, envelope)
+            if many_to_parse(plan, cfg):
+                prepare(embedder)  # a big sweep: its helpers start while the files parse
             if pipelined(plan, cfg):
                 # Many files to parse: they are parsed and declared wave by wave while the
                 # lane embeds and writes the earlier waves (sweep/chunk_waves.py).
@@ -279,6 +283,7 @@ def sweep_repo(
         if not lease.held:
             if waves is not None:
                 waves.close()
+            close_provider(embedder)
             yield from _lost(context, ctx, lease.info, unmaterialized)
             return
         started = time.monotonic()
@@ -292,7 +297,7 @@ def sweep_repo(
                     envelope,
                     chunks,
                     EmbedContext(
-                        provider=provider.build(),
+                        provider=embedder,
                         progress=_progress_logger(context, ctx, started),
                         guard=lease.check,
                     ),
@@ -306,6 +311,7 @@ def sweep_repo(
             finally:
                 if waves is not None:
                     waves.close()
+                close_provider(embedder)  # the lane closed it; not if the step failed first
         del chunks  # the declared generation is in the ledger; the census needs no frame
         summary["seconds"] = time.monotonic() - started
         stage_s["embed_s"] = summary["seconds"]

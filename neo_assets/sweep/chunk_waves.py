@@ -51,10 +51,15 @@ class ChunkingFailed(Exception):
         self.code = code
 
 
+def many_to_parse(plan: ChunkPlan, settings: Settings) -> bool:
+    """Enough files to parse (``NEO_PARSE_WAVE_MIN_FILES``, 200) that helper processes pay
+    for their start-up (and waves for a declaration each)."""
+    return len(plan.to_parse) >= settings.parse_wave_min_files
+
+
 def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
-    """Waves only pay off with enough to parse (``NEO_PARSE_WAVE_MIN_FILES``, 200: the
-    helper's start-up and a declaration per wave cost more than they save below it)."""
-    return settings.parse_waves and len(plan.to_parse) >= settings.parse_wave_min_files
+    """Whether this plan's chunk stage runs in waves (``NEO_PARSE_WAVES``)."""
+    return settings.resolved_parse_waves and many_to_parse(plan, settings)
 
 
 class ChunkWaves:

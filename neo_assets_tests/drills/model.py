@@ -81,6 +81,7 @@ def sim_env(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_BACKOFF_JITTER_S": "0",
         "NEO_SWEEP_LEASE_TTL_S": "5",
         # A sweep drawn "in waves" (and every Dagster sweep) parses 2 files a wave.
+        "NEO_PARSE_WAVES": "true",
         "NEO_PARSE_WAVE_MIN_FILES": "1",
         "NEO_PARSE_WAVE_FILES": "2",
     }

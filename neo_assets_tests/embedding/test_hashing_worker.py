@@ -118,3 +118,29 @@ def test_a_helper_that_dies_mid_sweep_falls_back_to_in_process_hashing() -> None
     vectors, provider = asyncio.run(run())
     assert np.array_equal(vectors, embed_texts(TEXTS, DIMS))
     assert provider.offloaded_texts == len(TEXTS)  # the call after the death was not
+
+
+def test_prepare_starts_the_helper_so_the_first_big_call_uses_it() -> None:
+    async def run() -> tuple[int, HashingWorker | None, np.ndarray]:
+        provider = HashingProvider(dimensions=DIMS, offload_min_texts=10)
+        provider.prepare()
+        provider.prepare()  # once is enough: the same helper
+        worker = provider._worker
+        assert worker is not None
+        _wait_ready(worker, TEXTS[:1])  # up (what the files' parsing gives it time for)
+        vectors = await provider.embed(TEXTS, _scope(), "first")
+        offloaded = provider.offloaded_texts
+        await provider.aclose()
+        await provider.aclose()  # closing twice is harmless
+        return offloaded, worker, vectors
+
+    offloaded, worker, vectors = asyncio.run(run())
+    assert offloaded == len(TEXTS)  # the very first call went to the helper
+    assert np.array_equal(vectors, embed_texts(TEXTS, DIMS))
+    assert worker is not None and worker.helper._proc.poll() is not None
+
+
+def test_prepare_starts_nothing_when_offloading_is_off() -> None:
+    provider = HashingProvider(dimensions=DIMS, offload_min_texts=None)
+    provider.prepare()
+    assert provider._worker is None

@@ -45,6 +45,7 @@ def repo(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     tenants = write_tenants(tmp_path / "t.yaml", {"acme": [repo_entry("w", git.path)]})
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     # Waves of 7 files from 5 files to parse up: 30 files are 5 waves.
+    monkeypatch.setenv("NEO_PARSE_WAVES", "true")  # the hashing embedder's default is none
     monkeypatch.setenv("NEO_PARSE_WAVE_MIN_FILES", "5")
     monkeypatch.setenv("NEO_PARSE_WAVE_FILES", "7")
     t = load_tenants(tenants).tenants[0]

@@ -65,7 +65,7 @@ def embed_texts(texts: Sequence[str], dimensions: int) -> np.ndarray:
 
 
 # A call with at least this many texts starts the helper process (and later calls use it
-# once it is up): a first sweep's 512-text batches then hash on the other core while the
+# once it is up): a first sweep's 2,048-text batches then hash on the other core while the
 # previous batch is written. Smaller work (a one-file commit, tests) never pays ~0.3 s of
 # helper start-up.
 OFFLOAD_MIN_TEXTS = 256
@@ -89,6 +89,14 @@ class HashingProvider:
         self._worker: HashingWorker | None = None
         self.offloaded_texts = 0  # how many texts the helper hashed (observability, tests)
 
+    def prepare(self) -> None:
+        """Start the helper now: a big sweep is coming, and its first batches would
+        otherwise hash in-process while the helper starts (~0.2 s). ``aclose`` stops it."""
+        if self.offload_min_texts is not None and self._worker is None:
+            from neo_assets.embedding.providers.hashing_worker import HashingWorker
+
+            self._worker = HashingWorker(self.dimensions)
+
     async def embed(
         self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
     ) -> np.ndarray:
@@ -96,11 +104,10 @@ class HashingProvider:
         if self.offload_min_texts is None or len(texts) < self.offload_min_texts:
             return embed_texts(texts, self.dimensions)
         if self._worker is None:
-            from neo_assets.embedding.providers.hashing_worker import HashingWorker
-
             # Started now, used from the first call that finds it ready; this call and
             # any before it is up hash in-process, so nothing waits for it.
-            self._worker = HashingWorker(self.dimensions)
+            self.prepare()
+        assert self._worker is not None
         if self._worker.broken is None:
             from neo_assets.helper_process import HelperUnavailable
 

@@ -1,0 +1,34 @@
+"""A sweep's provider from before its chunk stage to after its lane.
+
+The sweep builds its provider before parsing, so a provider with start-up work (the
+hashing embedder's helper process) can start it while the files parse. The lane closes
+the provider when it ends; these close it on the paths that never reach the lane (a
+failed chunk stage, a lost lease). Closing twice is harmless for every provider.
+"""
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from neo_assets.embedding.provider import EmbeddingProvider
+
+
+def prepare(provider: EmbeddingProvider) -> None:
+    """Let ``provider`` start what a big sweep needs (providers without start-up: no-op)."""
+    start = getattr(provider, "prepare", None)
+    if callable(start):
+        start()
+
+
+def close_provider(provider: EmbeddingProvider) -> None:
+    asyncio.run(provider.aclose())
+
+
+@contextmanager
+def closed_on_error(provider: EmbeddingProvider) -> Iterator[None]:
+    """Close ``provider`` if the block raises (the error goes on)."""
+    try:
+        yield
+    except BaseException:
+        close_provider(provider)
+        raise
