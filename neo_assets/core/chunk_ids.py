@@ -7,6 +7,11 @@ import re
 CHUNK_ID_RE = re.compile(r"^[a-f0-9]{64}$")
 
 
+# What json.dumps(..., ensure_ascii=False, separators=(",", ":")) does, without building an
+# encoder per call (a first sweep computes one id per chunk: 8,000 for 2,000 files).
+_CANONICAL = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def chunk_id(
     tenant_id: str,
     repo_slug: str,
@@ -19,10 +24,8 @@ def chunk_id(
 ) -> str:
     """sha256 over the identity tuple, encoded as canonical JSON so no field can bleed
     into its neighbour (``("a", "bc")`` and ``("ab", "c")`` hash differently)."""
-    payload = json.dumps(
-        [tenant_id, repo_slug, kind, name, content, source_path, parser_id, parser_version],
-        ensure_ascii=False,
-        separators=(",", ":"),
+    payload = _CANONICAL.encode(
+        [tenant_id, repo_slug, kind, name, content, source_path, parser_id, parser_version]
     )
     return hashlib.sha256(payload.encode("utf-8", errors="surrogatepass")).hexdigest()
 
