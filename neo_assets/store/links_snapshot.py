@@ -85,7 +85,7 @@ def _write_container(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, n
         name: {
             "dtype": value.dtype.str,
             "shape": list(value.shape),
-            "crc": zlib.crc32(memoryview(value).cast("B")),
+            "crc": zlib.crc32(_bytes_of(value)),
         }
         for name, value in parts.items()
     }
@@ -96,12 +96,18 @@ def _write_container(path: Path, meta: Mapping[str, Any], arrays: Mapping[str, n
         with os.fdopen(fd, "wb") as out:
             out.write(_MAGIC + struct.pack("<Q", len(header)) + header)
             for value in parts.values():
-                out.write(memoryview(value).cast("B"))
+                out.write(_bytes_of(value))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _bytes_of(value: np.ndarray) -> memoryview:
+    """A C-contiguous array's bytes without a copy. Flattened first: a memoryview of an
+    empty multi-dimensional array (no rows: shape (0, d)) refuses to be cast to bytes."""
+    return memoryview(value.reshape(-1).view(np.uint8))
 
 
 def _read_container(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
