@@ -39,7 +39,7 @@ import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Literal
 
@@ -69,6 +69,9 @@ _GIT_REDIRECT_VARS = (
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
 )
+# Bytes of text blobs a git envelope keeps from classifying them, for the chunk stage
+# that reads them next (a first sweep of 2,000 files would read every blob twice).
+READ_AHEAD_BYTES = 32 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
 
@@ -106,6 +109,9 @@ class Envelope:
     root: str
     revision: str
     entries: tuple[FileEntry, ...]
+    # git: the bytes of text blobs read while classifying them, by object id (a blob
+    # never changes); ``read_texts`` takes them from here instead of asking git again.
+    read_ahead: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
     def yielded_paths(self) -> tuple[str, ...]:
         return tuple(e.path for e in self.entries if e.yielded)
@@ -586,6 +592,8 @@ def _git_envelope(
         rows[path] = (raw, oid, size, seen.skip_reason, None)
         if seen.changed_at is not None and seen.path == path:
             reused_times[raw] = seen.changed_at
+    read_ahead: dict[str, bytes] = {}
+    budget = READ_AHEAD_BYTES
     with _CatFile(top) as cat:
         answers = cat.read_many([rows[path][1] for path in unread])
         for path, (_oid, data) in zip(unread, answers, strict=True):
@@ -593,7 +601,11 @@ def _git_envelope(
             if data is None:
                 rows[path] = (raw, oid, size, codes.SKIP_UNREADABLE, "git object missing")
             else:
-                rows[path] = (raw, oid, size, _classify_content(data), None)
+                verdict = _classify_content(data)
+                rows[path] = (raw, oid, size, verdict, None)
+                if verdict is None and len(data) <= budget and oid not in read_ahead:
+                    read_ahead[oid] = data
+                    budget -= len(data)
 
     times = dict(reused_times)
     times.update(
@@ -611,7 +623,7 @@ def _git_envelope(
         )
         for path, (raw, oid, size, reason, detail) in sorted(rows.items())
     )
-    return Envelope(kind="git", root=top, revision=sha, entries=entries)
+    return Envelope(kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead)
 
 
 def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, float]:
@@ -675,19 +687,36 @@ def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, fl
 
 def _git_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
     entries = [_yielded_entry(envelope, path) for path in paths]
+    kept = envelope.read_ahead
+    # What the envelope kept is handed over once (then dropped: its memory is the
+    # sweep's); the rest is asked of git, in order, through one cat-file.
+    ahead = {e.blob: kept[e.blob] for e in entries if e.blob in kept}
+    for oid in ahead:
+        del kept[oid]
+    asked = [e for e in entries if e.blob not in ahead]
+    if not asked:
+        for entry in entries:
+            yield entry.path, decode_text(ahead[entry.blob])
+        return
     with _CatFile(envelope.root) as cat:
-        for entry, (_oid, data) in zip(
-            entries, cat.read_many([e.blob for e in entries]), strict=True
-        ):
-            path = entry.path
-            if data is None:
-                raise SourceError(
-                    codes.SOURCE_UNREADABLE,
-                    f"repository {envelope.root} (revision {envelope.revision}): blob "
-                    f"{entry.blob} of {path!r} is no longer in the object store. Fix: "
-                    "re-run the sweep so the envelope is rebuilt from the current ref.",
-                )
-            yield path, decode_text(data)
+        answers = cat.read_many([e.blob for e in asked])
+        try:
+            for entry in entries:
+                if entry.blob in ahead:
+                    yield entry.path, decode_text(ahead[entry.blob])
+                    continue
+                _oid, data = next(answers)
+                path = entry.path
+                if data is None:
+                    raise SourceError(
+                        codes.SOURCE_UNREADABLE,
+                        f"repository {envelope.root} (revision {envelope.revision}): blob "
+                        f"{entry.blob} of {path!r} is no longer in the object store. Fix: "
+                        "re-run the sweep so the envelope is rebuilt from the current ref.",
+                    )
+                yield path, decode_text(data)
+        finally:
+            answers.close()  # a reader that stopped early stops git at once
 
 
 def _yielded_entry(envelope: Envelope, path: str) -> FileEntry:

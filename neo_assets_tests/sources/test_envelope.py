@@ -611,6 +611,10 @@ def test_read_texts_names_a_blob_gone_from_the_object_store(tmp_path: Path) -> N
     obj = repo.path / ".git" / "objects" / blob_b[:2] / blob_b[2:]
     obj.chmod(0o644)
     obj.unlink()
+    # What the envelope read while classifying is still the commit's content...
+    assert dict(read_texts(env, ["b.py"])) == {"b.py": "B = 2\n"}
+    # ...but a blob asked of git again must still be there.
+    env.read_ahead.clear()
     texts = read_texts(env, ["a.py", "b.py"])
     assert next(texts) == ("a.py", "A = 1\n")
     with pytest.raises(SourceError) as err:
@@ -687,3 +691,70 @@ def test_a_blob_missing_then_restored_gets_its_real_size(
     mended = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP, previous=broken)
     assert asked == [{blob_b}]  # the recorded 0 was not a size
     assert (mended.entry("b.py").size, mended.entry("b.py").yielded) == (len("B = 22\n"), True)
+
+
+def _shared_blob_repo(root: Path) -> GitRepo:
+    repo = GitRepo(root)
+    repo.write("a.py", "A = 1\n")
+    repo.write("b.py", "B = 22\n")
+    repo.write("same_as_a.py", "A = 1\n")  # the same blob as a.py
+    repo.write("c.md", "# C\n" * 10)
+    repo.write("logo.bin", b"\x89PNG\r\n\x1a\n\x00\x00binary")
+    repo.commit("one", when=T1)
+    return repo
+
+
+def _counting_git_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    asked: list[int] = []
+    real = _CatFile.read_many
+
+    def counting(self, oids):
+        asked.append(len(oids))
+        return real(self, oids)
+
+    monkeypatch.setattr(_CatFile, "read_many", counting)
+    return asked
+
+
+def test_the_blobs_read_to_classify_them_are_handed_to_the_first_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = _shared_blob_repo(tmp_path / "r")
+    env = build_envelope(repo.path, max_file_bytes=CAP)
+    by_path = {e.path: e for e in env.entries}
+    # Text blobs only (the binary one was read, and is not kept), each blob once.
+    assert set(env.read_ahead) == {by_path[p].blob for p in ("a.py", "b.py", "c.md")}
+    asked = _counting_git_reads(monkeypatch)
+    paths = ["c.md", "a.py", "same_as_a.py", "b.py", "a.py"]
+    first = list(read_texts(env, paths))
+    assert asked == []  # nothing asked of git again
+    assert first == [
+        ("c.md", "# C\n" * 10),
+        ("a.py", "A = 1\n"),
+        ("same_as_a.py", "A = 1\n"),
+        ("b.py", "B = 22\n"),
+        ("a.py", "A = 1\n"),
+    ]
+    assert env.read_ahead == {}  # handed over once: the sweep holds them no longer
+    assert list(read_texts(env, paths)) == first  # later reads ask git, same texts
+    assert asked == [len(paths)]
+
+
+def test_a_read_ahead_over_budget_keeps_some_and_reads_the_rest_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neo_assets.sources.envelope as envelope_module
+
+    repo = _shared_blob_repo(tmp_path / "r")
+    monkeypatch.setattr(envelope_module, "READ_AHEAD_BYTES", 10)  # a.py's 6 bytes fit
+    env = build_envelope(repo.path, max_file_bytes=CAP)
+    assert sum(len(b) for b in env.read_ahead.values()) <= 10 and env.read_ahead
+    asked = _counting_git_reads(monkeypatch)
+    paths = ["b.py", "a.py", "c.md", "same_as_a.py"]
+    assert list(read_texts(env, paths)) == [
+        ("b.py", "B = 22\n"),
+        ("a.py", "A = 1\n"),
+        ("c.md", "# C\n" * 10),
+        ("same_as_a.py", "A = 1\n"),
+    ]
+    assert asked == [2]  # only what the envelope did not keep
