@@ -98,7 +98,7 @@ class ChunkWaves:
     def __iter__(self) -> Iterator[pd.DataFrame]:
         plan = self.plan
         waves = plan_waves(plan.to_parse, plan.replaced, full=plan.full, wave_files=self.wave_files)
-        for wave in waves:
+        for number, wave in enumerate(waves, start=1):
             wave_paths = list(wave.paths)
             try:
                 rows, _helped = self.parser.parse(
@@ -119,7 +119,16 @@ class ChunkWaves:
                     return  # the lane ends with what it has; the caller sees the lease
             replace = None if wave.replace is None else set(wave.replace)
             try:
-                record_parsed(self.ctx, self.ledger, self.envelope, plan, parsed, replace, self.now)
+                record_parsed(
+                    self.ctx,
+                    self.ledger,
+                    self.envelope,
+                    plan,
+                    parsed,
+                    replace,
+                    self.now,
+                    in_progress=number < len(waves),
+                )
             except Exception as exc:
                 raise ChunkingFailed(
                     f"declaring {len(parsed)} chunk(s) of {len(wave_paths)} file(s) in the "

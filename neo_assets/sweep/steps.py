@@ -283,6 +283,11 @@ def plan_chunks(
     )
 
 
+# Never a declaration's digest (those are 64 hex digits): a generation whose waves have
+# not all been declared.
+GENERATION_IN_PROGRESS = "generation-in-progress"
+
+
 def record_parsed(
     ctx: RepoContext,
     ledger: Ledger,
@@ -291,16 +296,23 @@ def record_parsed(
     parsed: list[dict[str, Any]],
     replace_paths: set[str] | None,
     now: float,
+    *,
+    in_progress: bool = False,
 ) -> None:
     """Declare ``parsed`` in the ledger: replacing ``replace_paths``' chunks, or the whole
-    generation when None."""
+    generation when None. ``in_progress``: more waves are to come, so the generation is
+    recorded under a digest no declaration has (GENERATION_IN_PROGRESS): until its last
+    wave, reconciliation has no authority over the repo, since a yielded path not reached
+    yet would read as declared empty and its rows as reclaimable."""
     ledger.record_generation(
         ctx.tenant_id,
         ctx.repo_slug,
         revision=envelope.revision,
         parser_id=ctx.repo.parser.id,
         parser_version=ctx.repo.parser.version,
-        declaration_digest=envelope.repo_declaration_digest,
+        declaration_digest=GENERATION_IN_PROGRESS
+        if in_progress
+        else envelope.repo_declaration_digest,
         chunks=(
             DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
             for r in parsed

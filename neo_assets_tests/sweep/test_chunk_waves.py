@@ -280,3 +280,34 @@ def test_an_abort_before_the_first_wave_defers_the_sweep_never_completes_it(
     again = _sweep(ctx, waves=True)
     assert again["result"]["outcome"] == codes.OUTCOME_COMPLETE
     assert len(_declared(ctx)) == PER_FILE * FILES
+
+
+def test_reconciliation_has_no_authority_over_a_generation_cut_between_waves(
+    repo: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the soak: a parser bump cut after its first wave left the paths not yet
+    reached with no declared chunks, which reconciliation read as declared empty, so it
+    reclaimed their rows (a hole). Until the last wave, the generation has no authority."""
+    from neo_assets.reconciliation.reading import read_declaration
+
+    ctx = repo["ctx"]
+    assert _sweep(ctx, waves=False)["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    bumped = write_tenants(
+        tmp_path / "t2.yaml", {"acme": [repo_entry("w", repo["git"].path, version="2.0.0")]}
+    )
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(bumped))
+    tenant = load_tenants(bumped).tenants[0]
+    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    env = envelope_step(ctx, settings, ledger, time.time())
+    plan = plan_chunks(ctx, settings, ledger, env)
+    with ChunkWaves(ctx, settings, ledger, env, plan, time.time()) as waves:
+        next(iter(waves))  # the first wave replaces the whole generation, then "crash"
+    assert len(_declared(ctx)) == PER_FILE * 7  # 23 yielded paths have no chunks declared
+    _decl, problems, _records = read_declaration(ledger, "acme", tenant)
+    assert problems["w"] == codes.RECONCILE_DECLARATION_MOVED  # no authority: nothing reclaimed
+
+    assert _sweep(ctx, waves=True)["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    _decl, problems, _records = read_declaration(ledger, "acme", tenant)
+    assert problems["w"] is None  # the last wave restored it
