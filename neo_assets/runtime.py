@@ -23,6 +23,7 @@ def get_store(settings: Settings) -> ChromaStore:
         settings.chroma_url,
         settings.collection_name,
         settings.chroma_one_core,
+        settings.chroma_gil_gap,
     )
     with _lock:
         store = _stores.get(key)
@@ -32,6 +33,7 @@ def get_store(settings: Settings) -> ChromaStore:
                 url=settings.chroma_url,
                 collection_name=settings.collection_name,
                 one_core=settings.chroma_one_core,
+                gil_gap=settings.chroma_gil_gap,
             )
             _stores[key] = store
         return store

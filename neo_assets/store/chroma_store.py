@@ -17,6 +17,7 @@ from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 
 from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
+from neo_assets.store.gil_gap import GilGap
 
 COLLECTION_SPACE = "cosine"
 # Metadata keys the project stamps on every row (CONTRACT.md, "The collection").
@@ -88,6 +89,9 @@ class ChromaStore:
     collection_name: str
     # The core embedded Chroma's threads share (store/chroma_threads.py), or None.
     pin_core: int | None = None
+    # Before each embedded add, wait for the process's other threads to go idle
+    # (core/idle_gap.py); None for a server, whose add does not hold our GIL.
+    gil_gap: GilGap | None = None
 
     def __post_init__(self) -> None:
         self._pin_threads()
@@ -133,6 +137,8 @@ class ChromaStore:
         step = self._max_batch
         for start in range(0, len(ids), step):
             stop = start + step
+            if self.gil_gap is not None:
+                self.gil_gap.wait()
             self.collection.add(
                 ids=list(ids[start:stop]),
                 embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
@@ -231,8 +237,14 @@ def open_store(
     url: str | None,
     collection_name: str,
     one_core: bool = False,
+    gil_gap: bool = False,
 ) -> ChromaStore:
     """The collection; with ``one_core``, embedded Chroma's threads share one core
-    (core/chroma_core.py says why). A Chroma server's threads are its own business."""
+    (core/chroma_core.py says why); with ``gil_gap``, each embedded add first lets the
+    process's other threads go idle (core/idle_gap.py). A Chroma server is neither: its
+    threads are its own business and its add does not hold this process's GIL."""
     pin_core = chroma_core() if one_core and not url else None
-    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name, pin_core)
+    gap = GilGap() if gil_gap and not url else None
+    return ChromaStore(
+        make_client(persist_dir=persist_dir, url=url), collection_name, pin_core, gap
+    )
