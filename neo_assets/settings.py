@@ -36,6 +36,10 @@ class Settings(BaseSettings):
     # Embedded Chroma's threads share one core: its writes hand each SQLite statement
     # between two threads, and across cores that costs ~30 % (core/chroma_core.py).
     chroma_one_core: bool = True
+    # Before each embedded add (it holds the GIL for its whole run), let the process's
+    # other threads do what they are ready to do, so the helpers they feed keep working
+    # through the add (core/idle_gap.py).
+    chroma_gil_gap: bool = True
 
     # --- embedding provider
     embedding_provider: ProviderKind = "hashing"
@@ -64,13 +68,12 @@ class Settings(BaseSettings):
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
     # A sweep with at least MIN files to parse parses and declares them in waves of FILES
-    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py). Unset:
-    # waves for a remote provider, whose embedding is the slow side; none for the local
-    # hashing embedder, whose sweep is Chroma's adds, which hold the GIL, so the waves
-    # only stall the lane between them (docs/performance.md).
-    parse_waves: bool | None = None
+    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py); the first
+    # wave has FIRST_WAVE_FILES, so the first write starts early.
+    parse_waves: bool = True
     parse_wave_min_files: int = Field(200, ge=1)
-    parse_wave_files: int = Field(200, ge=1)
+    parse_wave_files: int = Field(500, ge=1)
+    parse_first_wave_files: int = Field(100, ge=1)
 
     # --- scheduling
     default_cadence_minutes: int = Field(30, ge=1)
@@ -117,12 +120,6 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
-
-    @property
-    def resolved_parse_waves(self) -> bool:
-        if self.parse_waves is not None:
-            return self.parse_waves
-        return self.embedding_provider != "hashing"
 
     @property
     def resolved_batch_size(self) -> int:

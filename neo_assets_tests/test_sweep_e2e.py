@@ -204,7 +204,8 @@ def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
     assert all(p in closed for p in started)  # closed by the sweep, not left to exit
     assert _helper_children() == []
 
-    # A chunk stage that fails after the helper started still closes it.
+    # A (serial) chunk stage that fails after the helper started still closes it.
+    monkeypatch.setenv("NEO_PARSE_WAVES", "false")
     a = two_tenants["a"]
     a.write("more.py", "def more():\n    return 3\n")
     a.commit("more", when=1_700_000_300)

@@ -19,16 +19,27 @@ class Wave:
 
 
 def plan_waves(
-    to_parse: Sequence[str], replaced: Iterable[str], *, full: bool, wave_files: int
+    to_parse: Sequence[str],
+    replaced: Iterable[str],
+    *,
+    full: bool,
+    wave_files: int,
+    first_wave_files: int | None = None,
 ) -> list[Wave]:
-    """``to_parse`` in waves of ``wave_files``, in order. ``replaced``: the recorded paths
-    whose chunks are rewritten or dropped; ``full``: no recorded chunk is reused."""
+    """``to_parse`` in waves of ``wave_files``, in order; the first has at most
+    ``first_wave_files`` (a small first wave starts the first write early, bigger later
+    waves make fewer, bigger writes). ``replaced``: the recorded paths whose chunks are
+    rewritten or dropped; ``full``: no recorded chunk is reused."""
     if wave_files < 1:
         raise ValueError(f"wave_files must be at least 1, got {wave_files}")
+    first = wave_files if first_wave_files is None else min(first_wave_files, wave_files)
+    if first < 1:
+        raise ValueError(f"first_wave_files must be at least 1, got {first_wave_files}")
     gone = frozenset(replaced) - frozenset(to_parse)
+    starts = [0, *range(first, len(to_parse), wave_files)] if to_parse else []
     waves: list[Wave] = []
-    for start in range(0, len(to_parse), wave_files):
-        paths = tuple(to_parse[start : start + wave_files])
+    for start, end in zip(starts, [*starts[1:], len(to_parse)], strict=False):
+        paths = tuple(to_parse[start:end])
         if start == 0:
             replace = None if full else frozenset(paths) | gone
         else:

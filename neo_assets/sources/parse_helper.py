@@ -95,23 +95,28 @@ class Parser:
         self.identity = identity
         self.helper = HelperProcess(__name__)
 
-    def ask(self, files: list[tuple[str, str]]) -> list[Row] | None:
-        """The helper's rows for ``files``, or None when it cannot take them."""
+    def ask(
+        self, files: list[tuple[str, str]], *, wait_ready_s: float = READY_WAIT_S
+    ) -> list[Row] | None:
+        """The helper's rows for ``files``, or None when it cannot take them (or is still
+        starting after ``wait_ready_s``)."""
         if self.helper.broken is not None:
             return None
         try:
             return self.helper.call(
                 (astuple(self.identity), files),
-                wait_ready_s=READY_WAIT_S,
+                wait_ready_s=wait_ready_s,
                 # ~0.3 ms a file here; far more means the helper is stuck, not busy.
                 answer_within_s=10.0 + 0.02 * len(files),
             )
         except HelperUnavailable:
             return None
 
-    def parse(self, files: list[tuple[str, str]]) -> tuple[list[Row], bool]:
+    def parse(
+        self, files: list[tuple[str, str]], *, wait_ready_s: float = READY_WAIT_S
+    ) -> tuple[list[Row], bool]:
         """The rows of ``files``, and whether the helper parsed them."""
-        rows = self.ask(files)
+        rows = self.ask(files, wait_ready_s=wait_ready_s)
         if rows is None:
             return parse_rows(self.identity, files), False
         return rows, True

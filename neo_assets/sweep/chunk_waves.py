@@ -29,7 +29,7 @@ from neo_assets.core import codes
 from neo_assets.core.waves import plan_waves
 from neo_assets.settings import Settings
 from neo_assets.sources.envelope import read_texts
-from neo_assets.sources.parse_helper import Parser
+from neo_assets.sources.parse_helper import READY_WAIT_S, Parser
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.steps import (
     CHUNK_COLUMNS,
@@ -59,7 +59,7 @@ def many_to_parse(plan: ChunkPlan, settings: Settings) -> bool:
 
 def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
     """Whether this plan's chunk stage runs in waves (``NEO_PARSE_WAVES``)."""
-    return settings.resolved_parse_waves and many_to_parse(plan, settings)
+    return settings.parse_waves and many_to_parse(plan, settings)
 
 
 class ChunkWaves:
@@ -86,6 +86,7 @@ class ChunkWaves:
         # Small enough that the first write starts early, big enough that a wave's
         # declaration (one ledger transaction) and presence check stay cheap.
         self.wave_files = settings.parse_wave_files
+        self.first_wave_files = settings.parse_first_wave_files
         self.guard = guard  # raises to refuse a declaration (the sweep lease was lost)
         self.parser = Parser(parse_identity(ctx, settings))
         self.parsed: list[dict[str, Any]] = []
@@ -97,12 +98,21 @@ class ChunkWaves:
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
         plan = self.plan
-        waves = plan_waves(plan.to_parse, plan.replaced, full=plan.full, wave_files=self.wave_files)
+        waves = plan_waves(
+            plan.to_parse,
+            plan.replaced,
+            full=plan.full,
+            wave_files=self.wave_files,
+            first_wave_files=self.first_wave_files,
+        )
         for number, wave in enumerate(waves, start=1):
             wave_paths = list(wave.paths)
             try:
                 rows, _helped = self.parser.parse(
-                    list(read_texts(self.envelope.listing, wave_paths))
+                    list(read_texts(self.envelope.listing, wave_paths)),
+                    # The first wave is parsed here if the helper is still starting: the
+                    # lane has nothing else to do until it is declared.
+                    wait_ready_s=0.0 if number == 1 else READY_WAIT_S,
                 )
             except Exception as exc:
                 code = getattr(exc, "code", None)

@@ -24,6 +24,19 @@ def test_gone_paths_are_dropped_with_the_first_wave_and_changed_ones_with_their_
     assert waves[2] == Wave(("new",), frozenset({"new"}))
 
 
+def test_a_small_first_wave_then_full_ones() -> None:
+    waves = plan_waves(list("abcdefgh"), [], full=True, wave_files=3, first_wave_files=1)
+    assert [w.paths for w in waves] == [("a",), ("b", "c", "d"), ("e", "f", "g"), ("h",)]
+    assert [w.replace for w in waves] == [
+        None,
+        frozenset("bcd"),
+        frozenset("efg"),
+        frozenset("h"),
+    ]
+    with pytest.raises(ValueError, match="first_wave_files"):
+        plan_waves(["a"], [], full=True, wave_files=2, first_wave_files=0)
+
+
 def test_nothing_to_parse_is_no_wave() -> None:
     assert plan_waves([], ["gone"], full=False, wave_files=3) == []
 
@@ -36,14 +49,31 @@ def test_a_wave_size_below_one_is_refused() -> None:
 paths = st.lists(st.text("abcdef", min_size=1, max_size=3), unique=True, max_size=30)
 
 
-@given(to_parse=paths, other=paths, full=st.booleans(), wave_files=st.integers(1, 7))
+@given(
+    to_parse=paths,
+    other=paths,
+    full=st.booleans(),
+    wave_files=st.integers(1, 7),
+    first_wave_files=st.none() | st.integers(1, 9),
+)
 def test_every_file_once_in_order_and_no_early_drop(
-    to_parse: list[str], other: list[str], full: bool, wave_files: int
+    to_parse: list[str],
+    other: list[str],
+    full: bool,
+    wave_files: int,
+    first_wave_files: int | None,
 ) -> None:
     replaced = set(other) | set(to_parse[::2])
-    waves = plan_waves(to_parse, replaced, full=full, wave_files=wave_files)
+    waves = plan_waves(
+        to_parse, replaced, full=full, wave_files=wave_files, first_wave_files=first_wave_files
+    )
     assert [p for w in waves for p in w.paths] == to_parse
     assert all(1 <= len(w.paths) <= wave_files for w in waves)
+    if waves:
+        # The first wave is as big as allowed, and only the last of the others is short.
+        first = min(first_wave_files or wave_files, wave_files)
+        assert len(waves[0].paths) == min(first, len(to_parse))
+        assert all(len(w.paths) == wave_files for w in waves[1:-1])
     for i, wave in enumerate(waves):
         if wave.replace is None:
             assert i == 0 and full

@@ -181,11 +181,11 @@ def test_a_parse_failure_in_a_later_wave_fails_after_declaring_and_writing_the_e
     original = Parser.parse
     calls = [0]
 
-    def failing_third(self, files):  # noqa: ANN001, ANN202
+    def failing_third(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
         calls[0] += 1
         if calls[0] == 3:
             raise ValueError("the parser choked")
-        return original(self, files)
+        return original(self, files, **kwargs)
 
     monkeypatch.setattr(Parser, "parse", failing_third)
     with pytest.raises(ChunkingFailed, match="the parser choked") as failed:
