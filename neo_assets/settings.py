@@ -69,10 +69,8 @@ class Settings(BaseSettings):
     window_lines: int = Field(60, ge=5)
     # A sweep with at least MIN files to parse parses and declares them in waves of FILES
     # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py); the first
-    # wave has FIRST_WAVE_FILES, so the first write starts early. Unset: waves for a remote
-    # provider, whose embedding is the slow side; none for the local hashing embedder,
-    # whose sweep is Chroma's adds (measured both ways in docs/performance.md).
-    parse_waves: bool | None = None
+    # wave has FIRST_WAVE_FILES, so the first write starts early.
+    parse_waves: bool = True
     parse_wave_min_files: int = Field(200, ge=1)
     parse_wave_files: int = Field(500, ge=1)
     parse_first_wave_files: int = Field(100, ge=1)
@@ -122,12 +120,6 @@ class Settings(BaseSettings):
     @classmethod
     def _blank_is_unset(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
-
-    @property
-    def resolved_parse_waves(self) -> bool:
-        if self.parse_waves is not None:
-            return self.parse_waves
-        return self.embedding_provider != "hashing"
 
     @property
     def resolved_batch_size(self) -> int:

@@ -30,19 +30,17 @@ def test_an_invalid_variable_is_refused_every_time(monkeypatch: pytest.MonkeyPat
             load_settings()
 
 
-def test_waves_default_to_the_provider_and_obey_an_explicit_setting(
+def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # The local hashing embedder: no waves (its sweep is Chroma's adds); a remote one: waves.
-    assert load_settings().resolved_parse_waves is False
+    # Since each embedded add first lets the other threads go idle (core/idle_gap.py), the
+    # waves pay for the local hashing embedder too.
+    assert load_settings().parse_waves is True
     assert (load_settings().parse_wave_files, load_settings().parse_first_wave_files) == (500, 100)
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
-    assert load_settings().resolved_parse_waves is True
+    assert load_settings().parse_waves is True
     monkeypatch.setenv("NEO_PARSE_WAVES", "false")
-    assert load_settings().resolved_parse_waves is False
-    monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "hashing")
-    monkeypatch.setenv("NEO_PARSE_WAVES", "true")
-    assert load_settings().resolved_parse_waves is True
+    assert load_settings().parse_waves is False
     assert load_settings().chroma_gil_gap is True
     monkeypatch.setenv("NEO_CHROMA_GIL_GAP", "false")
     assert load_settings().chroma_gil_gap is False

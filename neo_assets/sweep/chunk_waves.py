@@ -59,7 +59,7 @@ def many_to_parse(plan: ChunkPlan, settings: Settings) -> bool:
 
 def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
     """Whether this plan's chunk stage runs in waves (``NEO_PARSE_WAVES``)."""
-    return settings.resolved_parse_waves and many_to_parse(plan, settings)
+    return settings.parse_waves and many_to_parse(plan, settings)
 
 
 class ChunkWaves:
