@@ -71,7 +71,7 @@ def main() -> int:
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.settings import load_settings
     from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
-    from neo_assets.sweep.chunk_waves import many_to_parse
+    from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
     from neo_assets.sweep.steps import (
         EmbedContext,
         RepoContext,
@@ -126,8 +126,21 @@ def main() -> int:
         plan = plan_chunks(ctx, settings, ledger, env)
         if many_to_parse(plan, settings):
             prepare(provider)  # as the sweep does
-        chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
-        summary = embed_step(ctx, settings, store, ledger, env, chunks, EmbedContext(provider))
+        if pipelined(plan, settings):  # as the sweep does: parsed in waves beside the lane
+            with ChunkWaves(ctx, settings, ledger, env, plan, now) as waves:
+                summary = embed_step(
+                    ctx,
+                    settings,
+                    store,
+                    ledger,
+                    env,
+                    waves.kept_frame(),
+                    EmbedContext(provider),
+                    waves=waves,
+                )
+        else:
+            chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
+            summary = embed_step(ctx, settings, store, ledger, env, chunks, EmbedContext(provider))
         census_step(ctx, settings, ledger, env, summary, now)
         return time.perf_counter() - t0, summary
 
