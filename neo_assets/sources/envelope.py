@@ -41,7 +41,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, NamedTuple
 
 import pandas as pd
 
@@ -85,12 +85,12 @@ class SourceError(Exception):
         self.message = message
 
 
-@dataclass(frozen=True)
-class FileEntry:
+class FileEntry(NamedTuple):
     """One path of the tree. ``blob`` is the git object id (git) or the sha256 of the
     content (dir; empty when the content was not read). ``changed_at`` is the commit time
     of the last commit touching the path (git) or its mtime (dir), epoch seconds; None
-    when unobserved. ``skip_detail`` says why, in words, for unreadable and .git paths."""
+    when unobserved. ``skip_detail`` says why, in words, for unreadable and .git paths.
+    A tuple: every sweep builds one per path, twice (listed and recorded)."""
 
     path: str
     size: int

@@ -9,9 +9,8 @@ import contextlib
 import fcntl
 import json
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from alembic import command
@@ -93,8 +92,10 @@ def _loads(raw: str | None) -> Any:
         return None
 
 
-@dataclass(frozen=True)
-class DeclaredChunk:
+class DeclaredChunk(NamedTuple):
+    """One declared chunk (a tuple: a forced sweep of a 2,000-file repo reads 8,000 of
+    them, and a frozen dataclass cost three times as much to build)."""
+
     chunk_id: str
     source_path: str
     kind: str
@@ -365,8 +366,8 @@ class Ledger:
                     t.declared_chunks.c.repo_slug == repo_slug,
                 )
             )
-            # Unpacked as tuples: attribute access on 8,000 Rows cost more than the query.
-            return [DeclaredChunk(*r) for r in rows.all()]
+            # Rows are tuples already: attribute access on 8,000 Rows cost more than the query.
+            return list(map(DeclaredChunk._make, rows.all()))
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:

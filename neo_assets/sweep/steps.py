@@ -120,15 +120,17 @@ def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
     if record is None:
         return None
     entries = tuple(
-        FileEntry(
-            path=p["path"],
-            size=int(p["size"] or 0),
-            blob=p["blob"] or "",
-            yielded=bool(p["yielded"]),
-            skip_reason=p["skip_reason"],
-            changed_at=p["changed_at"],
+        sorted(
+            FileEntry(
+                p["path"],
+                int(p["size"] or 0),
+                p["blob"] or "",
+                bool(p["yielded"]),
+                p["skip_reason"],
+                p["changed_at"],
+            )
+            for p in record["paths"]
         )
-        for p in sorted(record["paths"], key=lambda p: p["path"])
     )
     return Envelope(
         kind=record["kind"], root=str(ctx.repo.path), revision=record["revision"], entries=entries
