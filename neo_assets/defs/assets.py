@@ -12,6 +12,7 @@ Each stage only wires I/O to a step in ``neo_assets.sweep.steps`` and describes 
 result as metadata the UI can show and plot.
 """
 
+import contextlib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -44,6 +45,7 @@ from neo_assets.defs.resources import (
 from neo_assets.embedding.lifecycle import close_provider, closed_on_error, prepare
 from neo_assets.status import build_status
 from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
+from neo_assets.sweep.early_helpers import EarlyHelpers
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
@@ -240,7 +242,7 @@ def sweep_repo(
     book = ledger.get()
     # The run holds the repo's lease from before its first ledger write to after its
     # census; a run that cannot get it, or loses it, writes nothing more.
-    with SweepLease(book, ctx, context.run_id, cfg) as lease:
+    with SweepLease(book, ctx, context.run_id, cfg) as lease, contextlib.ExitStack() as stack:
         if not lease.held:
             context.log.warning(f"{ctx.key}: skipped, sweep lease {lease.info}")
             yield from _skipped(ctx, lease.info, SWEEP_ASSETS)
@@ -248,19 +250,22 @@ def sweep_repo(
         # Seconds inside each stage: the sweep's own work, without Dagster's event handling.
         stage_s: dict[str, float] = {}
         mark = time.perf_counter()
-        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
-            envelope = envelope_step(ctx, cfg, book, time.time())
+        embedder = provider.build()
+        # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py).
+        early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, cfg, embedder)))
+        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE), closed_on_error(embedder):
+            envelope = envelope_step(ctx, cfg, book, time.time(), on_new_files=early.new_files)
         stage_s["envelope_s"] = time.perf_counter() - mark
         yield dg.MaterializeResult(
             asset_key="repo_envelope", metadata=envelope_metadata(ctx, envelope)
         )
 
         if not lease.held:
+            close_provider(embedder)
             yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
             return
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
-        embedder = provider.build()
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED), closed_on_error(embedder):
             plan = plan_chunks(ctx, cfg, book, envelope)
             if many_to_parse(plan, cfg):
@@ -268,7 +273,16 @@ def sweep_repo(
             if pipelined(plan, cfg):
                 # Many files to parse: they are parsed and declared wave by wave while the
                 # lane embeds and writes the earlier waves (sweep/chunk_waves.py).
-                waves = ChunkWaves(ctx, cfg, book, envelope, plan, time.time(), guard=lease.check)
+                waves = ChunkWaves(
+                    ctx,
+                    cfg,
+                    book,
+                    envelope,
+                    plan,
+                    time.time(),
+                    guard=lease.check,
+                    parser=early.take_parser(),
+                )
                 chunks = waves.kept_frame()
             else:
                 chunks = chunk_step(ctx, cfg, book, envelope, time.time(), plan=plan)

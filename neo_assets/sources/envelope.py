@@ -165,6 +165,7 @@ def build_envelope(
     exclude: Sequence[str] = (),
     max_file_bytes: int,
     previous: "Envelope | None" = None,
+    on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
     """Envelope ``root``: git when it is the top of a work tree, a plain directory
     otherwise (see the module docstring). ``ref`` is only allowed for git roots.
@@ -172,11 +173,17 @@ def build_envelope(
     ``previous`` (git only): the repo's last envelope. A path whose object id is unchanged
     keeps its content classification (binary or not) and change time without reading its
     blob again, so a sweep after a small commit reads only what changed. Exclusion, mode
-    and size rules are always applied afresh (a changed glob is heard at once)."""
+    and size rules are always applied afresh (a changed glob is heard at once).
+
+    ``on_new_files`` (git only) hears how many candidate files have content the previous
+    envelope does not know, before they are read: a sweep can start what parsing them
+    will need while the envelope is still reading."""
     top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
     if is_git:
         reuse = previous if previous is not None and previous.kind == "git" else None
-        return _git_envelope(top, ref or "HEAD", tuple(exclude), max_file_bytes, reuse)
+        return _git_envelope(
+            top, ref or "HEAD", tuple(exclude), max_file_bytes, reuse, on_new_files
+        )
     return _dir_envelope(top, tuple(exclude), max_file_bytes)
 
 
@@ -526,7 +533,12 @@ def _blob_sizes(top: str, oids: set[str]) -> dict[str, int]:
 
 
 def _git_envelope(
-    top: str, ref: str, exclude: tuple[str, ...], cap: int, previous: Envelope | None = None
+    top: str,
+    ref: str,
+    exclude: tuple[str, ...],
+    cap: int,
+    previous: Envelope | None = None,
+    on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
     sha = _resolve_commit(top, ref)
     # Content verdicts of the previous envelope, by object id: a blob's bytes never change.
@@ -592,6 +604,8 @@ def _git_envelope(
         rows[path] = (raw, oid, size, seen.skip_reason, None)
         if seen.changed_at is not None and seen.path == path:
             reused_times[raw] = seen.changed_at
+    if on_new_files is not None:
+        on_new_files(len(unread))
     read_ahead: dict[str, bytes] = {}
     budget = READ_AHEAD_BYTES
     with _CatFile(top) as cat:

@@ -5,7 +5,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from neo_assets.core.idle_gap import MAX_S, SLICE_S, gap_over
+from neo_assets.core.idle_gap import MAX_S, SLICE_S, gap_over, slice_was_idle
 
 
 @dataclass
@@ -22,13 +22,17 @@ class GilGap:
     capped: int = 0  # waits that hit max_s (a thread that never went quiet)
 
     def wait(self) -> float:
-        """Sleep in slices until one passes idle, at most ``max_s``; returns the wait."""
+        """Sleep in slices until a few in a row pass idle, at most ``max_s``; returns the
+        wait."""
         started = self.clock()
+        streak = 0
         while True:
             before = self.cpu()
             self.sleep(self.slice_s)
             waited = self.clock() - started
-            if gap_over(self.cpu() - before, waited, slice_s=self.slice_s, max_s=self.max_s):
+            idle = slice_was_idle(self.cpu() - before, self.slice_s)
+            streak = streak + 1 if idle else 0
+            if gap_over(streak, waited, max_s=self.max_s):
                 break
         self.waits += 1
         self.waited_s += waited

@@ -77,6 +77,7 @@ class ChunkWaves:
         now: float,
         *,
         guard: Any = None,
+        parser: Parser | None = None,
     ) -> None:
         self.ctx = ctx
         self.ledger = ledger
@@ -88,7 +89,8 @@ class ChunkWaves:
         self.wave_files = settings.parse_wave_files
         self.first_wave_files = settings.parse_first_wave_files
         self.guard = guard  # raises to refuse a declaration (the sweep lease was lost)
-        self.parser = Parser(parse_identity(ctx, settings))
+        # Its helper may have started while the envelope was read (sweep/early_helpers.py).
+        self.parser = parser if parser is not None else Parser(parse_identity(ctx, settings))
         self.parsed: list[dict[str, Any]] = []
         self.waves_declared = 0
         self.lost = False

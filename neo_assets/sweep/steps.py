@@ -142,12 +142,18 @@ def _entry_key(e: FileEntry) -> tuple[object, ...]:
 
 
 def envelope_step(
-    ctx: RepoContext, settings: Settings, ledger: Ledger, now: float
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    now: float,
+    *,
+    on_new_files: Callable[[int], None] | None = None,
 ) -> EnvelopeResult:
     """List the repo at its revision, record the envelope and the tenant's configVersion.
 
     The previous envelope lets git skip re-reading blobs it has already classified, so
-    the cost follows what changed, not the repo's size."""
+    the cost follows what changed, not the repo's size. ``on_new_files``: see
+    ``build_envelope``."""
     previous = previous_envelope(ledger, ctx)
     env = build_envelope(
         ctx.repo.path,
@@ -155,6 +161,7 @@ def envelope_step(
         exclude=ctx.repo.parser.exclude,
         max_file_bytes=settings.max_file_bytes,
         previous=previous,
+        on_new_files=on_new_files,
     )
     frame = env.to_frame()
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
@@ -420,6 +427,10 @@ class EmbedContext:
     guard: Callable[[], None] | None = None
 
 
+# At most this long the first write of a sweep in waves waits for the second wave.
+FIRST_WRITE_LEAD_S = 2.0
+
+
 def embed_step(
     ctx: RepoContext,
     settings: Settings,
@@ -451,6 +462,14 @@ def embed_step(
     timings["present_check_s"] = time.perf_counter() - started
 
     fed_all = [waves is None]  # did the waves run to their end?
+    # The first write waits (briefly) until the feed is a wave ahead: a wave's items are
+    # hashed while the previous wave is written only if it was declared before that write
+    # began (an embedded add holds the GIL). Without the lead, the second wave was declared
+    # only after the first add, and the lane stalled while it was hashed (~0.3 s).
+    lead = threading.Event()
+    declared_waves = [0]
+    if waves is None:
+        lead.set()
 
     def next_wave(source: Iterator[pd.DataFrame]) -> list[LaneItem] | None:
         """The next declared wave's items the collection lacks (None when no more)."""
@@ -459,6 +478,9 @@ def embed_step(
         if frame is None:
             fed_all[0] = True
             return None
+        declared_waves[0] += 1
+        if declared_waves[0] >= 2:
+            lead.set()
         wave_ids = frame["chunk_id"].tolist()
         wave_present = store.present_ids(wave_ids)
         tally["chunks"] += len(wave_ids)
@@ -472,13 +494,17 @@ def embed_step(
         # In a worker thread: a wave's parse waits on the helper process and its
         # declaration on the ledger, neither on the lane's event loop. An upstream abort
         # ends it before its next wave (the lane waits for the one in progress).
-        while not run.cancel_scope.cancelled:
-            wave = await asyncio.to_thread(next_wave, source)
-            if wave is None:
-                return
-            yield wave
+        try:
+            while not run.cancel_scope.cancelled:
+                wave = await asyncio.to_thread(next_wave, source)
+                if wave is None:
+                    return
+                yield wave
+        finally:
+            lead.set()  # the feed ended (or failed): nothing more to wait for
 
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
+        lead.wait(FIRST_WRITE_LEAD_S)
         if run.guard is not None:
             run.guard()
         write_started = time.perf_counter()

@@ -2,7 +2,14 @@
 
 import pytest
 
-from neo_assets.core.idle_gap import IDLE_SHARE, MAX_S, SLICE_S, gap_over, slice_was_idle
+from neo_assets.core.idle_gap import (
+    IDLE_SHARE,
+    IDLE_SLICES,
+    MAX_S,
+    SLICE_S,
+    gap_over,
+    slice_was_idle,
+)
 
 
 def test_a_slice_is_idle_only_below_its_share_of_cpu() -> None:
@@ -14,14 +21,17 @@ def test_a_slice_is_idle_only_below_its_share_of_cpu() -> None:
 
 
 @pytest.mark.parametrize(
-    ("cpu_used_s", "waited_s", "over"),
+    ("idle_streak", "waited_s", "over"),
     [
-        (0.0, 0.002, True),  # idle at once
-        (SLICE_S, 0.002, False),  # busy: wait on
-        (SLICE_S, MAX_S - 0.001, False),
-        (SLICE_S, MAX_S, True),  # busy, but the wait is capped
-        (SLICE_S, 10.0, True),
+        (IDLE_SLICES, 3 * SLICE_S, True),  # idle at once
+        (IDLE_SLICES - 1, 0.002, False),  # one quiet moment is not idle yet
+        (0, 0.002, False),  # busy: wait on
+        (0, MAX_S - 0.001, False),
+        (0, MAX_S, True),  # busy, but the wait is capped
+        (1, 10.0, True),
     ],
 )
-def test_the_gap_ends_when_idle_or_capped(cpu_used_s: float, waited_s: float, over: bool) -> None:
-    assert gap_over(cpu_used_s, waited_s) is over
+def test_the_gap_ends_after_a_run_of_idle_slices_or_at_the_cap(
+    idle_streak: int, waited_s: float, over: bool
+) -> None:
+    assert gap_over(idle_streak, waited_s) is over

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neo_assets.core.idle_gap import MAX_S, SLICE_S
+from neo_assets.core.idle_gap import IDLE_SLICES, MAX_S, SLICE_S
 from neo_assets.store.chroma_store import open_store
 from neo_assets.store.gil_gap import GilGap
 
@@ -36,10 +36,10 @@ def _gap(proc: FakeProcess) -> GilGap:
     return GilGap(clock=proc.clock, cpu=proc.cpu, sleep=proc.sleep)
 
 
-def test_an_idle_process_costs_one_slice() -> None:
+def test_an_idle_process_costs_a_few_slices() -> None:
     proc = FakeProcess(busy_slices=0)
     gap = _gap(proc)
-    assert gap.wait() == SLICE_S
+    assert abs(gap.wait() - IDLE_SLICES * SLICE_S) < 1e-9
     assert (gap.waits, gap.capped) == (1, 0)
 
 
@@ -48,7 +48,7 @@ def test_it_waits_until_the_other_threads_are_done() -> None:
     gap = _gap(proc)
     waited = gap.wait()
     assert proc.busy_slices == 0
-    assert abs(waited - 8 * SLICE_S) < 1e-9  # seven busy slices, then one idle
+    assert abs(waited - (7 + IDLE_SLICES) * SLICE_S) < 1e-9  # seven busy, then the idle run
     assert gap.capped == 0
 
 

@@ -311,3 +311,28 @@ def test_reconciliation_has_no_authority_over_a_generation_cut_between_waves(
     assert _sweep(ctx, waves=True)["result"]["outcome"] == codes.OUTCOME_COMPLETE
     _decl, problems, _records = read_declaration(ledger, "acme", tenant)
     assert problems["w"] is None  # the last wave restored it
+
+
+def test_the_first_write_waits_until_the_second_wave_is_declared(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A wave is hashed while the previous one is written only if it was declared before
+    # that write began (an embedded add holds the GIL): the first write waits for the lead.
+    ctx = repo["ctx"]
+    declared_at_writes: list[int] = []
+    live: list[ChunkWaves] = []
+    real_init, real_add = ChunkWaves.__init__, ChromaStore.add
+
+    def init(self, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
+        real_init(self, *args, **kwargs)
+        live.append(self)
+
+    def add(self, ids, *args, **kwargs) -> None:  # noqa: ANN001, ANN002, ANN003
+        declared_at_writes.append(live[-1].waves_declared)
+        real_add(self, ids, *args, **kwargs)
+
+    monkeypatch.setattr(ChunkWaves, "__init__", init)
+    monkeypatch.setattr(ChromaStore, "add", add)
+    done = _sweep(ctx, waves=True)
+    assert done["result"]["outcome"] == codes.OUTCOME_COMPLETE
+    assert declared_at_writes and declared_at_writes[0] >= 2
