@@ -251,6 +251,8 @@ def sweep_repo(
         stage_s: dict[str, float] = {}
         mark = time.perf_counter()
         embedder = provider.build()
+        # Closed on every way out, even a run stopped at a yield (closing twice is a no-op).
+        stack.callback(close_provider, embedder)
         # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py).
         early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, cfg, embedder)))
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE), closed_on_error(embedder):
