@@ -42,7 +42,7 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.embedding.lifecycle import close_provider, closed_on_error, prepare
+from neo_assets.embedding.lifecycle import close_provider, prepare
 from neo_assets.status import build_status
 from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
 from neo_assets.sweep.early_helpers import EarlyHelpers
@@ -255,7 +255,7 @@ def sweep_repo(
         stack.callback(close_provider, embedder)
         # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py).
         early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, cfg, embedder)))
-        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE), closed_on_error(embedder):
+        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
             envelope = envelope_step(ctx, cfg, book, time.time(), on_new_files=early.new_files)
         stage_s["envelope_s"] = time.perf_counter() - mark
         yield dg.MaterializeResult(
@@ -263,12 +263,11 @@ def sweep_repo(
         )
 
         if not lease.held:
-            close_provider(embedder)
             yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
             return
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
-        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED), closed_on_error(embedder):
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
             plan = plan_chunks(ctx, cfg, book, envelope)
             if many_to_parse(plan, cfg):
                 prepare(embedder)  # a big sweep: its helpers start while the files parse
@@ -299,7 +298,6 @@ def sweep_repo(
         if not lease.held:
             if waves is not None:
                 waves.close()
-            close_provider(embedder)
             yield from _lost(context, ctx, lease.info, unmaterialized)
             return
         started = time.monotonic()
@@ -327,7 +325,6 @@ def sweep_repo(
             finally:
                 if waves is not None:
                     waves.close()
-                close_provider(embedder)  # the lane closed it; not if the step failed first
         del chunks  # the declared generation is in the ledger; the census needs no frame
         summary["seconds"] = time.monotonic() - started
         stage_s["embed_s"] = summary["seconds"]
