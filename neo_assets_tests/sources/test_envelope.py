@@ -623,18 +623,24 @@ def test_read_texts_names_a_blob_gone_from_the_object_store(tmp_path: Path) -> N
 
 
 # --------------------------------------------------------------------------- sizes
+def _spy(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, note) -> list:  # noqa: ANN001
+    """Replace ``owner.name`` with a wrapper that appends ``note(*args)`` to the returned
+    list before calling the real one."""
+    seen: list = []
+    real = getattr(owner, name)
+
+    def recording(*args):  # noqa: ANN002, ANN202
+        seen.append(note(*args))
+        return real(*args)
+
+    monkeypatch.setattr(owner, name, recording)
+    return seen
+
+
 def _asking(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
     import neo_assets.sources.envelope as envelope_mod
 
-    asked: list[set[str]] = []
-    original = envelope_mod._blob_sizes
-
-    def recording(top: str, oids: set[str]) -> dict[str, int]:
-        asked.append(set(oids))
-        return original(top, oids)
-
-    monkeypatch.setattr(envelope_mod, "_blob_sizes", recording)
-    return asked
+    return _spy(monkeypatch, envelope_mod, "_blob_sizes", lambda _top, oids: set(oids))
 
 
 def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blobs(
@@ -705,15 +711,7 @@ def _shared_blob_repo(root: Path) -> GitRepo:
 
 
 def _counting_git_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    asked: list[int] = []
-    real = _CatFile.read_many
-
-    def counting(self, oids):
-        asked.append(len(oids))
-        return real(self, oids)
-
-    monkeypatch.setattr(_CatFile, "read_many", counting)
-    return asked
+    return _spy(monkeypatch, _CatFile, "read_many", lambda _self, oids: len(oids))
 
 
 def test_the_blobs_read_to_classify_them_are_handed_to_the_first_read(
