@@ -110,6 +110,28 @@ def test_second_sweep_skips_and_new_commit_sweeps_only_that_repo(two_tenants) ->
     assert len(_rows("acme")) > before
 
 
+def test_a_forced_sweep_of_an_unchanged_repo_reuses_its_envelope_and_fills_holes(
+    two_tenants,
+) -> None:
+    """The forced sweep does not list the tree again (the recorded envelope holds at the
+    same commit under the same rules) and looks its recorded ids up early: rows deleted
+    behind its back are still seen missing and written again."""
+    _sweep(two_tenants)
+    ledger = runtime.get_ledger(load_settings())
+    recorded = ledger.envelope("acme", "widgets")
+    assert len(recorded["rules"]) == 64
+    store = runtime.get_store(load_settings())
+    victims = sorted(r["id"] for r in _rows("acme", "widgets"))[:2]
+    store.delete_ids(victims)
+
+    forced = {r["tenantId"]: r for r in _sweep(two_tenants, force=True)}
+    assert forced["acme"]["outcome"] == "complete"
+    assert store.present_ids(victims) == set(victims)
+    again = ledger.envelope("acme", "widgets")
+    assert again["paths"] == recorded["paths"] and again["rules"] == recorded["rules"]
+    assert again["recorded_at"] > recorded["recorded_at"]
+
+
 def test_parser_bump_adds_new_ids_and_keeps_old_rows(two_tenants, tmp_path: Path) -> None:
     _sweep(two_tenants)
     old = {r["id"] for r in _rows("acme")}

@@ -46,6 +46,7 @@ from neo_assets.embedding.lifecycle import close_provider, prepare
 from neo_assets.status import build_status
 from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
 from neo_assets.sweep.early_helpers import EarlyHelpers
+from neo_assets.sweep.early_presence import EarlyPresence
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
@@ -58,6 +59,7 @@ from neo_assets.sweep.steps import (
     envelope_step,
     failure_recorded,
     plan_chunks,
+    recorded_generation,
 )
 from neo_assets.sweep.sweep_lease import SweepLease, lease_metadata, skipped_result
 
@@ -253,8 +255,13 @@ def sweep_repo(
         embedder = provider.build()
         # Closed on every way out, even a run stopped at a yield (closing twice is a no-op).
         stack.callback(close_provider, embedder)
-        # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py).
+        # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py),
+        # and the store opens and looks up the recorded ids (sweep/early_presence.py).
         early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, cfg, embedder)))
+        recorded = recorded_generation(ctx, cfg, book)
+        presence = stack.enter_context(
+            contextlib.closing(EarlyPresence(store.get, recorded.chunk_ids()))
+        )
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
             envelope = envelope_step(ctx, cfg, book, time.time(), on_new_files=early.new_files)
         stage_s["envelope_s"] = time.perf_counter() - mark
@@ -268,7 +275,7 @@ def sweep_repo(
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-            plan = plan_chunks(ctx, cfg, book, envelope)
+            plan = plan_chunks(ctx, cfg, book, envelope, recorded)
             if many_to_parse(plan, cfg):
                 prepare(embedder)  # a big sweep: its helpers start while the files parse
             if pipelined(plan, cfg):
@@ -306,7 +313,7 @@ def sweep_repo(
                 summary = embed_step(
                     ctx,
                     cfg,
-                    store.get(),
+                    presence.store(),
                     book,
                     envelope,
                     chunks,
@@ -314,6 +321,7 @@ def sweep_repo(
                         provider=embedder,
                         progress=_progress_logger(context, ctx, started),
                         guard=lease.check,
+                        present_ids=presence.present_ids,
                     ),
                     waves=waves,
                 )

@@ -39,13 +39,14 @@ import subprocess
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
 import pandas as pd
 
 from neo_assets.core import codes
+from neo_assets.core.envelope_reuse import envelope_rules, recorded_envelope_holds
 from neo_assets.core.path_rules import (
     check_exclude_glob,
     decode_text,
@@ -112,6 +113,8 @@ class Envelope:
     # git: the bytes of text blobs read while classifying them, by object id (a blob
     # never changes); ``read_texts`` takes them from here instead of asking git again.
     read_ahead: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    # git: the digest of the rules that listed it (core/envelope_reuse.py); "" for dir.
+    rules: str = ""
 
     def yielded_paths(self) -> tuple[str, ...]:
         return tuple(e.path for e in self.entries if e.yielded)
@@ -173,7 +176,9 @@ def build_envelope(
     ``previous`` (git only): the repo's last envelope. A path whose object id is unchanged
     keeps its content classification (binary or not) and change time without reading its
     blob again, so a sweep after a small commit reads only what changed. Exclusion, mode
-    and size rules are always applied afresh (a changed glob is heard at once).
+    and size rules are applied afresh whenever they differ from those ``previous`` was
+    listed with (a changed glob is heard at once); at the same commit under the same
+    rules, ``previous`` is the envelope and the tree is not listed again.
 
     ``on_new_files`` (git only) hears how many candidate files have content the previous
     envelope does not know, before they are read: a sweep can start what parsing them
@@ -541,6 +546,17 @@ def _git_envelope(
     on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
     sha = _resolve_commit(top, ref)
+    rules = envelope_rules(exclude, cap)
+    if previous is not None and recorded_envelope_holds(
+        recorded_revision=previous.revision,
+        recorded_rules=previous.rules,
+        recorded_skip_reasons=(e.skip_reason for e in previous.entries),
+        revision=sha,
+        rules=rules,
+    ):
+        if on_new_files is not None:
+            on_new_files(0)
+        return replace(previous, root=top, read_ahead={})
     # Content verdicts of the previous envelope, by object id: a blob's bytes never change.
     known: dict[str, FileEntry] = {}
     if previous is not None:
@@ -637,7 +653,9 @@ def _git_envelope(
         )
         for path, (raw, oid, size, reason, detail) in sorted(rows.items())
     )
-    return Envelope(kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead)
+    return Envelope(
+        kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead, rules=rules
+    )
 
 
 def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, float]:

@@ -206,8 +206,10 @@ class Ledger:
         kind: str,
         entries: Iterable[Mapping[str, Any]],
         now: float,
+        rules: str = "",
     ) -> None:
-        """Replace the repo's latest complete envelope (all paths, yielded or not)."""
+        """Replace the repo's latest complete envelope (all paths, yielded or not);
+        ``rules``: the digest of the rules that listed it ("" when none may reuse it)."""
         key_e = (t.envelopes.c.tenant_id == tenant_id) & (t.envelopes.c.repo_slug == repo_slug)
         key_p = (t.envelope_paths.c.tenant_id == tenant_id) & (
             t.envelope_paths.c.repo_slug == repo_slug
@@ -237,16 +239,23 @@ class Ledger:
                     revision=revision,
                     kind=kind,
                     recorded_at=now,
+                    rules=rules,
                 )
             )
 
-    def touch_envelope(self, tenant_id: str, repo_slug: str, *, now: float) -> None:
-        """The same envelope was observed again: only its recorded time moves."""
+    def touch_envelope(
+        self, tenant_id: str, repo_slug: str, *, now: float, rules: str | None = None
+    ) -> None:
+        """The same envelope was observed again: its recorded time moves (and the digest
+        of its rules, when given: the same paths may have been listed by new rules)."""
+        values: dict[str, Any] = {"recorded_at": now}
+        if rules is not None:
+            values["rules"] = rules
         with self.engine.begin() as conn:
             conn.execute(
                 sa.update(t.envelopes)
                 .where(t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug)
-                .values(recorded_at=now)
+                .values(**values)
             )
 
     def envelope(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:

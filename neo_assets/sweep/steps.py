@@ -7,10 +7,10 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -133,7 +133,11 @@ def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
         )
     )
     return Envelope(
-        kind=record["kind"], root=str(ctx.repo.path), revision=record["revision"], entries=entries
+        kind=record["kind"],
+        root=str(ctx.repo.path),
+        revision=record["revision"],
+        entries=entries,
+        rules=record.get("rules") or "",
     )
 
 
@@ -166,14 +170,18 @@ def envelope_step(
     frame = env.to_frame()
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
     version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
-    unchanged = (
-        previous is not None
-        and previous.revision == env.revision
-        and previous.kind == env.kind
-        and [_entry_key(e) for e in previous.entries] == [_entry_key(e) for e in env.entries]
+    # The recorded envelope itself (same commit, same rules: build_envelope reused it), or
+    # one listed afresh with the same paths.
+    unchanged = previous is not None and (
+        env.entries is previous.entries
+        or (
+            previous.revision == env.revision
+            and previous.kind == env.kind
+            and [_entry_key(e) for e in previous.entries] == [_entry_key(e) for e in env.entries]
+        )
     )
     if unchanged:
-        ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now)
+        ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now, rules=env.rules)
     else:
         ledger.record_envelope(
             ctx.tenant_id,
@@ -182,6 +190,7 @@ def envelope_step(
             kind=env.kind,
             entries=frame.to_dict("records"),
             now=now,
+            rules=env.rules,
         )
     frame.attrs.update({"revision": env.revision, "kind": env.kind, "root": str(env.root)})
     return EnvelopeResult(
@@ -265,18 +274,40 @@ class ChunkPlan:
         return set(self.recorded) - set(self.reused)
 
 
+class RecordedGeneration(NamedTuple):
+    """The repo's recorded generation: its head row (None when never declared) and its
+    chunks, by path, when they were cut with the current chunking identity (else none)."""
+
+    previous: dict[str, Any] | None
+    by_path: dict[str, list[DeclaredChunk]]
+
+    def chunk_ids(self) -> list[str]:
+        return [dc.chunk_id for chunks in self.by_path.values() for dc in chunks]
+
+
+def recorded_generation(ctx: RepoContext, settings: Settings, ledger: Ledger) -> RecordedGeneration:
+    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
+    by_path: dict[str, list[DeclaredChunk]] = {}
+    if previous is not None and previous.get("chunking") == chunking_identity(ctx, settings):
+        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
+            by_path.setdefault(dc.source_path, []).append(dc)
+    return RecordedGeneration(previous, by_path)
+
+
 def plan_chunks(
-    ctx: RepoContext, settings: Settings, ledger: Ledger, envelope: EnvelopeResult
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    recorded_as_read: RecordedGeneration | None = None,
 ) -> ChunkPlan:
+    """``recorded_as_read``: the recorded generation, when the caller read it already
+    (it cannot change while the run holds the repo's lease)."""
     env = envelope.listing
     yielded = env.yielded_paths()
     blob_of = {e.path: e.blob for e in env.entries if e.yielded}
     chunking = chunking_identity(ctx, settings)
-    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
-    recorded: dict[str, list[DeclaredChunk]] = {}
-    if previous is not None and previous.get("chunking") == chunking:
-        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
-            recorded.setdefault(dc.source_path, []).append(dc)
+    previous, recorded = recorded_as_read or recorded_generation(ctx, settings, ledger)
     reused = {
         p: recorded[p]
         for p in yielded
@@ -425,6 +456,9 @@ class EmbedContext:
     progress: Callable[[int, int, int], None] | None = None
     # Called before every batch write; raises to refuse it (e.g. the sweep lease was lost).
     guard: Callable[[], None] | None = None
+    # Which of some ids the store holds; the store's own lookup when None (the sweep
+    # passes sweep/early_presence.py's, which looked the recorded ids up early).
+    present_ids: Callable[[Iterable[str]], set[str]] | None = None
 
 
 # At most this long the first write of a sweep in waves waits for the second wave.
@@ -452,7 +486,8 @@ def embed_step(
     provider = run.provider
     generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
     ids = chunks["chunk_id"].tolist()
-    present = store.present_ids(ids)
+    lookup = run.present_ids or store.present_ids
+    present = lookup(ids)
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
     items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
@@ -482,7 +517,7 @@ def embed_step(
         if declared_waves[0] >= 2:
             lead.set()
         wave_ids = frame["chunk_id"].tolist()
-        wave_present = store.present_ids(wave_ids)
+        wave_present = lookup(wave_ids)
         tally["chunks"] += len(wave_ids)
         tally["already_present"] += len(wave_present)
         rows = _embeddable_by_id(frame[~frame["chunk_id"].isin(wave_present)])

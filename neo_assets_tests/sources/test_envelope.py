@@ -6,6 +6,7 @@ import shutil
 import signal
 import stat
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -670,10 +671,57 @@ def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blo
     assert again == fresh  # sizes, verdicts and times as if nothing were known
 
     asked.clear()
-    same = build_envelope(
-        repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=again
+    relisted = build_envelope(
+        repo.path, ref="HEAD", exclude=["vendor/*"], max_file_bytes=CAP, previous=again
     )
-    assert asked == [set()] and same == again
+    assert asked == [set()]  # new rules: listed again, every size already known
+    assert relisted.entry("vendor/v.js").skip_reason == codes.SKIP_EXCLUDED
+
+
+def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    import neo_assets.sources.envelope as envelope_mod
+
+    return _spy(monkeypatch, envelope_mod, "_git", lambda _top, *args: args[0])
+
+
+def test_the_same_commit_under_the_same_rules_is_the_recorded_envelope_unlisted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A forced sweep of an unchanged repo: the recorded envelope is the envelope; git
+    only resolves the ref. Any change of commit or rule lists the tree again."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a.py", "A = 1\n")
+    repo.write("big.txt", "x" * (CAP + 1))
+    repo.write("vendor/v.js", "var v;\n")
+    repo.commit("first", when=T1)
+    first = build_envelope(repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP)
+    # As the sweep has it: rebuilt from the ledger, rooted where tenants.yaml says.
+    recorded = replace(first, root=str(repo.path) + "/", read_ahead={"x": b"y"})
+    git_calls = _listings(monkeypatch)
+    same = build_envelope(
+        repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=recorded
+    )
+    assert "ls-tree" not in git_calls and "log" not in git_calls
+    assert same.entries is recorded.entries and same == first
+    assert same.root == first.root and same.read_ahead == {}
+
+    for changed in (
+        {"exclude": ["vendor/v.js"], "max_file_bytes": CAP},
+        {"exclude": ["vendor/**"], "max_file_bytes": CAP + 10},
+    ):
+        git_calls.clear()
+        again = build_envelope(repo.path, ref="HEAD", previous=recorded, **changed)
+        assert "ls-tree" in git_calls
+        assert again == build_envelope(repo.path, ref="HEAD", **changed)
+    assert again.entry("big.txt").yielded  # the new cap was heard
+
+    repo.write("b.py", "B = 2\n")
+    repo.commit("second", when=T2)
+    git_calls.clear()
+    moved = build_envelope(
+        repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=recorded
+    )
+    assert "ls-tree" in git_calls and moved.entry("b.py").yielded
 
 
 def test_a_blob_missing_then_restored_gets_its_real_size(

@@ -139,7 +139,37 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0005"
+        assert version == "0006"
+    finally:
+        ledger.dispose()
+
+
+def test_a_ledger_migrated_before_the_envelope_rules_gets_them(tmp_path: Path) -> None:
+    """0006 on a ledger at 0005 without the column: its envelopes read with no rules
+    (so the next sweep lists the tree) and new ones record theirs."""
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    ledger = Ledger.open(url)
+    entry = {"path": "a.py", "yielded": True, "blob": "b" * 40, "size": 6}
+    ledger.record_envelope("acme", "w", revision="r1", kind="git", entries=[entry], now=1.0)
+    ledger.dispose()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("alter table envelopes drop column rules"))
+        conn.execute(sa.text("update alembic_version set version_num = '0005'"))
+    engine.dispose()
+
+    ledger = Ledger.open(url)
+    try:
+        assert ledger.envelope("acme", "w")["rules"] == ""
+        ledger.touch_envelope("acme", "w", now=2.0, rules="d" * 64)
+        assert ledger.envelope("acme", "w")["rules"] == "d" * 64
+        ledger.touch_envelope("acme", "w", now=3.0)  # time only: the rules stay
+        head = ledger.envelope("acme", "w")
+        assert (head["rules"], head["recorded_at"]) == ("d" * 64, 3.0)
+        ledger.record_envelope(
+            "acme", "w", revision="r2", kind="git", entries=[entry], now=4.0, rules="e" * 64
+        )
+        assert ledger.envelope("acme", "w")["rules"] == "e" * 64
     finally:
         ledger.dispose()
 

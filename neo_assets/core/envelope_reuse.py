@@ -1,0 +1,48 @@
+"""When a recorded git envelope can stand for a new one without listing the tree again.
+
+A git envelope is a function of its commit and of the rules applied to that commit's
+tree: the exclude globs, the size cap and how paths are classified (RULES_VERSION,
+bumped whenever that code changes). A blob's content verdict never changes. So when the
+commit and the rules are those recorded, the recorded envelope is the envelope, and a
+forced sweep of an unchanged repo need not list, decode and classify every path again.
+
+One exception: a path recorded unreadable may have been so for a cause that can go
+away at the same commit (a missing object fetched since), so such an envelope is listed
+afresh.
+"""
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+
+from neo_assets.core import codes
+
+# Bump when the classification of a listed path (decoding, exclusion, modes, the cap,
+# the binary test) changes: every recorded envelope is then listed afresh once.
+RULES_VERSION = "1"
+
+
+def envelope_rules(exclude: Sequence[str], max_file_bytes: int) -> str:
+    """The digest of what, besides the commit, decides a git envelope."""
+    plain = json.dumps(
+        {"version": RULES_VERSION, "exclude": list(exclude), "maxFileBytes": max_file_bytes},
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(plain.encode("utf-8")).hexdigest()
+
+
+def recorded_envelope_holds(
+    *,
+    recorded_revision: str,
+    recorded_rules: str,
+    recorded_skip_reasons: Iterable[str | None],
+    revision: str,
+    rules: str,
+) -> bool:
+    """Whether the recorded envelope is the envelope of ``revision`` under ``rules``.
+
+    An empty recorded digest (an envelope recorded before the rules were) never holds."""
+    if not recorded_rules or recorded_rules != rules or recorded_revision != revision:
+        return False
+    return all(reason != codes.SKIP_UNREADABLE for reason in recorded_skip_reasons)

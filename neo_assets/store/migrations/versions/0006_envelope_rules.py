@@ -1,0 +1,30 @@
+"""The digest of the rules a git envelope was listed with, beside the envelope.
+
+With it a sweep at the recorded commit under the recorded rules reuses the recorded
+envelope instead of listing the tree again (core/envelope_reuse.py). Added when
+missing (0001 builds its tables from the live schema, so a ledger created since has it).
+Old rows read "": they never match, so the next sweep lists the tree and records one.
+
+Revision ID: 0006
+Revises: 0005
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0006"
+down_revision = "0005"
+
+
+def upgrade() -> None:
+    # Spelled out (not taken from ledger_schema) so later schema edits never change this.
+    have = {c["name"] for c in sa.inspect(op.get_bind()).get_columns("envelopes")}
+    if "rules" not in have:
+        op.add_column(
+            "envelopes", sa.Column("rules", sa.String(64), nullable=False, server_default="")
+        )
+
+
+def downgrade() -> None:
+    # Code that reads the column needs it; an older ledger keeps it too.
+    return None
