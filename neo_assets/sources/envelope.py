@@ -564,9 +564,12 @@ def _git_envelope(
             e.blob: e for e in previous.entries if e.skip_reason in _CONTENT_REASONS and e.blob
         }
     reused_times: dict[bytes, float] = {}
-    # No -l: sizes cost git an object lookup per blob, so they are asked only for blobs
-    # the previous envelope does not know (a blob's size never changes either).
-    done = _git(top, "ls-tree", "-r", "-z", "--full-tree", sha)
+    sizes = _known_sizes(previous)
+    # Sizes cost git an object lookup per blob. With none known (a first sweep) the
+    # listing carries them (-l); otherwise only blobs the previous envelope does not know
+    # are asked (a blob's size never changes either).
+    with_sizes = not sizes
+    done = _git(top, "ls-tree", "-r", "-z", *(["-l"] if with_sizes else []), "--full-tree", sha)
     if done.returncode != 0:
         raise SourceError(
             codes.SOURCE_UNREADABLE,
@@ -577,9 +580,10 @@ def _git_envelope(
     for record in done.stdout.split(b"\0"):
         if record:
             meta, _, raw = record.partition(b"\t")
-            mode, kind, oid = meta.decode("ascii").split()
+            mode, kind, oid, *size = meta.decode("ascii").split()
             listing.append((mode, kind, oid, raw))
-    sizes = _known_sizes(previous)
+            if size and size[0].isdigit():  # "-" for a submodule's commit
+                sizes[oid] = int(size[0])
     sizes.update(
         _blob_sizes(top, {oid for _, kind, oid, _ in listing if kind == "blob"} - set(sizes))
     )

@@ -185,12 +185,21 @@ class ChromaStore:
 
     def count_where(self, where: Mapping[str, Any], *, page: int = 5000) -> int:
         """How many rows match ``where``: ids only, paged (a tenth of reading metadata)."""
-        total, offset = 0, 0
+        return sum(len(ids) for ids in self._id_pages(where, page))
+
+    def ids_where(self, where: Mapping[str, Any], *, page: int = 5000) -> set[str]:
+        """The ids of the rows matching ``where`` (ids only, paged)."""
+        return {i for ids in self._id_pages(where, page) for i in ids}
+
+    def _id_pages(self, where: Mapping[str, Any], page: int) -> Iterator[list[str]]:
+        offset = 0
         while True:
-            got = self.collection.get(where=dict(where), include=[], limit=page, offset=offset)
-            total += len(got["ids"])
-            if len(got["ids"]) < page:
-                return total
+            ids = self.collection.get(where=dict(where), include=[], limit=page, offset=offset)[
+                "ids"
+            ]
+            yield ids
+            if len(ids) < page:
+                return
             offset += page
 
     def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:

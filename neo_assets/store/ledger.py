@@ -22,6 +22,31 @@ from neo_assets.store import ledger_schema as t
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 
 
+def _observed_time(value: Any) -> float | None:
+    """A change time as stored: None for unobserved (a frame's NaN included)."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if value != value else value
+
+
+def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """Insert many rows. On SQLite straight through the driver's executemany: there
+    SQLAlchemy's handling of each row's parameters cost more than the insert itself
+    (2,000 declared chunks, one wave of a first sweep: 30 ms against 13 ms). Elsewhere
+    through SQLAlchemy, whose Postgres path batches the rows into few statements."""
+    if not rows:
+        return
+    if conn.dialect.name != "sqlite":
+        conn.execute(sa.insert(table), rows)
+        return
+    columns = list(rows[0])
+    sql = (
+        f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    )
+    conn.exec_driver_sql(sql, [tuple(r[c] for c in columns) for r in rows])
+
+
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
@@ -221,16 +246,15 @@ class Ledger:
                 "path": e["path"],
                 "yielded": bool(e["yielded"]),
                 "blob": e.get("blob"),
-                "size": e.get("size"),
+                "size": None if e.get("size") is None else int(e["size"]),
                 "skip_reason": e.get("skip_reason"),
-                "changed_at": e.get("changed_at"),
+                "changed_at": _observed_time(e.get("changed_at")),
             }
             for e in entries
         ]
         with self.engine.begin() as conn:
             conn.execute(sa.delete(t.envelope_paths).where(key_p))
-            if rows:
-                conn.execute(sa.insert(t.envelope_paths), rows)
+            _insert_rows(conn, t.envelope_paths, rows)
             conn.execute(sa.delete(t.envelopes).where(key_e))
             conn.execute(
                 sa.insert(t.envelopes).values(
@@ -332,7 +356,7 @@ class Ledger:
                         )
                     )
             for start in range(0, len(rows), 5000):
-                conn.execute(sa.insert(t.declared_chunks), rows[start : start + 5000])
+                _insert_rows(conn, t.declared_chunks, rows[start : start + 5000])
             conn.execute(sa.delete(t.declared_generations).where(key_g))
             conn.execute(
                 sa.insert(t.declared_generations).values(

@@ -1,42 +1,56 @@
-"""The store opened, and the recorded generation's ids looked up, while the envelope reads.
+"""The store opened, and the repo's rows listed, on a thread, early in the sweep.
 
-A sweep asks Chroma which of its declared ids it already holds before it embeds. Most
-of them are the recorded generation's (all of them on a forced sweep of an unchanged
-repo), known from the ledger before the envelope is even listed. So one thread opens the
-store (on a process's first sweep the client takes ~0.15 s to open) and asks about those
-ids while the envelope waits on git; the embed stage then asks only about the rest.
+A sweep asks Chroma which of its declared ids it already holds before it embeds them:
+the whole generation on a forced sweep of an unchanged repo, every wave's ids on a first
+sweep. Here one thread opens the store (the client takes ~0.15 s to open on a process's
+first sweep) and lists the ids of the repo's rows once, while the sweep does other
+work; Chroma's lookup releases the GIL while it runs, so the two overlap.
 
-Chroma's lookup releases the GIL while it runs, so the two overlap. The early answer is
-as good as one taken later in the same run: the run holds the repo's lease, and nothing
-deletes a declared id's row (reclaim takes only ids no longer declared).
+Answers from that listing, and why each is sound while the run holds the repo's lease
+(only the lease holder writes a repo's rows; reconciliation deletes only rows whose id
+the current declaration lacks):
+
+- an id not listed is absent: no one else can have written it since;
+- a listed id of the recorded generation is present: it was declared when listed and
+  stays declared (a path keeps its ids or loses them), so nothing deletes its row;
+- any other listed id is asked about again, by id, when asked for: its row may have been
+  a stale one that a reconciliation deleted since (the caller asks after declaring it).
 """
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import Generic, Protocol, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, Protocol, TypeVar
 
 
 class _Store(Protocol):
     def present_ids(self, ids: Iterable[str]) -> set[str]: ...
+
+    def ids_where(self, where: Mapping[str, Any]) -> set[str]: ...
 
 
 S = TypeVar("S", bound=_Store)
 
 
 class EarlyPresence(Generic[S]):
-    """Open a store and look up ``recorded_ids`` on a thread, from construction on.
+    """Open a store and list the ids matching ``where`` (the repo's rows) on a thread,
+    from construction on; ``recorded_ids`` are the recorded generation's.
 
     ``store()`` waits for the thread and returns the store (raising what opening it
-    raised, where the caller would have opened it itself). ``present_ids`` answers from
-    the early lookup for the ids it covered and asks the store about the others; an
-    early lookup that failed is simply asked again."""
+    raised, where the caller would have opened it itself). ``present_ids`` answers as the
+    module says; when the listing failed it asks the store about every id."""
 
-    def __init__(self, open_store: Callable[[], S], recorded_ids: Sequence[str]) -> None:
+    def __init__(
+        self,
+        open_store: Callable[[], S],
+        where: Mapping[str, Any],
+        recorded_ids: Sequence[str],
+    ) -> None:
         self._open = open_store
-        self._asked = frozenset(recorded_ids)
+        self._where = dict(where)
+        self._recorded = frozenset(recorded_ids)
         self._store: S | None = None
         self._error: BaseException | None = None
-        self._present: set[str] | None = None
+        self._rows: set[str] | None = None
         self._thread = threading.Thread(target=self._run, name="neo-early-presence", daemon=True)
         self._thread.start()
 
@@ -46,12 +60,10 @@ class EarlyPresence(Generic[S]):
         except BaseException as exc:  # noqa: BLE001 - raised again by store()
             self._error = exc
             return
-        if not self._asked:
-            return
         try:
-            self._present = self._store.present_ids(self._asked)
-        except Exception:  # noqa: BLE001 - present_ids asks again, on the caller's thread
-            self._present = None
+            self._rows = self._store.ids_where(self._where)
+        except Exception:  # noqa: BLE001 - present_ids asks by id, on the caller's thread
+            self._rows = None
 
     def store(self) -> S:
         self._thread.join()
@@ -63,10 +75,14 @@ class EarlyPresence(Generic[S]):
     def present_ids(self, ids: Iterable[str]) -> set[str]:
         store = self.store()
         wanted = list(dict.fromkeys(ids))
-        if self._present is None:
+        rows = self._rows
+        if rows is None:
             return store.present_ids(wanted)
-        found = {i for i in wanted if i in self._present}
-        found |= store.present_ids(i for i in wanted if i not in self._asked)
+        listed = [i for i in wanted if i in rows]
+        found = {i for i in listed if i in self._recorded}
+        again = [i for i in listed if i not in self._recorded]
+        if again:
+            found |= store.present_ids(again)
         return found
 
     def close(self) -> None:

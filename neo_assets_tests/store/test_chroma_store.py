@@ -110,3 +110,14 @@ def test_without_one_core_the_store_pins_nothing(tmp_path: Path) -> None:
     assert store.pin_core is None
     store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
     assert store.count() == 1
+
+
+def test_ids_where_lists_every_matching_row_across_pages(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    ids = [f"{i:064x}" for i in range(12)]
+    metas = [{"tenantId": "a", "repoSlug": "r" if i % 3 else "s"} for i in range(12)]
+    store.add(ids, _vec(12), [f"doc {i}" for i in range(12)], metas)
+    where = {"$and": [{"tenantId": {"$eq": "a"}}, {"repoSlug": {"$eq": "r"}}]}
+    assert store.ids_where(where, page=3) == {ids[i] for i in range(12) if i % 3}
+    assert store.count_where(where, page=3) == 8
+    assert store.ids_where({"tenantId": {"$eq": "b"}}) == set()
