@@ -7,13 +7,12 @@ exactly as parsing them all here would give them (same code), and a helper that 
 there in time or fails leaves its half to this process.
 """
 
-import sys
 import threading
 from collections.abc import Iterable
 from dataclasses import astuple, dataclass
 from typing import Any
 
-from neo_assets.helper_process import HelperProcess, HelperUnavailable, serve
+from neo_assets.helper_process import HelperProcess, HelperUnavailable, run_helper
 from neo_assets.sources.parsers.neo_code import chunk_file
 
 # Below this, the helper's start-up costs more than half the parse saves.
@@ -137,4 +136,4 @@ def _handle(request: tuple[tuple[Any, ...], list[tuple[str, str]]]) -> list[Row]
 
 
 if __name__ == "__main__":
-    serve(_handle, sys.stdin.buffer, sys.stdout.buffer)
+    run_helper(_handle)

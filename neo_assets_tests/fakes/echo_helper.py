@@ -2,11 +2,10 @@
 or dies on request."""
 
 import os
-import sys
 import time
 from typing import Any
 
-from neo_assets.helper_process import serve
+from neo_assets.helper_process import run_helper
 
 
 def _handle(request: tuple[str, Any]) -> Any:
@@ -22,4 +21,4 @@ def _handle(request: tuple[str, Any]) -> Any:
 
 
 if __name__ == "__main__":
-    serve(_handle, sys.stdin.buffer, sys.stdout.buffer)
+    run_helper(_handle)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from neo_assets.helper_process import HelperProcess, serve
+from neo_assets.helper_process import HelperProcess, run_helper
 
 
 class HashingWorker:
@@ -42,7 +42,7 @@ class HashingWorker:
 def _main(dimensions: int) -> None:
     from neo_assets.embedding.providers.hashing import embed_texts
 
-    serve(lambda texts: embed_texts(texts, dimensions), sys.stdin.buffer, sys.stdout.buffer)
+    run_helper(lambda texts: embed_texts(texts, dimensions))
 
 
 if __name__ == "__main__":
