@@ -67,22 +67,8 @@ def parse_files(
     second half. Returns the rows and whether the helper parsed its half."""
     if count < help_min_files:
         return parse_rows(identity, list(files)), False
-    box: dict[str, Any] = {}
     with Parser(identity) as parser:
-        files = list(files)
-        split = (len(files) + 1) // 2
-        asking = threading.Thread(
-            target=lambda: box.update(rows=parser.ask(files[split:])),
-            name="parse-helper",
-            daemon=True,
-        )
-        asking.start()
-        first = parse_rows(identity, files[:split])
-        asking.join()
-    second = box.get("rows")
-    if second is None:
-        return first + parse_rows(identity, files[split:]), False
-    return first + second, True
+        return parser.parse_shared(list(files))
 
 
 class Parser:
@@ -119,6 +105,27 @@ class Parser:
         if rows is None:
             return parse_rows(self.identity, files), False
         return rows, True
+
+    def parse_shared(
+        self, files: list[tuple[str, str]], *, wait_ready_s: float = READY_WAIT_S
+    ) -> tuple[list[Row], bool]:
+        """The rows of ``files`` parsed on both cores: the helper takes the second half
+        while this thread parses the first (and the second too, if the helper cannot).
+        Returns the rows, in file order, and whether the helper parsed its half."""
+        split = (len(files) + 1) // 2
+        box: dict[str, Any] = {}
+        asking = threading.Thread(
+            target=lambda: box.update(rows=self.ask(files[split:], wait_ready_s=wait_ready_s)),
+            name="parse-helper",
+            daemon=True,
+        )
+        asking.start()
+        first = parse_rows(self.identity, files[:split])
+        asking.join()
+        second = box.get("rows")
+        if second is None:
+            return first + parse_rows(self.identity, files[split:]), False
+        return first + second, True
 
     def close(self) -> None:
         self.helper.close()

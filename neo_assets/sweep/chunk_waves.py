@@ -109,13 +109,20 @@ class ChunkWaves:
         )
         for number, wave in enumerate(waves, start=1):
             wave_paths = list(wave.paths)
+            files = list(read_texts(self.envelope.listing, wave_paths))
             try:
-                rows, _helped = self.parser.parse(
-                    list(read_texts(self.envelope.listing, wave_paths)),
-                    # The first wave is parsed here if the helper is still starting: the
-                    # lane has nothing else to do until it is declared.
-                    wait_ready_s=0.0 if number == 1 else READY_WAIT_S,
-                )
+                if number == 1:
+                    # Parsed here if the helper is still starting: the lane has nothing
+                    # else to do until it is declared.
+                    rows, _helped = self.parser.parse(files, wait_ready_s=0.0)
+                elif number == 2:
+                    # Nothing is written before the second wave is declared (the first
+                    # write's lead, embed_step), and this process has nothing else to do
+                    # meanwhile: both cores parse it.
+                    rows, _helped = self.parser.parse_shared(files)
+                else:
+                    # Parsed in the helper while this process is inside a Chroma add.
+                    rows, _helped = self.parser.parse(files, wait_ready_s=READY_WAIT_S)
             except Exception as exc:
                 code = getattr(exc, "code", None)
                 raise ChunkingFailed(

@@ -70,3 +70,13 @@ def test_a_helper_error_answer_is_unavailable_not_a_crash() -> None:
         assert helper.call((fields, _files(2)), wait_ready_s=30, answer_within_s=30) == parse_rows(
             ParseIdentity(*fields), _files(2)
         )
+
+
+def test_a_parser_shares_a_batch_between_its_helper_and_this_process() -> None:
+    """A sweep's second wave: the same Parser that parsed the first wave in its helper
+    then parses one batch on both cores, with the rows in file order."""
+    files = _files(31)
+    with parse_helper.Parser(IDENTITY) as parser:
+        first, _ = parser.parse(files[:5], wait_ready_s=30)
+        rows, helped = parser.parse_shared(files[5:], wait_ready_s=30)
+    assert helped and first + rows == parse_rows(IDENTITY, files)

@@ -178,16 +178,22 @@ def test_a_parse_failure_in_a_later_wave_fails_after_declaring_and_writing_the_e
     repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx = repo["ctx"]
-    original = Parser.parse
     calls = [0]
+    originals = {"parse": Parser.parse, "parse_shared": Parser.parse_shared}
 
-    def failing_third(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
-        calls[0] += 1
-        if calls[0] == 3:
-            raise ValueError("the parser choked")
-        return original(self, files, **kwargs)
+    def failing_third(name: str):  # noqa: ANN202
+        original = originals[name]
 
-    monkeypatch.setattr(Parser, "parse", failing_third)
+        def parse(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
+            calls[0] += 1  # the waves' parses, whichever way each is parsed
+            if calls[0] == 3:
+                raise ValueError("the parser choked")
+            return original(self, files, **kwargs)
+
+        return parse
+
+    monkeypatch.setattr(Parser, "parse", failing_third("parse"))
+    monkeypatch.setattr(Parser, "parse_shared", failing_third("parse_shared"))
     with pytest.raises(ChunkingFailed, match="the parser choked") as failed:
         _sweep(ctx, waves=True)
     assert failed.value.code == codes.PARSE_FAILED
@@ -197,7 +203,8 @@ def test_a_parse_failure_in_a_later_wave_fails_after_declaring_and_writing_the_e
     assert written <= {i for i, _, _ in declared}  # never a row ahead of its declaration
 
     # The next sweep picks up from there and completes the generation.
-    monkeypatch.setattr(Parser, "parse", original)
+    monkeypatch.setattr(Parser, "parse", originals["parse"])
+    monkeypatch.setattr(Parser, "parse_shared", originals["parse_shared"])
     again = _sweep(ctx, waves=True)
     assert again["result"]["outcome"] == codes.OUTCOME_COMPLETE
     assert len(_declared(ctx)) == PER_FILE * FILES and set(_rows(ctx)) == {
