@@ -1,11 +1,12 @@
 """Helper processes: answers in order, and every way a helper can fail ends in
 HelperUnavailable (do it in-process), never in a hang or a wrong answer."""
 
+import os
 import time
 
 import pytest
 
-from neo_assets.helper_process import HelperProcess, HelperUnavailable
+from neo_assets.helper_process import HELPER_NICENESS, HelperProcess, HelperUnavailable
 
 ECHO = "neo_assets_tests.fakes.echo_helper"
 
@@ -15,6 +16,15 @@ def test_answers_come_back_in_order_and_intact() -> None:
         payload = {"rows": [("a" * 1000, i, 1.5) for i in range(2000)]}  # > a pipe buffer
         assert helper.call(("echo", payload), wait_ready_s=30, answer_within_s=30) == payload
         assert helper.call(("echo", 7), answer_within_s=30) == 7
+
+
+def test_a_helper_works_below_its_parents_priority_and_exits_cleanly_on_close() -> None:
+    helper = HelperProcess(ECHO)
+    assert helper.call(("echo", 1), wait_ready_s=30, answer_within_s=30) == 1
+    parent = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, helper.pid) == min(19, parent + HELPER_NICENESS)
+    helper.close()
+    assert helper._proc.returncode == 0  # ended by its end of input, not killed
 
 
 def test_a_helper_still_starting_is_unavailable_at_once() -> None:
