@@ -68,14 +68,12 @@ def main() -> int:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     from neo_assets import runtime
-    from neo_assets.core.stamps import tenant_filter
     from neo_assets.embedding.lifecycle import prepare
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.settings import load_settings
     from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
     from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
-    from neo_assets.sweep.early_helpers import EarlyHelpers
-    from neo_assets.sweep.early_presence import EarlyPresence
+    from neo_assets.sweep.prelude import SweepPrelude
     from neo_assets.sweep.steps import (
         EmbedContext,
         RepoContext,
@@ -84,7 +82,6 @@ def main() -> int:
         embed_step,
         envelope_step,
         plan_chunks,
-        recorded_generation,
     )
     from neo_assets.tenants import load_tenants
 
@@ -127,30 +124,18 @@ def main() -> int:
         t0 = time.perf_counter()
         now = time.time()
         provider = HashingProvider()
-        # The sweep asset's wiring (defs/assets.py sweep_repo), without Dagster: helpers boot
-        # while the envelope reads, the repo's rows are listed on a thread (before the
-        # envelope when a generation is recorded, else after it), the waves take the early
-        # parser and the lane answers presence from the listing.
-        with contextlib.ExitStack() as stack:
-            early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, settings, provider)))
-            recorded = recorded_generation(ctx, settings, ledger)
-
-            def early_presence() -> EarlyPresence:
-                where = tenant_filter(ctx.tenant_id, ctx.repo_slug)
-                return stack.enter_context(
-                    contextlib.closing(EarlyPresence(lambda: store, where, recorded.chunk_ids()))
-                )
-
-            presence = early_presence() if recorded.by_path else None
-            env = envelope_step(ctx, settings, ledger, now, on_new_files=early.new_files)
-            if presence is None:
-                presence = early_presence()
-            plan = plan_chunks(ctx, settings, ledger, env, recorded)
+        # The sweep asset's wiring (defs/assets.py sweep_repo), without Dagster.
+        with contextlib.closing(
+            SweepPrelude(ctx, settings, ledger, provider, lambda: store)
+        ) as prelude:
+            env = envelope_step(ctx, settings, ledger, now, on_new_files=prelude.helpers.new_files)
+            presence = prelude.envelope_read()
+            plan = plan_chunks(ctx, settings, ledger, env, prelude.recorded)
             if many_to_parse(plan, settings):
                 prepare(provider)
             run = EmbedContext(provider, present_ids=presence.present_ids)
             if pipelined(plan, settings):  # parsed in waves beside the lane
-                parser = early.take_parser()
+                parser = prelude.helpers.take_parser()
                 with ChunkWaves(ctx, settings, ledger, env, plan, now, parser=parser) as waves:
                     summary = embed_step(
                         ctx,

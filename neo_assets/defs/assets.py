@@ -22,7 +22,6 @@ import pandas as pd
 
 from neo_assets.core import codes
 from neo_assets.core.partition_keys import parse_partition_key
-from neo_assets.core.stamps import tenant_filter
 from neo_assets.defs.metadata import (
     census_summary,
     chunks_summary,
@@ -46,8 +45,7 @@ from neo_assets.defs.resources import (
 from neo_assets.embedding.lifecycle import close_provider, prepare
 from neo_assets.status import build_status
 from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
-from neo_assets.sweep.early_helpers import EarlyHelpers
-from neo_assets.sweep.early_presence import EarlyPresence
+from neo_assets.sweep.prelude import SweepPrelude
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.steps import (
     EmbedContext,
@@ -60,7 +58,6 @@ from neo_assets.sweep.steps import (
     envelope_step,
     failure_recorded,
     plan_chunks,
-    recorded_generation,
 )
 from neo_assets.sweep.sweep_lease import SweepLease, lease_metadata, skipped_result
 
@@ -256,25 +253,16 @@ def sweep_repo(
         embedder = provider.build()
         # Closed on every way out, even a run stopped at a yield (closing twice is a no-op).
         stack.callback(close_provider, embedder)
-        # A big first sweep's helpers boot while the envelope reads (sweep/early_helpers.py).
-        early = stack.enter_context(contextlib.closing(EarlyHelpers(ctx, cfg, embedder)))
-        recorded = recorded_generation(ctx, cfg, book)
-
-        def early_presence() -> EarlyPresence:
-            where = tenant_filter(ctx.tenant_id, ctx.repo_slug)
-            return stack.enter_context(
-                contextlib.closing(EarlyPresence(store.get, where, recorded.chunk_ids()))
-            )
-
-        # The store opens, and lists the repo's rows, on a thread (sweep/early_presence.py):
-        # while the envelope reads when a generation is recorded; else (a first sweep) once
-        # it is read, beside the first waves' parsing (during the envelope, opening the
-        # client competed with it for the GIL: ~0.07 s of a first sweep of 2,000 files).
-        presence = early_presence() if recorded.by_path else None
+        # Helpers, the recorded generation and the store's listing of the repo's rows start
+        # before and beside the envelope (sweep/prelude.py).
+        prelude = stack.enter_context(
+            contextlib.closing(SweepPrelude(ctx, cfg, book, embedder, store.get))
+        )
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
-            envelope = envelope_step(ctx, cfg, book, time.time(), on_new_files=early.new_files)
-        if presence is None:
-            presence = early_presence()
+            envelope = envelope_step(
+                ctx, cfg, book, time.time(), on_new_files=prelude.helpers.new_files
+            )
+        presence = prelude.envelope_read()
         stage_s["envelope_s"] = time.perf_counter() - mark
         yield dg.MaterializeResult(
             asset_key="repo_envelope", metadata=envelope_metadata(ctx, envelope)
@@ -286,7 +274,7 @@ def sweep_repo(
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-            plan = plan_chunks(ctx, cfg, book, envelope, recorded)
+            plan = plan_chunks(ctx, cfg, book, envelope, prelude.recorded)
             if many_to_parse(plan, cfg):
                 prepare(embedder)  # a big sweep: its helpers start while the files parse
             if pipelined(plan, cfg):
@@ -300,7 +288,7 @@ def sweep_repo(
                     plan,
                     time.time(),
                     guard=lease.check,
-                    parser=early.take_parser(),
+                    parser=prelude.helpers.take_parser(),
                 )
                 chunks = waves.kept_frame()
             else:
