@@ -181,6 +181,8 @@ def load_settings(**overrides: object) -> Settings:
             lines.append(f"NEO_{leaf.upper()}: {err['msg']} (got {err.get('input')!r})")
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
     if len(_loaded) >= _LOADED_MAX:
-        _loaded.clear()
+        # The oldest one goes (dicts keep insertion order). Clearing them all made a
+        # settings object just read miss the cache when the very next read filled it.
+        del _loaded[next(iter(_loaded))]
     _loaded[key] = settings
     return settings

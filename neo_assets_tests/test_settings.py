@@ -56,3 +56,17 @@ def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
     assert load_settings().resolved_batch_size == 100
     monkeypatch.setenv("NEO_CHROMA_ONE_CORE", "false")
     assert load_settings().chroma_one_core is False
+
+
+def test_a_full_cache_forgets_its_oldest_settings_not_the_latest(tmp_path) -> None:
+    import neo_assets.settings as settings_mod
+
+    settings_mod._loaded.clear()
+    first = load_settings(home=tmp_path / "first")
+    for i in range(settings_mod._LOADED_MAX - 2):
+        load_settings(home=tmp_path / f"h{i}")
+    latest = load_settings(home=tmp_path / "latest")  # the cache is full now
+    load_settings(home=tmp_path / "one-more")  # evicts the oldest: ``first``
+    assert load_settings(home=tmp_path / "latest") is latest
+    assert load_settings(home=tmp_path / "first") is not first
+    assert len(settings_mod._loaded) == settings_mod._LOADED_MAX
