@@ -6,20 +6,15 @@ sweep. Here one thread opens the store (the client takes ~0.15 s to open on a pr
 first sweep) and lists the ids of the repo's rows once, while the sweep does other
 work; Chroma's lookup releases the GIL while it runs, so the two overlap.
 
-Answers from that listing, and why each is sound while the run holds the repo's lease
-(only the lease holder writes a repo's rows; reconciliation deletes only rows whose id
-the current declaration lacks):
-
-- an id not listed is absent: no one else can have written it since;
-- a listed id of the recorded generation is present: it was declared when listed and
-  stays declared (a path keeps its ids or loses them), so nothing deletes its row;
-- any other listed id is asked about again, by id, when asked for: its row may have been
-  a stale one that a reconciliation deleted since (the caller asks after declaring it).
+What the listing answers, and why that is sound under the repo's lease, is the rule in
+core/presence.py; the ids it cannot answer are asked of the store, by id.
 """
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Generic, Protocol, TypeVar
+
+from neo_assets.core.presence import answer_from_listing
 
 
 class _Store(Protocol):
@@ -36,8 +31,8 @@ class EarlyPresence(Generic[S]):
     from construction on; ``recorded_ids`` are the recorded generation's.
 
     ``store()`` waits for the thread and returns the store (raising what opening it
-    raised, where the caller would have opened it itself). ``present_ids`` answers as the
-    module says; when the listing failed it asks the store about every id."""
+    raised, where the caller would have opened it itself). ``present_ids`` answers from
+    the listing (core/presence.py); when the listing failed it asks the store about every id."""
 
     def __init__(
         self,
@@ -78,9 +73,7 @@ class EarlyPresence(Generic[S]):
         rows = self._rows
         if rows is None:
             return store.present_ids(wanted)
-        listed = [i for i in wanted if i in rows]
-        found = {i for i in listed if i in self._recorded}
-        again = [i for i in listed if i not in self._recorded]
+        found, again = answer_from_listing(wanted, rows, self._recorded)
         if again:
             found |= store.present_ids(again)
         return found
