@@ -122,7 +122,11 @@ class HelperProcess:
         if self._ready:
             return True
         assert self._proc.stdout is not None
-        readable, _, _ = select.select([self._proc.stdout], [], [], wait_s)
+        # poll, not select: select refuses a descriptor numbered 1024 or more, which a
+        # long-lived process (a Dagster code server, the test suite) reaches.
+        poller = select.poll()
+        poller.register(self._proc.stdout, select.POLLIN)
+        readable = poller.poll(max(0.0, wait_s) * 1000)
         if not readable:
             if self._proc.poll() is not None:
                 self._broken = f"helper exited with {self._proc.returncode} before it was ready"

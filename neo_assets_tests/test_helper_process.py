@@ -66,3 +66,22 @@ def test_a_helper_that_cannot_start_is_broken_with_its_exit_code() -> None:
     with HelperProcess("neo_assets_tests.fakes.no_such_helper") as helper:
         with pytest.raises(HelperUnavailable, match="exited with 1 before it was ready"):
             helper.call(("echo", 0), wait_ready_s=30, answer_within_s=30)
+
+
+def test_a_helper_starts_in_a_process_with_over_1024_open_descriptors() -> None:
+    """select() refused a descriptor numbered 1024 or more ("filedescriptor out of range"),
+    and the suite's own process got there: a sweep's parser failed instead of helping."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"the descriptor limit here is {hard}")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        with HelperProcess(ECHO) as helper:
+            assert helper.call(("echo", 3), wait_ready_s=30, answer_within_s=30) == 3
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
