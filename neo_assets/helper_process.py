@@ -30,6 +30,10 @@ _OK = b"\x00"
 _ERR = b"\x01"
 _LEN = struct.Struct("!Q")
 
+# A helper does its work on one thread. numpy's BLAS would otherwise start a thread per
+# core at import, and that start-up (~0.1 s of CPU) competed with the sweep it helps.
+_ONE_THREAD_ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
 
 class HelperUnavailable(Exception):
     """Do the work in-process instead (the message says why)."""
@@ -107,7 +111,7 @@ class HelperProcess:
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             cwd=package_root,
-            env={**os.environ, "PYTHONPATH": path},
+            env={**os.environ, **_ONE_THREAD_ENV, "PYTHONPATH": path},
         )
 
     @property

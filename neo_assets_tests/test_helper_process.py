@@ -2,6 +2,8 @@
 HelperUnavailable (do it in-process), never in a hang or a wrong answer."""
 
 import os
+import subprocess
+import sys
 import time
 
 import pytest
@@ -25,6 +27,30 @@ def test_a_helper_works_below_its_parents_priority_and_exits_cleanly_on_close() 
     assert os.getpriority(os.PRIO_PROCESS, helper.pid) == min(19, parent + HELPER_NICENESS)
     helper.close()
     assert helper._proc.returncode == 0  # ended by its end of input, not killed
+
+
+def test_a_helper_runs_numpy_on_one_thread_whatever_its_parent_asked(monkeypatch) -> None:
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "8")
+    with HelperProcess(ECHO) as helper:
+        for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            assert helper.call(("env", name), wait_ready_s=30, answer_within_s=30) == "1"
+
+
+def test_the_hashing_helper_imports_only_the_arithmetic() -> None:
+    """It boots beside a sweep's envelope: asyncio and the provider machinery are start-up
+    time it does not need. What its main imports, in a fresh interpreter:"""
+    probe = (
+        "import sys\n"
+        "from neo_assets.embedding.providers import hashing_worker\n"
+        "from neo_assets.embedding.providers.hash_features import embed_texts\n"
+        "assert embed_texts(['x'], 8).shape == (1, 8)\n"
+        "print(sorted(m for m in ('asyncio', 'neo_assets.embedding.providers.hashing')"
+        " if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_a_helper_still_starting_is_unavailable_at_once() -> None:

@@ -1,5 +1,5 @@
-"""A helper process for tests of ``neo_assets.helper_process``: it echoes, sleeps, raises
-or dies on request."""
+"""A helper process for tests of ``neo_assets.helper_process``: it echoes, sleeps, raises,
+dies, or reads its environment on request."""
 
 import os
 import time
@@ -17,6 +17,8 @@ def _handle(request: tuple[str, Any]) -> Any:
         raise RuntimeError(arg)
     if verb == "exit":
         os._exit(arg)
+    if verb == "env":
+        return os.environ.get(arg)
     return arg
 
 

@@ -2,7 +2,7 @@
 
 In the sweep's own process, hashing batch k+1 would wait for Chroma's ``add`` of batch k
 (it holds the GIL); in a helper the two overlap. The helper computes exactly
-``embed_texts`` (same code, same numpy), so a vector never depends on where it was
+``hash_features.embed_texts`` (same code, same numpy), so a vector never depends on where it was
 computed, and a helper that is not there falls back to hashing in-process.
 """
 
@@ -40,7 +40,7 @@ class HashingWorker:
 
 
 def _main(dimensions: int) -> None:
-    from neo_assets.embedding.providers.hashing import embed_texts
+    from neo_assets.embedding.providers.hash_features import embed_texts
 
     run_helper(lambda texts: embed_texts(texts, dimensions))
 
