@@ -48,9 +48,10 @@ class Settings(BaseSettings):
     embedding_api_key: str | None = None
     embedding_dimensions: int = Field(384, ge=1, le=65536)
     embedding_request_timeout_ms: int = Field(60_000, ge=1)
-    # Inputs per provider request; unset: 64 for a remote provider (its slot), 2048 for the
+    # Inputs per provider request; unset: 64 for a remote provider (its slot), 4096 for the
     # local hashing embedder, whose cost per request is the store's per-add overhead
-    # (~60 ms a Chroma add: 8,000 rows in 512-row adds took ~1 s longer than in 2,048s).
+    # (~60 ms a Chroma add: 8,000 rows in 512-row adds took ~1 s longer than in 2,048s),
+    # so that a full 1,000-file wave (~4,000 chunks) is one add.
     embedding_batch_size: int | None = Field(None, ge=1, le=4096)
     embedding_max_inflight: int = Field(2, ge=1, le=64)
     embedding_context_tokens: int = Field(8192, ge=16)
@@ -67,13 +68,14 @@ class Settings(BaseSettings):
     max_file_bytes: int = Field(1_000_000, ge=1)
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
-    # A sweep with at least MIN files to parse parses and declares them in waves of FILES
-    # while the lane embeds and writes the earlier waves (sweep/chunk_waves.py); the first
-    # wave has FIRST_WAVE_FILES, so the first write starts early.
+    # A sweep with at least MIN files to parse parses and declares them in waves of up to
+    # FILES while the lane embeds and writes the earlier waves (sweep/chunk_waves.py); the
+    # first wave has FIRST_WAVE_FILES, so the first write starts early, and each later one
+    # up to core.waves.WAVE_GROWTH times the one before.
     parse_waves: bool = True
     parse_wave_min_files: int = Field(200, ge=1)
-    parse_wave_files: int = Field(500, ge=1)
-    parse_first_wave_files: int = Field(100, ge=1)
+    parse_wave_files: int = Field(1000, ge=1)
+    parse_first_wave_files: int = Field(150, ge=1)
 
     # --- scheduling
     default_cadence_minutes: int = Field(30, ge=1)
@@ -125,7 +127,7 @@ class Settings(BaseSettings):
     def resolved_batch_size(self) -> int:
         if self.embedding_batch_size is not None:
             return self.embedding_batch_size
-        return 2048 if self.embedding_provider == "hashing" else 64
+        return 4096 if self.embedding_provider == "hashing" else 64
 
     # --- derived locations
     @property

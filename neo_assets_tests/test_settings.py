@@ -36,7 +36,7 @@ def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting
     # Since each embedded add first lets the other threads go idle (core/idle_gap.py), the
     # waves pay for the local hashing embedder too.
     assert load_settings().parse_waves is True
-    assert (load_settings().parse_wave_files, load_settings().parse_first_wave_files) == (500, 100)
+    assert (load_settings().parse_wave_files, load_settings().parse_first_wave_files) == (1000, 150)
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
     assert load_settings().parse_waves is True
     monkeypatch.setenv("NEO_PARSE_WAVES", "false")
@@ -49,7 +49,7 @@ def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting
 def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert load_settings().resolved_batch_size == 2048
+    assert load_settings().resolved_batch_size == 4096
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
     assert load_settings().resolved_batch_size == 64
     monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "100")

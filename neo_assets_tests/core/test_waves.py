@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neo_assets.core.waves import Wave, plan_waves
+from neo_assets.core.waves import WAVE_GROWTH, Wave, plan_waves
 
 
 def test_a_full_generation_is_cleared_by_its_first_wave() -> None:
@@ -25,16 +25,25 @@ def test_gone_paths_are_dropped_with_the_first_wave_and_changed_ones_with_their_
 
 
 def test_a_small_first_wave_then_full_ones() -> None:
-    waves = plan_waves(list("abcdefgh"), [], full=True, wave_files=3, first_wave_files=1)
-    assert [w.paths for w in waves] == [("a",), ("b", "c", "d"), ("e", "f", "g"), ("h",)]
+    waves = plan_waves(list("abcdefgh"), [], full=True, wave_files=2, first_wave_files=1)
+    assert [w.paths for w in waves] == [("a",), ("b", "c"), ("d", "e"), ("f", "g"), ("h",)]
     assert [w.replace for w in waves] == [
         None,
-        frozenset("bcd"),
-        frozenset("efg"),
+        frozenset("bc"),
+        frozenset("de"),
+        frozenset("fg"),
         frozenset("h"),
     ]
     with pytest.raises(ValueError, match="first_wave_files"):
         plan_waves(["a"], [], full=True, wave_files=2, first_wave_files=0)
+
+
+def test_later_waves_grow_from_the_first_up_to_the_cap() -> None:
+    files = [f"f{i}" for i in range(2000)]
+    waves = plan_waves(files, [], full=True, wave_files=1000, first_wave_files=150)
+    assert [len(w.paths) for w in waves] == [150, 300, 600, 950]
+    waves = plan_waves(files * 2, [], full=True, wave_files=1000, first_wave_files=150)
+    assert [len(w.paths) for w in waves] == [150, 300, 600, 1000, 1000, 950]
 
 
 def test_nothing_to_parse_is_no_wave() -> None:
@@ -73,7 +82,11 @@ def test_every_file_once_in_order_and_no_early_drop(
         # The first wave is as big as allowed, and only the last of the others is short.
         first = min(first_wave_files or wave_files, wave_files)
         assert len(waves[0].paths) == min(first, len(to_parse))
-        assert all(len(w.paths) == wave_files for w in waves[1:-1])
+        # Each later wave is WAVE_GROWTH times the one before, up to wave_files (the last
+        # may be short).
+        sizes = [len(w.paths) for w in waves]
+        for k in range(1, len(sizes) - 1):
+            assert sizes[k] == min(sizes[k - 1] * WAVE_GROWTH, wave_files)
     for i, wave in enumerate(waves):
         if wave.replace is None:
             assert i == 0 and full
