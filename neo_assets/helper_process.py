@@ -78,25 +78,29 @@ HELPER_NICENESS = 10
 
 
 def run_helper(handle: Callable[[Any], Any]) -> None:
-    """A helper module's main: serve this process's stdin and stdout at a lower CPU
-    priority, then end the process at once.
+    """A helper module's main: serve this process's stdin and stdout (at the lower CPU
+    priority its parent gave it, see ``HelperProcess``), then end the process at once.
 
-    Lower priority: a helper works ahead (the next wave's parse or hashing) while its
-    parent is inside Chroma's ``add``, whose threads share one core; at equal priority
-    the helpers' bursts took that core from them, and the adds of a first sweep of 2,000
-    files took 7.3-7.6 s against 6.5-7.0 s (4 interleaved pairs; docs/performance.md).
     Ending at once: its answers are flushed and it holds nothing else, so the
     interpreter's shutdown (20-60 ms, with numpy loaded) was only time its parent spent
     waiting in ``close``."""
-    with contextlib.suppress(OSError):  # never a reason not to help
-        os.nice(HELPER_NICENESS)
     serve(handle, sys.stdin.buffer, sys.stdout.buffer)
     os._exit(0)
 
 
 class HelperProcess:
     """One child running ``python -m module *args``, started without waiting for it.
-    Thread-safe, one request at a time."""
+    Thread-safe, one request at a time.
+
+    The child runs ``HELPER_NICENESS`` below its parent's CPU priority, from its start:
+    - at work, a helper works ahead (the next wave's parse or hashing) while its parent
+      is inside Chroma's ``add``, whose threads share one core; at equal priority the
+      helpers' bursts took that core from them, and the adds of a first sweep of 2,000
+      files took 7.3-7.6 s against 6.5-7.0 s (4 interleaved pairs; docs/performance.md);
+    - booting, it competes with the envelope its parent is reading (git and this
+      process), which is on the sweep's critical path while the helper is not yet.
+    The parent lowers it right after the spawn, so the interpreter's start-up and imports
+    run niced too (a child lowering itself could only do so once they are done)."""
 
     def __init__(self, module: str, *args: str) -> None:
         self._lock = threading.Lock()
@@ -113,6 +117,9 @@ class HelperProcess:
             cwd=package_root,
             env={**os.environ, **_ONE_THREAD_ENV, "PYTHONPATH": path},
         )
+        with contextlib.suppress(OSError):  # never a reason not to help
+            niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + HELPER_NICENESS)
+            os.setpriority(os.PRIO_PROCESS, self._proc.pid, niceness)
 
     @property
     def broken(self) -> str | None:
