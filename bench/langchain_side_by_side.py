@@ -137,6 +137,7 @@ def main() -> int:
             if pipelined(plan, settings):  # parsed in waves beside the lane
                 parser = prelude.helpers.take_parser()
                 with ChunkWaves(ctx, settings, ledger, env, plan, now, parser=parser) as waves:
+                    waves.start_ahead()  # as the asset does (no Dagster event to overlap)
                     summary = embed_step(
                         ctx,
                         settings,

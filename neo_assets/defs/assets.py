@@ -264,13 +264,6 @@ def sweep_repo(
             )
         presence = prelude.envelope_read()
         stage_s["envelope_s"] = time.perf_counter() - mark
-        yield dg.MaterializeResult(
-            asset_key="repo_envelope", metadata=envelope_metadata(ctx, envelope)
-        )
-
-        if not lease.held:
-            yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
-            return
         mark = time.perf_counter()
         waves: ChunkWaves | None = None
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
@@ -280,20 +273,36 @@ def sweep_repo(
             if pipelined(plan, cfg):
                 # Many files to parse: they are parsed and declared wave by wave while the
                 # lane embeds and writes the earlier waves (sweep/chunk_waves.py).
-                waves = ChunkWaves(
-                    ctx,
-                    cfg,
-                    book,
-                    envelope,
-                    plan,
-                    time.time(),
-                    guard=lease.check,
-                    parser=prelude.helpers.take_parser(),
+                waves = stack.enter_context(
+                    ChunkWaves(
+                        ctx,
+                        cfg,
+                        book,
+                        envelope,
+                        plan,
+                        time.time(),
+                        guard=lease.check,
+                        parser=prelude.helpers.take_parser(),
+                    )
                 )
-                chunks = waves.kept_frame()
-            else:
-                chunks = chunk_step(ctx, cfg, book, envelope, time.time(), plan=plan)
+                # The first wave is parsed and declared while Dagster records the
+                # envelope's materialization (below), instead of after it.
+                waves.start_ahead()
         stage_s["chunks_s"] = time.perf_counter() - mark
+        yield dg.MaterializeResult(
+            asset_key="repo_envelope", metadata=envelope_metadata(ctx, envelope)
+        )
+
+        if not lease.held:
+            yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
+            return
+        if waves is not None:
+            chunks = waves.kept_frame()
+        else:
+            mark = time.perf_counter()
+            with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+                chunks = chunk_step(ctx, cfg, book, envelope, time.time(), plan=plan)
+            stage_s["chunks_s"] += time.perf_counter() - mark
         if waves is None:
             yield dg.MaterializeResult(
                 asset_key="chunk_generation",
@@ -302,8 +311,6 @@ def sweep_repo(
 
         unmaterialized = SWEEP_ASSETS[1:] if waves is not None else SWEEP_ASSETS[2:]
         if not lease.held:
-            if waves is not None:
-                waves.close()
             yield from _lost(context, ctx, lease.info, unmaterialized)
             return
         started = time.monotonic()

@@ -31,6 +31,7 @@ from neo_assets.settings import Settings
 from neo_assets.sources.envelope import read_texts
 from neo_assets.sources.parse_helper import READY_WAIT_S, Parser
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.ahead import FirstAhead
 from neo_assets.sweep.steps import (
     CHUNK_COLUMNS,
     ChunkPlan,
@@ -94,11 +95,28 @@ class ChunkWaves:
         self.parsed: list[dict[str, Any]] = []
         self.waves_declared = 0
         self.lost = False
+        self._ahead: FirstAhead[pd.DataFrame] | None = None
+        self._ahead_handed = False
 
     def kept_frame(self) -> pd.DataFrame:
         return chunks_frame([], self.plan.kept)
 
+    def start_ahead(self) -> None:
+        """Parse and declare the first wave now, on a thread (sweep/ahead.py), while the
+        caller does something else (Dagster records the envelope's materialization); the
+        next ``iter`` continues from it. Declaring early is safe: it is guarded by the
+        lease like every wave, and a sweep that stops after it leaves a generation
+        declared in part, as a crash between waves does."""
+        if self._ahead is None:
+            self._ahead = FirstAhead(self._waves(), name="first-wave-ahead")
+
     def __iter__(self) -> Iterator[pd.DataFrame]:
+        if self._ahead is not None and not self._ahead_handed:
+            self._ahead_handed = True
+            return self._ahead
+        return self._waves()
+
+    def _waves(self) -> Iterator[pd.DataFrame]:
         plan = self.plan
         waves = plan_waves(
             plan.to_parse,
@@ -167,6 +185,8 @@ class ChunkWaves:
         return chunks
 
     def close(self) -> None:
+        if self._ahead is not None:
+            self._ahead.close()  # a first wave still being computed uses the parser
         self.parser.close()
 
     def __enter__(self) -> "ChunkWaves":

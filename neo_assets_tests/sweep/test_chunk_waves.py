@@ -343,3 +343,76 @@ def test_the_first_write_waits_until_the_second_wave_is_declared(
     done = _sweep(ctx, waves=True)
     assert done["result"]["outcome"] == codes.OUTCOME_COMPLETE
     assert declared_at_writes and declared_at_writes[0] >= 2
+
+
+def _plan_waves(ctx: RepoContext, **kwargs: Any) -> ChunkWaves:
+    settings = load_settings()
+    ledger = runtime.get_ledger(settings)
+    env = envelope_step(ctx, settings, ledger, time.time())
+    plan = plan_chunks(ctx, settings, ledger, env)
+    return ChunkWaves(ctx, settings, ledger, env, plan, time.time(), **kwargs)
+
+
+def test_a_first_wave_started_ahead_is_declared_before_anyone_iterates(
+    repo: dict[str, Any],
+) -> None:
+    """What the asset does while Dagster records the envelope: the first wave is parsed
+    and declared on a thread; the sweep that then iterates is the same as without it."""
+    ctx = repo["ctx"]
+    with _plan_waves(ctx) as waves:
+        waves.start_ahead()
+        deadline = time.monotonic() + 30
+        while len(_declared(ctx)) < PER_FILE * 7 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(_declared(ctx)) == PER_FILE * 7  # the first wave, nothing more
+        assert waves.waves_declared == 1
+        summary = _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
+    assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
+    assert waves.waves_declared == 5
+    assert len(_declared(ctx)) == PER_FILE * FILES
+    assert set(_rows(ctx)) == {i for i, _, _ in _declared(ctx)}
+
+
+def test_a_first_wave_that_fails_ahead_fails_the_sweep_when_it_is_taken(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ctx = repo["ctx"]
+
+    def choke(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        raise ValueError("the parser choked")
+
+    monkeypatch.setattr(Parser, "parse", choke)
+    with _plan_waves(ctx) as waves:
+        waves.start_ahead()  # no exception here: it is the stage's, raised where it ran
+        with pytest.raises(ChunkingFailed, match="the parser choked") as failed:
+            _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
+    assert failed.value.code == codes.PARSE_FAILED
+    assert _declared(ctx) == set() and _rows(ctx) == {}
+
+
+def test_closing_waves_started_ahead_waits_for_the_first_wave(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sweep that stops before the embedding stage (a lost lease, a failure) closes the
+    waves: the thread ahead finishes with the parser before the parser is closed."""
+    ctx = repo["ctx"]
+    original_parse, original_close = Parser.parse, Parser.close
+    order: list[str] = []
+
+    def slow(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        time.sleep(0.3)
+        rows = original_parse(self, files, **kwargs)
+        order.append("parsed")
+        return rows
+
+    def closing(self) -> None:  # noqa: ANN001
+        order.append("closed")
+        original_close(self)
+
+    monkeypatch.setattr(Parser, "parse", slow)
+    monkeypatch.setattr(Parser, "close", closing)
+    waves = _plan_waves(ctx)
+    waves.start_ahead()
+    waves.close()
+    assert order == ["parsed", "closed"]
+    assert len(_declared(ctx)) == PER_FILE * 7  # declared under the lease, kept
