@@ -21,7 +21,8 @@ import struct
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+import weakref
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -88,6 +89,26 @@ def run_helper(handle: Callable[[Any], Any]) -> None:
     os._exit(0)
 
 
+# The cores this process's helpers run on (None: wherever the parent may). A process
+# whose embedded Chroma threads share one core keeps its helpers off that core
+# (store/chroma_threads.py): a helper scheduled there took CPU from Chroma's add.
+_helper_cores: frozenset[int] | None = None
+_live: "weakref.WeakSet[HelperProcess]" = weakref.WeakSet()
+_live_lock = threading.Lock()
+
+
+def keep_helpers_on(cores: Iterable[int] | None) -> None:
+    """Run this process's helpers, those alive and those to come, on ``cores`` only
+    (None or empty: on any core this process may use)."""
+    global _helper_cores
+    chosen = frozenset(cores or ())
+    with _live_lock:
+        _helper_cores = chosen or None
+        live = list(_live)
+    for helper in live:
+        helper._pin()
+
+
 class HelperProcess:
     """One child running ``python -m module *args``, started without waiting for it.
     Thread-safe, one request at a time.
@@ -120,10 +141,19 @@ class HelperProcess:
         with contextlib.suppress(OSError):  # never a reason not to help
             niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + HELPER_NICENESS)
             os.setpriority(os.PRIO_PROCESS, self._proc.pid, niceness)
+        with _live_lock:
+            _live.add(self)
+        self._pin()
 
     @property
     def broken(self) -> str | None:
         return self._broken
+
+    def _pin(self) -> None:
+        if not hasattr(os, "sched_setaffinity") or self._proc.returncode is not None:
+            return
+        with contextlib.suppress(OSError):  # it ended, or we may not: it runs anywhere
+            os.sched_setaffinity(self._proc.pid, _helper_cores or os.sched_getaffinity(0))
 
     @property
     def pid(self) -> int:

@@ -111,3 +111,21 @@ def test_a_helper_starts_in_a_process_with_over_1024_open_descriptors() -> None:
         for fd in held:
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_helpers_kept_on_some_cores_are_started_there_and_released_after() -> None:
+    from neo_assets.helper_process import keep_helpers_on
+
+    anywhere = os.sched_getaffinity(0)
+    if len(anywhere) < 2:
+        pytest.skip("needs two allowed cores")
+    one = {min(anywhere)}
+    keep_helpers_on(one)
+    try:
+        with HelperProcess(ECHO) as helper:
+            assert os.sched_getaffinity(helper.pid) == one  # from its spawn on
+            keep_helpers_on(None)
+            assert os.sched_getaffinity(helper.pid) == anywhere
+            assert helper.call(("echo", 2), wait_ready_s=30, answer_within_s=30) == 2
+    finally:
+        keep_helpers_on(None)

@@ -16,7 +16,7 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 
-from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
+from neo_assets.store.chroma_threads import chroma_core, helpers_kept_off, pin_chroma_threads
 from neo_assets.store.gil_gap import GilGap
 
 COLLECTION_SPACE = "cosine"
@@ -139,12 +139,13 @@ class ChromaStore:
             stop = start + step
             if self.gil_gap is not None:
                 self.gil_gap.wait()
-            self.collection.add(
-                ids=list(ids[start:stop]),
-                embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
-                documents=list(documents[start:stop]),
-                metadatas=[dict(m) for m in metadatas[start:stop]],
-            )
+            with helpers_kept_off(self.pin_core):
+                self.collection.add(
+                    ids=list(ids[start:stop]),
+                    embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
+                    documents=list(documents[start:stop]),
+                    metadatas=[dict(m) for m in metadatas[start:stop]],
+                )
 
     def get_rows(
         self, ids: Sequence[str], *, include_documents: bool = False

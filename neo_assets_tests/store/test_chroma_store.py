@@ -105,6 +105,37 @@ def test_one_core_puts_every_chroma_thread_on_the_picked_core(tmp_path: Path) ->
     assert len(os.sched_getaffinity(0)) >= 2
 
 
+def test_one_core_keeps_helper_processes_off_chromas_core_while_it_adds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """During an add, helpers run off Chroma's core; before and after, anywhere."""
+    import os
+
+    from neo_assets.helper_process import HelperProcess
+    from neo_assets.store.chroma_threads import TASKS
+
+    if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs Linux and two allowed cores")
+    anywhere = os.sched_getaffinity(0)
+    with HelperProcess("neo_assets_tests.fakes.echo_helper") as helper:
+        assert helper.call(("echo", 1), wait_ready_s=30, answer_within_s=30) == 1
+        store = open_store(
+            persist_dir=tmp_path / "chroma", url=None, collection_name="neo-test-kb", one_core=True
+        )
+        assert os.sched_getaffinity(helper.pid) == anywhere
+        during: list[set[int]] = []
+        original = type(store.collection).add
+
+        def watching_add(collection, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            during.append(os.sched_getaffinity(helper.pid))
+            return original(collection, *args, **kwargs)
+
+        monkeypatch.setattr(type(store.collection), "add", watching_add)
+        store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
+        assert during == [anywhere - {store.pin_core}]
+        assert os.sched_getaffinity(helper.pid) == anywhere
+
+
 def test_without_one_core_the_store_pins_nothing(tmp_path: Path) -> None:
     store = _store(tmp_path)
     assert store.pin_core is None
