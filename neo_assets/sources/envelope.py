@@ -497,6 +497,55 @@ class _CatFile:
 
 _CONTENT_REASONS = frozenset({None, codes.SKIP_BINARY})
 
+# Blobs are read by this many ``cat-file`` processes at once when there are at least
+# PARALLEL_READ_MIN of them: git inflates each loose object on one core, and on a first
+# sweep that read was most of the envelope (2,000 files: 0.15 s with one reader).
+BLOB_READERS = 2
+PARALLEL_READ_MIN = 256
+
+
+def _read_blobs(
+    top: str, wanted: Sequence[tuple[str, str]], visit: Callable[[str, bytes | None], None]
+) -> None:
+    """``visit(path, bytes or None)`` for each ``(path, object id)`` of ``wanted``,
+    streaming (no blob is held here). With many blobs, contiguous parts are read by
+    ``BLOB_READERS`` processes at once, and ``visit`` is called from as many threads, in
+    order within a part; the first error of any part is raised once all have ended."""
+
+    def read(part: Sequence[tuple[str, str]]) -> None:
+        with _CatFile(top) as cat:
+            answers = cat.read_many([oid for _, oid in part])
+            for (path, _oid), (_, data) in zip(part, answers, strict=True):
+                visit(path, data)
+
+    if not wanted:
+        return  # nothing new: no git process at all
+    readers = BLOB_READERS if len(wanted) >= PARALLEL_READ_MIN else 1
+    step = -(-len(wanted) // readers)
+    parts = [wanted[i : i + step] for i in range(0, len(wanted), step)]
+    if len(parts) <= 1:
+        read(wanted)
+        return
+    errors: list[BaseException] = []
+
+    def read_part(part: Sequence[tuple[str, str]]) -> None:
+        try:
+            read(part)
+        except BaseException as exc:  # noqa: BLE001 - raised below, in the caller
+            errors.append(exc)
+
+    others = [
+        threading.Thread(target=read_part, args=(part,), name="git-blob-reader", daemon=True)
+        for part in parts[1:]
+    ]
+    for thread in others:
+        thread.start()
+    read_part(parts[0])
+    for thread in others:
+        thread.join()
+    if errors:
+        raise errors[0]
+
 
 def _known_sizes(previous: Envelope | None) -> dict[str, int]:
     """Blob sizes the previous envelope recorded, by object id. A missing object was
@@ -627,19 +676,23 @@ def _git_envelope(
     if on_new_files is not None:
         on_new_files(len(unread))
     read_ahead: dict[str, bytes] = {}
-    budget = READ_AHEAD_BYTES
-    with _CatFile(top) as cat:
-        answers = cat.read_many([rows[path][1] for path in unread])
-        for path, (_oid, data) in zip(unread, answers, strict=True):
-            raw, oid, size, _reason, _detail = rows[path]
-            if data is None:
-                rows[path] = (raw, oid, size, codes.SKIP_UNREADABLE, "git object missing")
-            else:
-                verdict = _classify_content(data)
-                rows[path] = (raw, oid, size, verdict, None)
-                if verdict is None and len(data) <= budget and oid not in read_ahead:
+    budget = [READ_AHEAD_BYTES]
+    kept = threading.Lock()
+
+    def classify(path: str, data: bytes | None) -> None:
+        raw, oid, size, _reason, _detail = rows[path]
+        if data is None:
+            rows[path] = (raw, oid, size, codes.SKIP_UNREADABLE, "git object missing")
+            return
+        verdict = _classify_content(data)
+        rows[path] = (raw, oid, size, verdict, None)
+        if verdict is None:
+            with kept:
+                if len(data) <= budget[0] and oid not in read_ahead:
                     read_ahead[oid] = data
-                    budget -= len(data)
+                    budget[0] -= len(data)
+
+    _read_blobs(top, [(path, rows[path][1]) for path in unread], classify)
 
     times = dict(reused_times)
     times.update(

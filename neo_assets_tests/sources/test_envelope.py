@@ -834,3 +834,61 @@ def test_on_new_files_hears_how_many_candidates_have_unseen_content_before_they_
     )
     assert heard == [2]  # the changed file and the new one; the other four are known
     assert again == build_envelope(repo.path, exclude=["vendor/**"], max_file_bytes=CAP)
+
+
+def _many_files(tmp_path: Path, n: int) -> GitRepo:
+    repo = GitRepo(tmp_path / "many")
+    for i in range(n):
+        repo.write(f"m/f{i:04d}.py", f"X_{i} = {i}\n")
+    repo.write("m/f9999.bin", b"\x00\x01binary")
+    repo.commit("many", when=T1)
+    return repo
+
+
+def test_many_blobs_are_read_by_two_readers_with_the_same_verdicts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neo_assets.sources.envelope as envelope_module
+
+    repo = _many_files(tmp_path, envelope_module.PARALLEL_READ_MIN + 44)
+    # One object missing, late in the listing: the second reader's part.
+    late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
+    (repo.path / ".git" / "objects" / late[:2] / late[2:]).unlink()
+    readers: list[str] = []
+    opened = envelope_module._CatFile.__init__
+
+    def counting(self, top: str) -> None:  # noqa: ANN001
+        readers.append(top)
+        opened(self, top)
+
+    monkeypatch.setattr(envelope_module._CatFile, "__init__", counting)
+    both = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
+    assert len(readers) == envelope_module.BLOB_READERS == 2
+    monkeypatch.setattr(envelope_module, "BLOB_READERS", 1)
+    readers.clear()
+    one = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
+    assert len(readers) == 1
+    assert both.entries == one.entries
+    assert set(both.read_ahead) == set(one.read_ahead)
+    assert both.entry("m/f0290.py").skip_reason == codes.SKIP_UNREADABLE
+    assert both.entry("m/f9999.bin").skip_reason == codes.SKIP_BINARY
+    assert both.entry("m/f0003.py").yielded
+
+
+def test_a_blob_reader_that_fails_fails_the_envelope(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neo_assets.sources.envelope as envelope_module
+
+    repo = _many_files(tmp_path, envelope_module.PARALLEL_READ_MIN + 44)
+    late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
+    answer = envelope_module._CatFile._answer
+
+    def dying(self, oid: str) -> bytes | None:  # noqa: ANN001
+        if oid == late:
+            raise SourceError(codes.SOURCE_UNREADABLE, f"git cat-file stopped answering at {oid}")
+        return answer(self, oid)
+
+    monkeypatch.setattr(envelope_module._CatFile, "_answer", dying)
+    with pytest.raises(SourceError, match="stopped answering"):
+        build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
