@@ -44,6 +44,10 @@ from neo_assets.sweep.steps import (
 )
 
 
+# How long a first wave started ahead waits for the parse helper to be ready.
+AHEAD_READY_WAIT_S = 0.2
+
+
 class ChunkingFailed(Exception):
     """A wave could not be parsed or declared: the sweep fails as a chunk stage would."""
 
@@ -131,8 +135,12 @@ class ChunkWaves:
             try:
                 if number == 1:
                     # Parsed here if the helper is still starting: the lane has nothing
-                    # else to do until it is declared.
-                    rows, _helped = self.parser.parse(files, wait_ready_s=0.0)
+                    # else to do until it is declared. Started ahead, this process is
+                    # busy with Dagster's event meanwhile: the helper is waited for a
+                    # little (it boots niced beside the envelope) before parsing here
+                    # would compete with that event for the GIL.
+                    wait_s = AHEAD_READY_WAIT_S if self._ahead is not None else 0.0
+                    rows, _helped = self.parser.parse(files, wait_ready_s=wait_s)
                 elif number == 2:
                     # Nothing is written before the second wave is declared (the first
                     # write's lead, embed_step), and this process has nothing else to do
