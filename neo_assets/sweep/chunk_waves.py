@@ -43,7 +43,6 @@ from neo_assets.sweep.steps import (
     record_parsed,
 )
 
-
 # How long a first wave started ahead waits for the parse helper to be ready.
 AHEAD_READY_WAIT_S = 0.2
 
