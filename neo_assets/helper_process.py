@@ -74,7 +74,7 @@ def serve(handle: Callable[[Any], Any], stdin: BinaryIO, stdout: BinaryIO) -> No
             _write_frame(stdout, _ERR, f"{type(exc).__name__}: {exc}".encode())
 
 
-# How much lower a helper's CPU priority is than its parent's (see run_helper).
+# How much lower a helper's CPU priority is than its parent's (see HelperProcess).
 HELPER_NICENESS = 10
 
 

@@ -53,12 +53,12 @@ def helpers_kept_off(core: int | None) -> Iterator[None]:
     no change); after, anywhere again.
 
     For the length of an add: two helpers busy beside it (one hashing the next wave, one
-    parsing the one after) left one of them on Chroma's core. In 7 interleaved pairs of
-    first sweeps (2,000 files) the sweep's adds took a median 0.27 s longer than the same
-    adds replayed alone, and 0.03 s shorter with the helpers kept off. Only for the add:
-    kept off for the whole sweep, the first wave's hashing (before any add, Chroma's core
-    idle) shared one core with the second wave's parse and took 0.11-0.16 s, not 0.05-0.1.
-    """
+    parsing the one after) left one of them on Chroma's core. Against the same adds
+    replayed alone, first sweeps of 2,000 files: a median 0.27 s longer with the helpers
+    anywhere (7 pairs), 0.04-0.60 s shorter with them kept off during each add (4 pairs).
+    Only for the add: kept off for the whole sweep, the first wave's hashing (before any
+    add, Chroma's core idle) shared one core with the second wave's parse and took
+    0.11-0.16 s, not 0.05-0.10. Not nested: leaving lets helpers run anywhere again."""
     if core is None:
         yield
         return

@@ -2,8 +2,8 @@
 
 In the sweep's own process, hashing batch k+1 would wait for Chroma's ``add`` of batch k
 (it holds the GIL); in a helper the two overlap. The helper computes exactly
-``hash_features.embed_texts`` (same code, same numpy), so a vector never depends on where it was
-computed, and a helper that is not there falls back to hashing in-process.
+``hash_features.embed_texts`` (same code, same numpy), so a vector never depends on
+where it was computed, and a helper that is not there falls back to hashing in-process.
 """
 
 import sys
