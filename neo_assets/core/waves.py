@@ -3,9 +3,11 @@
 The rule behind ``sweep/chunk_waves.py``: every row is declared before it is written, and
 between waves the declared generation must never claim a path complete that is not. So
 the first wave of a full generation (nothing recorded can be reused) clears the old
-declaration; otherwise the first wave also drops the paths that are gone, and each wave
-replaces only its own paths, so a changed path keeps its old declaration (whose rows are
-still present) until its own wave replaces it.
+declaration, and its later waves replace nothing (what the first cleared holds none of
+their paths, and each path is in one wave: deleting them again cost a query per 500 paths
+in every gap between two writes); otherwise the first wave also drops the paths that are
+gone, and each wave replaces only its own paths, so a changed path keeps its old
+declaration (whose rows are still present) until its own wave replaces it.
 """
 
 from collections.abc import Iterable, Sequence
@@ -24,7 +26,8 @@ WAVE_GROWTH = 2
 @dataclass(frozen=True)
 class Wave:
     paths: tuple[str, ...]  # parsed and declared together, in this order
-    replace: frozenset[str] | None  # declared paths this wave replaces; None: all of them
+    # Declared paths this wave deletes before declaring its own; None: all of them.
+    replace: frozenset[str] | None
 
 
 def plan_waves(
@@ -60,6 +63,6 @@ def plan_waves(
         if start == 0:
             replace = None if full else frozenset(paths) | gone
         else:
-            replace = frozenset(paths)
+            replace = frozenset() if full else frozenset(paths)
         waves.append(Wave(paths, replace))
     return waves

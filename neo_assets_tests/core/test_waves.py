@@ -8,12 +8,12 @@ from hypothesis import strategies as st
 from neo_assets.core.waves import WAVE_GROWTH, Wave, plan_waves
 
 
-def test_a_full_generation_is_cleared_by_its_first_wave() -> None:
-    waves = plan_waves(["a", "b", "c", "d", "e"], [], full=True, wave_files=2)
+def test_a_full_generation_is_cleared_by_its_first_wave_and_then_only_added_to() -> None:
+    waves = plan_waves(["a", "b", "c", "d", "e"], ["a", "old"], full=True, wave_files=2)
     assert waves == [
         Wave(("a", "b"), None),
-        Wave(("c", "d"), frozenset({"c", "d"})),
-        Wave(("e",), frozenset({"e"})),
+        Wave(("c", "d"), frozenset()),
+        Wave(("e",), frozenset()),
     ]
 
 
@@ -27,13 +27,9 @@ def test_gone_paths_are_dropped_with_the_first_wave_and_changed_ones_with_their_
 def test_a_small_first_wave_then_full_ones() -> None:
     waves = plan_waves(list("abcdefgh"), [], full=True, wave_files=2, first_wave_files=1)
     assert [w.paths for w in waves] == [("a",), ("b", "c"), ("d", "e"), ("f", "g"), ("h",)]
-    assert [w.replace for w in waves] == [
-        None,
-        frozenset("bc"),
-        frozenset("de"),
-        frozenset("fg"),
-        frozenset("h"),
-    ]
+    assert [w.replace for w in waves] == [None, *[frozenset()] * 4]
+    changed = plan_waves(list("abcd"), ["b", "z"], full=False, wave_files=2, first_wave_files=1)
+    assert [w.replace for w in changed] == [frozenset("az"), frozenset("bc"), frozenset("d")]
     with pytest.raises(ValueError, match="first_wave_files"):
         plan_waves(["a"], [], full=True, wave_files=2, first_wave_files=0)
 
@@ -92,10 +88,15 @@ def test_every_file_once_in_order_and_no_early_drop(
             assert i == 0 and full
             continue
         # A wave replaces its own paths, and (the first only) the paths that are gone:
-        # never a path that a later wave will parse.
+        # never a path that a later wave will parse. A full generation's later waves
+        # replace nothing: its first wave cleared every declared path.
         later = {p for w in waves[i + 1 :] for p in w.paths}
-        assert set(wave.paths) <= wave.replace and not (wave.replace & later)
-        if i > 0:
-            assert wave.replace == set(wave.paths)
+        assert not (wave.replace & later)
+        if full:
+            assert i > 0 and wave.replace == frozenset()
+        else:
+            assert set(wave.paths) <= wave.replace
+            if i > 0:
+                assert wave.replace == set(wave.paths)
     if waves and not full:
         assert waves[0].replace >= replaced - set(to_parse)
