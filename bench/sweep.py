@@ -60,6 +60,10 @@ def generate_repo(root: Path, files: int) -> None:
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "gen")
+    # Packed, as a cloned repository is: loose objects are what a repo holds only for what
+    # was written since its last pack. All 2,000 blobs loose cost the envelope ~0.2 s more
+    # in opening object files (cat-file of them all: 0.127 s loose, 0.017 s packed).
+    git(root, "gc", "-q")
 
 
 def step_seconds(instance, run_id: str) -> float:
