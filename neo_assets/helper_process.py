@@ -14,6 +14,7 @@ never outlives the process that started it.
 """
 
 import contextlib
+import fcntl
 import os
 import pickle
 import select
@@ -30,6 +31,14 @@ _READY = b"R"
 _OK = b"\x00"
 _ERR = b"\x01"
 _LEN = struct.Struct("!Q")
+
+# How much each pipe to and from a helper holds (Linux; capped by fs.pipe-max-size, 1 MiB
+# by default). An answer (a wave's vectors: 4,000 rows are 6 MB) crosses a default 64 KiB
+# pipe in ~100 reads, and each read waits for the GIL again: when the sweep's other thread
+# is declaring the next wave at that moment, for up to a switch interval (5 ms) each. A
+# 3.7 MB answer took 29 ms to read so. With 1 MiB pipes it is a few reads, and a request
+# (a wave's texts) is written whole without waiting for the helper to read it.
+PIPE_BYTES = 1 << 20
 
 # A helper does its work on one thread. numpy's BLAS would otherwise start a thread per
 # core at import, and that start-up (~0.1 s of CPU) competed with the sweep it helps.
@@ -109,6 +118,22 @@ def keep_helpers_on(cores: Iterable[int] | None) -> None:
         helper._pin()
 
 
+def _widen(*pipes: BinaryIO | None) -> None:
+    """Grow each pipe to PIPE_BYTES, or as far as the system lets (it stays as it was
+    where it cannot grow: only slower)."""
+    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if setsize is None:
+        return
+    try:
+        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
+    except (OSError, ValueError):
+        most = PIPE_BYTES
+    for pipe in pipes:
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(pipe.fileno(), setsize, min(PIPE_BYTES, most))
+
+
 class HelperProcess:
     """One child running ``python -m module *args``, started without waiting for it.
     Thread-safe, one request at a time.
@@ -141,6 +166,7 @@ class HelperProcess:
         with contextlib.suppress(OSError):  # never a reason not to help
             niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + HELPER_NICENESS)
             os.setpriority(os.PRIO_PROCESS, self._proc.pid, niceness)
+        _widen(self._proc.stdin, self._proc.stdout)
         with _live_lock:
             _live.add(self)
         self._pin()

@@ -1,14 +1,21 @@
 """Helper processes: answers in order, and every way a helper can fail ends in
 HelperUnavailable (do it in-process), never in a hang or a wrong answer."""
 
+import fcntl
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
-from neo_assets.helper_process import HELPER_NICENESS, HelperProcess, HelperUnavailable
+from neo_assets.helper_process import (
+    HELPER_NICENESS,
+    PIPE_BYTES,
+    HelperProcess,
+    HelperUnavailable,
+)
 
 ECHO = "neo_assets_tests.fakes.echo_helper"
 
@@ -18,6 +25,17 @@ def test_answers_come_back_in_order_and_intact() -> None:
         payload = {"rows": [("a" * 1000, i, 1.5) for i in range(2000)]}  # > a pipe buffer
         assert helper.call(("echo", payload), wait_ready_s=30, answer_within_s=30) == payload
         assert helper.call(("echo", 7), answer_within_s=30) == 7
+
+
+@pytest.mark.skipif(not hasattr(fcntl, "F_GETPIPE_SZ"), reason="pipe sizes are Linux's")
+def test_a_helpers_pipes_hold_a_wave_so_neither_side_moves_it_in_small_pieces() -> None:
+    wanted = min(PIPE_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+    with HelperProcess(ECHO) as helper:
+        for pipe in (helper._proc.stdin, helper._proc.stdout):
+            assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) >= wanted
+        # Bigger than the pipe both ways: still whole, in order.
+        payload = b"\x07" * (3 * wanted + 11)
+        assert helper.call(("echo", payload), wait_ready_s=30, answer_within_s=30) == payload
 
 
 def test_a_helper_works_below_its_parents_priority_and_exits_cleanly_on_close() -> None:
