@@ -99,6 +99,7 @@ class ChunkWaves:
         self.waves_declared = 0
         self.lost = False
         self._ahead: FirstAhead[pd.DataFrame] | None = None
+        self._started_ahead = False
         self._ahead_handed = False
 
     def kept_frame(self) -> pd.DataFrame:
@@ -111,6 +112,8 @@ class ChunkWaves:
         lease like every wave, and a sweep that stops after it leaves a generation
         declared in part, as a crash between waves does."""
         if self._ahead is None:
+            # Marked before the thread starts: its first step reads the mark.
+            self._started_ahead = True
             self._ahead = FirstAhead(self._waves(), name="first-wave-ahead")
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
@@ -138,7 +141,7 @@ class ChunkWaves:
                     # busy with Dagster's event meanwhile: the helper is waited for a
                     # little (it boots niced beside the envelope) before parsing here
                     # would compete with that event for the GIL.
-                    wait_s = AHEAD_READY_WAIT_S if self._ahead is not None else 0.0
+                    wait_s = AHEAD_READY_WAIT_S if self._started_ahead else 0.0
                     rows, _helped = self.parser.parse(files, wait_ready_s=wait_s)
                 elif number == 2:
                     # Nothing is written before the second wave is declared (the first

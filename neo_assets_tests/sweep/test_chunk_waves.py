@@ -12,9 +12,14 @@ from neo_assets.core import codes
 from neo_assets.core.outcomes import classify_sweep_outcome
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.settings import load_settings
-from neo_assets.sources.parse_helper import Parser
+from neo_assets.sources.parse_helper import READY_WAIT_S, Parser
 from neo_assets.store.chroma_store import ChromaStore
-from neo_assets.sweep.chunk_waves import ChunkingFailed, ChunkWaves, pipelined
+from neo_assets.sweep.chunk_waves import (
+    AHEAD_READY_WAIT_S,
+    ChunkingFailed,
+    ChunkWaves,
+    pipelined,
+)
 from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
@@ -371,6 +376,30 @@ def test_a_first_wave_started_ahead_is_declared_before_anyone_iterates(
     assert waves.waves_declared == 5
     assert len(_declared(ctx)) == PER_FILE * FILES
     assert set(_rows(ctx)) == {i for i, _, _ in _declared(ctx)}
+
+
+def test_a_first_wave_started_ahead_waits_a_little_for_the_parse_helper(
+    repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ahead, this process is busy with Dagster's event: the first wave waits up to
+    AHEAD_READY_WAIT_S for the helper rather than be parsed here. The thread's first step
+    runs at once, so it must see that it was started ahead (it once did not, by a race)."""
+    ctx = repo["ctx"]
+    original = Parser.parse
+    waits: list[float] = []
+
+    def record(self, files, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        waits.append(kwargs.get("wait_ready_s", READY_WAIT_S))
+        return original(self, files, **kwargs)
+
+    monkeypatch.setattr(Parser, "parse", record)
+    for _ in range(4):  # each declares 7 more files: 30, 23, 16 and 9 are left to parse
+        with _plan_waves(ctx) as waves:
+            waves.start_ahead()
+            next(iter(waves))
+    with _plan_waves(ctx) as waves:
+        next(iter(waves))  # not ahead: the lane has nothing else to do, no wait
+    assert waits == [AHEAD_READY_WAIT_S] * 4 + [0.0]
 
 
 def test_a_first_wave_that_fails_ahead_fails_the_sweep_when_it_is_taken(
