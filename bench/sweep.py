@@ -58,6 +58,9 @@ def generate_repo(root: Path, files: int) -> None:
         )
         (pkg / f"mod_{i:05d}.py").write_text(f'"""Module {i}."""\n\nimport math\n\n{funcs}\n')
     git(root, "init", "-q", "-b", "main")
+    # No automatic gc in the background (8,000 loose objects start one at the commit): it
+    # would hold the lock of the gc below, and would pack the repo mid-sweep.
+    git(root, "config", "gc.auto", "0")
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "gen")
     # Packed, as a cloned repository is: loose objects are what a repo holds only for what
