@@ -99,7 +99,6 @@ class ChunkWaves:
         self.waves_declared = 0
         self.lost = False
         self._ahead: FirstAhead[pd.DataFrame] | None = None
-        self._started_ahead = False
         self._ahead_handed = False
 
     def kept_frame(self) -> pd.DataFrame:
@@ -112,17 +111,19 @@ class ChunkWaves:
         lease like every wave, and a sweep that stops after it leaves a generation
         declared in part, as a crash between waves does."""
         if self._ahead is None:
-            # Marked before the thread starts: its first step reads the mark.
-            self._started_ahead = True
-            self._ahead = FirstAhead(self._waves(), name="first-wave-ahead")
+            # The wait is the generator's argument, not state its thread reads: that
+            # thread's first step runs before this assignment could be seen.
+            self._ahead = FirstAhead(
+                self._waves(first_wait_s=AHEAD_READY_WAIT_S), name="first-wave-ahead"
+            )
 
     def __iter__(self) -> Iterator[pd.DataFrame]:
         if self._ahead is not None and not self._ahead_handed:
             self._ahead_handed = True
             return self._ahead
-        return self._waves()
+        return self._waves(first_wait_s=0.0)
 
-    def _waves(self) -> Iterator[pd.DataFrame]:
+    def _waves(self, *, first_wait_s: float) -> Iterator[pd.DataFrame]:
         plan = self.plan
         waves = plan_waves(
             plan.to_parse,
@@ -141,8 +142,7 @@ class ChunkWaves:
                     # busy with Dagster's event meanwhile: the helper is waited for a
                     # little (it boots niced beside the envelope) before parsing here
                     # would compete with that event for the GIL.
-                    wait_s = AHEAD_READY_WAIT_S if self._started_ahead else 0.0
-                    rows, _helped = self.parser.parse(files, wait_ready_s=wait_s)
+                    rows, _helped = self.parser.parse(files, wait_ready_s=first_wait_s)
                 elif number == 2:
                     # Nothing is written before the second wave is declared (the first
                     # write's lead, embed_step), and this process has nothing else to do
