@@ -28,6 +28,7 @@ from neo_assets.defs.metadata import (
     counts_metadata,
     embeddings_summary,
     envelope_summary,
+    preview_records,
     preview_table,
     run_seconds,
     status_summary,
@@ -88,23 +89,26 @@ def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
 
 # ---------------------------------------------------------------------------- metadata
 def envelope_metadata(ctx: RepoContext, result: EnvelopeResult) -> dict[str, Any]:
-    frame = result.frame
-    yielded = int(frame["yielded"].sum()) if len(frame) else 0
-    skipped = frame[~frame["yielded"]] if len(frame) else frame
-    skip_reasons = skipped["skip_reason"].value_counts().to_dict() if len(skipped) else {}
+    # From the entries: a frame of every path only to count them cost a forced sweep of
+    # 2,000 paths ~5 ms (a fifteenth of its own time).
+    entries = result.listing.entries
+    yielded = sum(1 for e in entries if e.yielded)
+    skip_reasons = result.listing.skip_counts()
     return {
         "revision": result.revision,
         "envelope_kind": result.kind,
-        "paths": len(frame),
+        "paths": len(entries),
         "yielded_paths": yielded,
-        "skipped_paths": len(frame) - yielded,
+        "skipped_paths": len(entries) - yielded,
         "tenant_config_version": result.config_version,
         "skip_reasons": dg.MetadataValue.json(skip_reasons),
-        "dagster/row_count": len(frame),
+        "dagster/row_count": len(entries),
         "summary": envelope_summary(
-            ctx.key, result.revision, result.kind, len(frame), yielded, skip_reasons
+            ctx.key, result.revision, result.kind, len(entries), yielded, skip_reasons
         ),
-        "preview": preview_table(frame, ["path", "size", "yielded", "skip_reason"]),
+        "preview": preview_records(
+            (e._asdict() for e in entries), ["path", "size", "yielded", "skip_reason"]
+        ),
     }
 
 

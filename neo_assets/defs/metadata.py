@@ -1,6 +1,7 @@
 """Small builders for metadata the Dagster UI renders (tables) and plots (numbers)."""
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import dagster as dg
@@ -12,12 +13,18 @@ _PREVIEW_ROWS = 10
 def preview_table(frame: pd.DataFrame, columns: Sequence[str], rows: int = _PREVIEW_ROWS) -> Any:
     """A table preview of the first ``rows`` rows of ``columns`` (strings, bounded)."""
     cols = [c for c in columns if c in frame.columns]
-    records = [
-        dg.TableRecord({c: _cell(r[c]) for c in cols})
-        for r in frame[cols].head(rows).to_dict("records")
+    return preview_records(frame[cols].head(rows).to_dict("records"), cols, rows)
+
+
+def preview_records(
+    records: Iterable[Mapping[str, Any]], columns: Sequence[str], rows: int = _PREVIEW_ROWS
+) -> Any:
+    """``preview_table`` of plain records (the first ``rows``; every record has ``columns``)."""
+    table = [
+        dg.TableRecord({c: _cell(r[c]) for c in columns}) for r in itertools.islice(records, rows)
     ]
-    schema = dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in cols])
-    return dg.MetadataValue.table(records=records, schema=schema)
+    schema = dg.TableSchema(columns=[dg.TableColumn(c, "string") for c in columns])
+    return dg.MetadataValue.table(records=table, schema=schema)
 
 
 def _cell(value: Any) -> str:

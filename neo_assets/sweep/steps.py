@@ -105,39 +105,32 @@ def _default_model(kind: str) -> str:
 # ---------------------------------------------------------------------------- 1 envelope
 @dataclass
 class EnvelopeResult:
-    frame: pd.DataFrame
     revision: str
     kind: str
     config_version: int
     declaration_digest: str
     repo_declaration_digest: str
-    listing: Envelope  # what ``frame`` shows, for the chunk stage
+    listing: Envelope  # its entries (sorted by path), for the metadata and the chunk stage
 
 
 def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
     """The repo's last recorded envelope, rebuilt from the ledger (None when never seen)."""
-    record = ledger.envelope(ctx.tenant_id, ctx.repo_slug)
+    record = ledger.envelope_rows(ctx.tenant_id, ctx.repo_slug)
     if record is None:
         return None
+    head, rows = record
     entries = tuple(
         sorted(
-            FileEntry(
-                p["path"],
-                int(p["size"] or 0),
-                p["blob"] or "",
-                bool(p["yielded"]),
-                p["skip_reason"],
-                p["changed_at"],
-            )
-            for p in record["paths"]
+            FileEntry(path, int(size or 0), blob or "", bool(yielded), reason, changed_at)
+            for path, size, blob, yielded, reason, changed_at in rows
         )
     )
     return Envelope(
-        kind=record["kind"],
+        kind=head["kind"],
         root=str(ctx.repo.path),
-        revision=record["revision"],
+        revision=head["revision"],
         entries=entries,
-        rules=record.get("rules") or "",
+        rules=head.get("rules") or "",
     )
 
 
@@ -167,7 +160,6 @@ def envelope_step(
         previous=previous,
         on_new_files=on_new_files,
     )
-    frame = env.to_frame()
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
     version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
     # The recorded envelope itself (same commit, same rules: build_envelope reused it), or
@@ -194,9 +186,7 @@ def envelope_step(
             now=now,
             rules=env.rules,
         )
-    frame.attrs.update({"revision": env.revision, "kind": env.kind, "root": str(env.root)})
     return EnvelopeResult(
-        frame=frame,
         revision=env.revision,
         kind=env.kind,
         config_version=version,

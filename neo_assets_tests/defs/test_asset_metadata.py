@@ -15,14 +15,18 @@ from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 NUMERIC = (dg.IntMetadataValue, dg.FloatMetadataValue)
+FILES = {
+    "widgets/core.py": "class Widget:\n    def render(self):\n        return 'w'\n",
+    "README.md": "# Widgets\n\n## Use\n\nCall render.\n",
+    "vendor/lib.py": "def vendored():\n    pass\n",
+}
 
 
 @pytest.fixture
 def swept(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     repo = GitRepo(tmp_path / "widgets")
-    repo.write("widgets/core.py", "class Widget:\n    def render(self):\n        return 'w'\n")
-    repo.write("README.md", "# Widgets\n\n## Use\n\nCall render.\n")
-    repo.write("vendor/lib.py", "def vendored():\n    pass\n")
+    for path, text in FILES.items():
+        repo.write(path, text)
     repo.commit("initial", when=1_700_000_000)
     tenants = write_tenants(
         tmp_path / "tenants.yaml",
@@ -62,7 +66,17 @@ def test_sweep_materializations_carry_plottable_numbers_summaries_and_previews(s
     assert isinstance(envelope["summary"], dg.MarkdownMetadataValue)
     assert "| excluded | 1 |" in envelope["summary"].value
     assert isinstance(envelope["preview"], dg.TableMetadataValue)
-    assert len(envelope["preview"].records) == 3
+    assert [r.data for r in envelope["preview"].records] == [
+        {"path": p, "size": str(len(FILES[p])), "yielded": str(y), "skip_reason": r}
+        for p, y, r in [
+            ("README.md", True, ""),
+            ("vendor/lib.py", False, "excluded"),
+            ("widgets/core.py", True, ""),
+        ]
+    ]
+    assert (envelope["paths"].value, envelope["yielded_paths"].value) == (3, 2)
+    assert (envelope["skipped_paths"].value, envelope["dagster/row_count"].value) == (1, 3)
+    assert envelope["skip_reasons"].value == {"excluded": 1}
 
     chunks = _latest(swept, "chunk_generation")
     assert "neo-code 1.0.0" in chunks["summary"].value

@@ -211,3 +211,42 @@ def check_config_versions_at_once(url_for: Callable[[int], str]) -> None:
 
 def test_config_versions_asked_at_once_are_one_per_digest_on_sqlite(tmp_path: Path) -> None:
     check_config_versions_at_once(lambda n: f"sqlite:///{tmp_path / f'ledger{n}.sqlite'}")
+
+
+def test_envelope_rows_are_the_recorded_envelope_as_tuples(tmp_path: Path) -> None:
+    ledger = Ledger.open(f"sqlite:///{tmp_path / 'l.sqlite'}")
+    try:
+        assert ledger.envelope_rows("acme", "w") is None
+        entries = [
+            {"path": "b.py", "yielded": True, "blob": "b" * 40, "size": 6, "changed_at": 5.0},
+            {
+                "path": "a.bin",
+                "yielded": False,
+                "blob": "a" * 40,
+                "size": 9,
+                "skip_reason": "binary",
+            },
+            {"path": "c.py", "yielded": True, "blob": "c" * 40, "size": 0},
+        ]
+        ledger.record_envelope(
+            "acme", "w", revision="r1", kind="git", entries=entries, now=1.0, rules="d" * 64
+        )
+        ledger.record_envelope(
+            "acme", "other", revision="r9", kind="git", entries=entries[:1], now=1.0
+        )
+        head, rows = ledger.envelope_rows("acme", "w")
+        full = ledger.envelope("acme", "w")
+        assert {k: head[k] for k in ("revision", "kind", "rules")} == {
+            "revision": "r1",
+            "kind": "git",
+            "rules": "d" * 64,
+        }
+        keys = ("path", "size", "blob", "yielded", "skip_reason", "changed_at")
+        assert sorted(rows) == sorted(tuple(p[k] for k in keys) for p in full["paths"])
+        assert sorted(rows) == [
+            ("a.bin", 9, "a" * 40, False, "binary", None),
+            ("b.py", 6, "b" * 40, True, None, 5.0),
+            ("c.py", 0, "c" * 40, True, None, None),
+        ]
+    finally:
+        ledger.dispose()
