@@ -183,11 +183,11 @@ def build_envelope(
     ``on_new_files`` (git only) hears how many candidate files have content the previous
     envelope does not know, before they are read: a sweep can start what parsing them
     will need while the envelope is still reading."""
-    top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
-    if is_git:
+    top, commit = _dispatch(root, ref, exclude, max_file_bytes)
+    if commit is not None:
         reuse = previous if previous is not None and previous.kind == "git" else None
         return _git_envelope(
-            top, ref or "HEAD", tuple(exclude), max_file_bytes, reuse, on_new_files
+            top, ref or "HEAD", commit, tuple(exclude), max_file_bytes, reuse, on_new_files
         )
     return _dir_envelope(top, tuple(exclude), max_file_bytes)
 
@@ -202,16 +202,17 @@ def resolve_revision(
     """``build_envelope(...).revision`` at the least cost: one ``rev-parse`` for git
     (no tree listing), the full content walk for a plain directory. Same dispatch and
     errors as ``build_envelope``; for a sensor deciding whether a repo moved."""
-    top, is_git = _dispatch(root, ref, exclude, max_file_bytes)
-    if is_git:
-        return _resolve_commit(top, ref or "HEAD")
+    top, commit = _dispatch(root, ref, exclude, max_file_bytes)
+    if commit is not None:
+        return commit
     return _dir_envelope(top, tuple(exclude), max_file_bytes).revision
 
 
 def _dispatch(
     root: str | Path, ref: str | None, exclude: Sequence[str], max_file_bytes: int
-) -> tuple[str, bool]:
-    """(resolved root, whether it is read through git), after validating the settings."""
+) -> tuple[str, str | None]:
+    """(resolved root, the commit ``ref`` names when the root is read through git, else
+    None), after validating the settings."""
     if max_file_bytes <= 0:
         raise ValueError(f"max_file_bytes must be positive, got {max_file_bytes}")
     for pattern in exclude:
@@ -219,8 +220,9 @@ def _dispatch(
         if problem is not None:
             raise ValueError(f"exclude glob {pattern!r}: {problem}")
     top = _resolve_root(root, ref)
-    if _is_git_top(top, ref):
-        return top, True
+    commit = _git_top_commit(top, ref)
+    if commit is not None:
+        return top, commit
     if ref is not None:
         raise SourceError(
             codes.SOURCE_REPO_MISSING,
@@ -228,7 +230,7 @@ def _dispatch(
             "work tree. Fix: point path at the work tree's top (the folder holding .git), "
             "or remove ref: for a plain directory.",
         )
-    return top, False
+    return top, None
 
 
 def read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
@@ -354,11 +356,30 @@ def _require_git(top: str, ref: str) -> None:
         )
 
 
-def _is_git_top(top: str, ref: str | None) -> bool:
+def _git_top_commit(top: str, ref: str | None) -> str | None:
+    """The commit ``ref`` (HEAD when None) names when ``top`` is the top of a git work
+    tree; None when it holds no .git. Raises SourceError when git cannot read it or the
+    ref names no commit."""
     if not os.path.lexists(os.path.join(top, ".git")):
-        return False
+        return None
     shown = ref or "HEAD"
     _require_git(top, shown)
+    if _ref_is_sane(shown):
+        # Both questions in one git process (each costs a sweep ~3 ms); anything but a
+        # clean answer goes the two-step way below, for its precise error.
+        done = _git(
+            top, "rev-parse", "--show-toplevel", "--verify", "--quiet", f"{shown}^{{commit}}"
+        )
+        lines = done.stdout.decode("utf-8", errors="surrogateescape").split("\n")
+        if done.returncode == 0 and len(lines) == 3 and not lines[2]:
+            toplevel, commit = lines[0], lines[1].strip()
+            if os.path.realpath(toplevel) == top and commit.isascii() and commit.isalnum():
+                return commit
+    _check_git_top(top, shown)
+    return _resolve_commit(top, shown)
+
+
+def _check_git_top(top: str, shown: str) -> None:
     done = _git(top, "rev-parse", "--show-toplevel")
     if done.returncode != 0:
         raise SourceError(
@@ -376,7 +397,6 @@ def _is_git_top(top: str, ref: str | None) -> bool:
             f"work tree to {toplevel}. Fix: point path at {toplevel}, or remove the stray "
             f".git from {top} to read it as a plain directory.",
         )
-    return True
 
 
 def _resolve_commit(top: str, ref: str) -> str:
@@ -589,12 +609,12 @@ def _blob_sizes(top: str, oids: set[str]) -> dict[str, int]:
 def _git_envelope(
     top: str,
     ref: str,
+    sha: str,
     exclude: tuple[str, ...],
     cap: int,
     previous: Envelope | None = None,
     on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
-    sha = _resolve_commit(top, ref)
     rules = envelope_rules(exclude, cap)
     if previous is not None and recorded_envelope_holds(
         recorded_revision=previous.revision,

@@ -220,6 +220,35 @@ def test_resolve_revision_matches_the_envelope(rich: dict[str, object], plain: P
     assert resolve_revision(plain, exclude=["vendor/**"], max_file_bytes=CAP) == expected
 
 
+def test_the_top_and_the_commit_are_one_git_process_and_errors_stay_precise(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import neo_assets.sources.envelope as envelope_mod
+
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.txt", "a\n")
+    sha = repo.commit("c")
+    calls = _spy(monkeypatch, envelope_mod, "_git", lambda _top, *args: args[:2])
+    assert resolve_revision(repo.path, max_file_bytes=CAP) == sha
+    assert resolve_revision(repo.path, ref="main", max_file_bytes=CAP) == sha
+    assert calls == [("rev-parse", "--show-toplevel")] * 2  # one process each
+    assert build_envelope(repo.path, max_file_bytes=CAP).revision == sha
+    assert [c for c in calls[2:] if c[0] == "rev-parse"] == [("rev-parse", "--show-toplevel")]
+
+    # A ref naming no commit: the repo is still checked first, then the ref's own error.
+    calls.clear()
+    with pytest.raises(SourceError) as err:
+        resolve_revision(repo.path, ref="no-such-ref", max_file_bytes=CAP)
+    assert err.value.code == codes.SOURCE_REPO_MISSING and "'no-such-ref'" in str(err.value)
+    assert calls == [("rev-parse", "--show-toplevel")] * 2 + [("rev-parse", "--verify")]
+    # A ref git would read as an option never reaches git as one.
+    calls.clear()
+    with pytest.raises(SourceError) as err:
+        resolve_revision(repo.path, ref="--all", max_file_bytes=CAP)
+    assert err.value.code == codes.SOURCE_REPO_MISSING and "not a valid ref" in str(err.value)
+    assert calls == [("rev-parse", "--show-toplevel")]
+
+
 def test_git_non_utf8_path_is_listed_unreadable(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "r")
     repo.write("ok.txt", "ok\n")
