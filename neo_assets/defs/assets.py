@@ -21,6 +21,7 @@ import dagster as dg
 import pandas as pd
 
 from neo_assets.core import codes
+from neo_assets.core.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.partition_keys import parse_partition_key
 from neo_assets.defs.metadata import (
     census_summary,
@@ -112,28 +113,41 @@ def envelope_metadata(ctx: RepoContext, result: EnvelopeResult) -> dict[str, Any
     }
 
 
-def chunks_metadata(ctx: RepoContext, revision: str, chunks: pd.DataFrame) -> dict[str, Any]:
-    kinds = chunks["kind"].value_counts().to_dict() if len(chunks) else {}
-    paths_with_chunks = int(chunks["source_path"].nunique()) if len(chunks) else 0
+def chunks_metadata(ctx: RepoContext, revision: str, tally: ChunkTally) -> dict[str, Any]:
+    kinds = tally.kind_counts()
     return {
         "revision": revision,
         "parser_id": ctx.repo.parser.id,
         "parser_version": ctx.repo.parser.version,
-        "chunks": len(chunks),
-        "paths_with_chunks": paths_with_chunks,
-        "parsed_paths": int(chunks.attrs.get("parsed_paths", 0)),
-        "reused_paths": int(chunks.attrs.get("reused_paths", 0)),
+        "chunks": tally.chunks,
+        "paths_with_chunks": tally.paths_with_chunks,
+        "parsed_paths": tally.parsed_paths,
+        "reused_paths": tally.reused_paths,
         "kinds": dg.MetadataValue.json(kinds),
-        "dagster/row_count": len(chunks),
+        "dagster/row_count": tally.chunks,
         "summary": chunks_summary(
             ctx.key,
             f"{ctx.repo.parser.id} {ctx.repo.parser.version}",
-            len(chunks),
-            paths_with_chunks,
+            tally.chunks,
+            tally.paths_with_chunks,
             kinds,
         ),
-        "preview": preview_table(chunks, ["source_path", "kind", "name", "start_line"]),
+        "preview": preview_records(tally.preview, PREVIEW_COLUMNS),
     }
+
+
+def frame_tally(chunks: pd.DataFrame) -> ChunkTally:
+    """The serial chunk stage's frame, tallied as the waves tally theirs."""
+    tally = ChunkTally(
+        chunks=len(chunks),
+        parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
+        reused_paths=int(chunks.attrs.get("reused_paths", 0)),
+    )
+    tally.kinds.update(chunks["kind"].tolist())
+    tally.paths.update(chunks["source_path"].tolist())
+    head = chunks[list(PREVIEW_COLUMNS)].head(PREVIEW_ROWS)
+    tally.preview = head.astype(object).where(head.notna(), None).to_dict("records")
+    return tally
 
 
 def embeddings_metadata(ctx: RepoContext, summary: dict[str, Any]) -> dict[str, Any]:
@@ -310,7 +324,7 @@ def sweep_repo(
         if waves is None:
             yield dg.MaterializeResult(
                 asset_key="chunk_generation",
-                metadata=chunks_metadata(ctx, envelope.revision, chunks),
+                metadata=chunks_metadata(ctx, envelope.revision, frame_tally(chunks)),
             )
 
         unmaterialized = SWEEP_ASSETS[1:] if waves is not None else SWEEP_ASSETS[2:]
@@ -354,7 +368,7 @@ def sweep_repo(
             # before the embeddings it fed.
             yield dg.MaterializeResult(
                 asset_key="chunk_generation",
-                metadata=chunks_metadata(ctx, envelope.revision, waves.frame()),
+                metadata=chunks_metadata(ctx, envelope.revision, waves.finished_tally()),
             )
         counts = summary.get("counts", {})
         yield dg.MaterializeResult(

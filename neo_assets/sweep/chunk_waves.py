@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from neo_assets.core import codes
+from neo_assets.core.chunk_tally import ChunkTally
 from neo_assets.core.waves import plan_waves
 from neo_assets.settings import Settings
 from neo_assets.sources.envelope import read_texts
@@ -68,8 +69,9 @@ def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
 
 class ChunkWaves:
     """Iterate to parse and declare the plan's files wave by wave; each item is the
-    declared wave's chunk frame. ``kept_frame`` is what needs no parsing, ``frame`` the
-    whole generation once the waves are done. Close it (or use ``with``)."""
+    declared wave's chunk frame. ``kept_frame`` is what needs no parsing,
+    ``finished_tally`` what the UI shows of the whole generation once the waves are done.
+    Close it (or use ``with``)."""
 
     def __init__(
         self,
@@ -95,7 +97,10 @@ class ChunkWaves:
         self.guard = guard  # raises to refuse a declaration (the sweep lease was lost)
         # Its helper may have started while the envelope was read (sweep/early_helpers.py).
         self.parser = parser if parser is not None else Parser(parse_identity(ctx, settings))
-        self.parsed: list[dict[str, Any]] = []
+        # What the UI shows of the generation, counted wave by wave: the rows themselves
+        # (their text included) go to the lane and are not kept (the ledger has them).
+        self.tally = ChunkTally(parsed_paths=len(plan.to_parse), reused_paths=len(plan.reused))
+        self._kept_counted = False
         self.waves_declared = 0
         self.lost = False
         self._ahead: FirstAhead[pd.DataFrame] | None = None
@@ -183,16 +188,17 @@ class ChunkWaves:
                     codes.STORE_FAILED,
                 ) from exc
             self.waves_declared += 1
-            self.parsed.extend(parsed)
+            self.tally.add(parsed)
             yield pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
 
-    def frame(self) -> pd.DataFrame:
-        """The whole generation as the serial chunk stage returns it."""
-        chunks = chunks_frame(self.parsed, self.plan.kept)
-        chunks.attrs["parsed_paths"] = len(self.plan.to_parse)
-        chunks.attrs["reused_paths"] = len(self.plan.reused)
-        chunks.attrs["waves"] = self.waves_declared
-        return chunks
+    def finished_tally(self) -> ChunkTally:
+        """The whole generation's tally once the waves are done: the parsed rows, then the
+        kept ones (the serial stage's order)."""
+        if not self._kept_counted:
+            self._kept_counted = True
+            self.tally.add_declared(self.plan.kept)
+        self.tally.waves = self.waves_declared
+        return self.tally
 
     def close(self) -> None:
         if self._ahead is not None:

@@ -10,6 +10,7 @@ import pytest
 from neo_assets import runtime
 from neo_assets.core import codes
 from neo_assets.core.outcomes import classify_sweep_outcome
+from neo_assets.defs.assets import frame_tally
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.settings import load_settings
 from neo_assets.sources.parse_helper import READY_WAIT_S, Parser
@@ -69,10 +70,11 @@ def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
         assert pipelined(plan, settings)
         with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
             summary = _embed_in_waves(ctx, chunk_waves, run)
-            chunks = chunk_waves.frame()
+            chunks = chunk_waves.finished_tally()
     else:
         chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
         summary = embed_step(ctx, settings, store, ledger, env, chunks, run)
+        chunks = frame_tally(chunks)
     result = census_step(ctx, settings, ledger, env, summary, now)
     return {"chunks": chunks, "summary": summary, "result": result}
 
@@ -123,7 +125,7 @@ def test_waves_declare_and_write_exactly_what_the_serial_stage_does(
     ctx = repo["ctx"]
     waved = _sweep(ctx, waves=True)
     assert waved["result"]["outcome"] == codes.OUTCOME_COMPLETE
-    assert waved["chunks"].attrs["waves"] == 5
+    assert waved["chunks"].waves == 5
     declared, rows = _declared(ctx), _rows(ctx)
 
     _fresh_home(tmp_path, "serial-home", monkeypatch)
@@ -134,7 +136,13 @@ def test_waves_declare_and_write_exactly_what_the_serial_stage_does(
     assert _rows(ctx) == rows and set(rows) == {i for i, _, _ in declared}
     for key in ("chunks", "embedded", "already_present"):
         assert waved["summary"]["counts"][key] == serial["summary"]["counts"][key]
-    assert sorted(waved["chunks"]["chunk_id"]) == sorted(serial["chunks"]["chunk_id"])
+    # What the UI shows of the generation: the same counts, paths and preview rows.
+    waved_tally, serial_tally = waved["chunks"], serial["chunks"]
+    assert waved_tally.chunks == serial_tally.chunks == PER_FILE * FILES
+    assert waved_tally.kinds == serial_tally.kinds and len(waved_tally.kinds) == PER_FILE
+    assert waved_tally.paths == serial_tally.paths == {f"pkg/mod_{i:03d}.py" for i in range(FILES)}
+    assert waved_tally.preview == serial_tally.preview and len(waved_tally.preview) == 10
+    assert (waved_tally.parsed_paths, waved_tally.reused_paths) == (FILES, 0)
 
 
 def test_no_row_is_written_before_its_declaration(
@@ -231,7 +239,9 @@ def test_a_sweep_cut_between_waves_leaves_what_the_next_sweep_completes(
     assert len(_declared(ctx)) == PER_FILE * 14
     result = _sweep(ctx, waves=True)
     assert result["result"]["outcome"] == codes.OUTCOME_COMPLETE
-    assert result["chunks"].attrs["parsed_paths"] == FILES - 14  # the declared 14 are kept
+    tally = result["chunks"]
+    assert (tally.parsed_paths, tally.reused_paths) == (FILES - 14, 14)  # the declared 14 kept
+    assert tally.chunks == PER_FILE * FILES and len(tally.paths) == FILES
     waved_declared = _declared(ctx)
 
     _fresh_home(tmp_path, "serial-home", monkeypatch)
