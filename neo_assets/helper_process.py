@@ -152,6 +152,11 @@ class HelperProcess:
         self._lock = threading.Lock()
         self._ready = False
         self._broken: str | None = None
+        # The answer deadline of the call in progress (see _overdue).
+        self._calls = 0
+        self._finished = 0
+        self._answering = False
+        self._deadline: threading.Timer | None = None
         package_root = Path(__file__).resolve().parents[1]
         existing = os.environ.get("PYTHONPATH")
         path = f"{package_root}{os.pathsep}{existing}" if existing else str(package_root)
@@ -223,15 +228,16 @@ class HelperProcess:
             if self._broken is not None or not self._check_ready(wait_ready_s):
                 raise HelperUnavailable(self._broken or "starting")
             assert self._proc.stdin is not None and self._proc.stdout is not None
-            overdue = threading.Timer(answer_within_s, self._overdue, args=(answer_within_s,))
-            overdue.daemon = True
-            overdue.start()
+            self._calls += 1
+            self._answering = False
+            self._arm_deadline(self._calls, answer_within_s, may_extend=True)
             try:
                 payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
                 self._proc.stdin.write(_LEN.pack(len(payload)))
                 self._proc.stdin.write(payload)
                 self._proc.stdin.flush()
                 status = _read_exact(self._proc.stdout, 1)
+                self._answering = True
                 (size,) = _LEN.unpack(_read_exact(self._proc.stdout, _LEN.size))
                 body = _read_exact(self._proc.stdout, size)
             except (OSError, EOFError, ValueError) as exc:
@@ -239,7 +245,9 @@ class HelperProcess:
                 self._kill()
                 raise HelperUnavailable(self._broken) from exc
             finally:
-                overdue.cancel()
+                self._finished = self._calls  # this call's deadlines do nothing now
+                if self._deadline is not None:
+                    self._deadline.cancel()
             if status != _OK:
                 raise HelperUnavailable(body.decode(errors="replace"))
             try:
@@ -249,9 +257,34 @@ class HelperProcess:
                 self._kill()
                 raise HelperUnavailable(self._broken) from exc
 
-    def _overdue(self, seconds: float) -> None:
+    def _arm_deadline(self, call: int, seconds: float, *, may_extend: bool) -> None:
+        timer = threading.Timer(seconds, self._overdue, args=(call, seconds, may_extend))
+        timer.daemon = True
+        self._deadline = timer
+        timer.start()
+
+    def _overdue(self, call: int, seconds: float, may_extend: bool) -> None:
+        if self._finished >= call:
+            return  # answered meanwhile (a timer cancelled too late still lands here)
+        # This timer needs the GIL, which an embedded Chroma add holds for seconds: it can
+        # fire when the add ends, with the answer already in the pipe, unread only because
+        # the reading thread waited for the GIL too. A child that has begun to answer gets
+        # one more period; one that has not, or is still not done after it, is killed.
+        if may_extend and (self._answering or self._answer_waiting()):
+            self._arm_deadline(call, seconds, may_extend=False)
+            return
         self._broken = f"helper did not answer within {seconds:g} s"
         self._kill()
+
+    def _answer_waiting(self) -> bool:
+        if self._proc.stdout is None:
+            return False
+        try:
+            poller = select.poll()
+            poller.register(self._proc.stdout, select.POLLIN)
+            return any(events & select.POLLIN for _, events in poller.poll(0))
+        except (OSError, ValueError):
+            return False
 
     def close(self) -> None:
         """End the child: close its stdin (it exits on EOF), kill it if it lingers."""

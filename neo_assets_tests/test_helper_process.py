@@ -1,6 +1,7 @@
 """Helper processes: answers in order, and every way a helper can fail ends in
 HelperUnavailable (do it in-process), never in a hang or a wrong answer."""
 
+import contextlib
 import fcntl
 import os
 import subprocess
@@ -96,6 +97,35 @@ def test_a_helper_that_does_not_answer_in_time_is_killed_not_waited_on() -> None
         assert helper._proc.poll() is not None
         with pytest.raises(HelperUnavailable, match="did not answer"):
             helper.call(("echo", 1), answer_within_s=30)  # broken stays broken
+
+
+def test_an_answer_in_the_pipe_past_the_deadline_is_taken_not_killed(monkeypatch) -> None:
+    """The parent reads late (an embedded add held its GIL): the child answered in time,
+    so it gets one more period instead of being killed with its answer in the pipe."""
+    import neo_assets.helper_process as hp
+
+    real = hp._read_exact
+    late = {"s": 0.0}
+
+    def read_late(stream, n):  # noqa: ANN001, ANN202
+        if late.get("s"):
+            time.sleep(late.pop("s"))  # the first read of the call, long after the answer
+        return real(stream, n)
+
+    monkeypatch.setattr(hp, "_read_exact", read_late)
+    with HelperProcess(ECHO) as helper:
+        helper.call(("echo", 0), wait_ready_s=30, answer_within_s=30)
+        late["s"] = 0.8
+        assert helper.call(("echo", "answered"), answer_within_s=0.5) == "answered"
+        assert helper.broken is None and helper._proc.poll() is None
+        time.sleep(0.5)  # past the extended deadline too: nothing fires after the call
+        assert helper.call(("echo", 1), answer_within_s=30) == 1
+        # The extension is once: an answer begun but not read within it is given up.
+        late["s"] = 1.5
+        with contextlib.suppress(HelperUnavailable):  # read from the pipe, or not
+            helper.call(("echo", "too late"), answer_within_s=0.4)
+        assert helper.broken == "helper did not answer within 0.4 s"
+        assert helper._proc.poll() is not None
 
 
 def test_a_helper_that_dies_mid_request_is_unavailable() -> None:
