@@ -108,6 +108,19 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def _envelope_head(conn: sa.Connection, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
+    """The repo's recorded envelope row (revision, kind, recorded_at, rules), or None."""
+    e = t.envelopes.c
+    head = (
+        conn.execute(
+            sa.select(t.envelopes).where(e.tenant_id == tenant_id, e.repo_slug == repo_slug)
+        )
+        .mappings()
+        .first()
+    )
+    return None if head is None else dict(head)
+
+
 def _loads(raw: str | None) -> Any:
     if raw is None:
         return None
@@ -285,15 +298,7 @@ class Ledger:
     def envelope(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
         """The latest complete envelope: revision, kind, recorded_at and its paths."""
         with self.engine.connect() as conn:
-            head = (
-                conn.execute(
-                    sa.select(t.envelopes).where(
-                        t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            head = _envelope_head(conn, tenant_id, repo_slug)
             if head is None:
                 return None
             paths = conn.execute(
@@ -304,7 +309,7 @@ class Ledger:
             )
             # Plain rows zipped with the keys: a third of the cost of a mapping per row.
             keys = list(paths.keys())
-            return {**dict(head), "paths": [dict(zip(keys, p, strict=True)) for p in paths]}
+            return {**head, "paths": [dict(zip(keys, p, strict=True)) for p in paths]}
 
     def envelope_rows(
         self, tenant_id: str, repo_slug: str
@@ -314,15 +319,7 @@ class Ledger:
         per path (half the cost of ``envelope`` for 2,000 paths)."""
         p = t.envelope_paths.c
         with self.engine.connect() as conn:
-            head = (
-                conn.execute(
-                    sa.select(t.envelopes).where(
-                        t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug
-                    )
-                )
-                .mappings()
-                .first()
-            )
+            head = _envelope_head(conn, tenant_id, repo_slug)
             if head is None:
                 return None
             rows = conn.execute(
@@ -330,7 +327,7 @@ class Ledger:
                     p.tenant_id == tenant_id, p.repo_slug == repo_slug
                 )
             ).all()
-            return dict(head), [tuple(r) for r in rows]
+            return head, [tuple(r) for r in rows]
 
     # ------------------------------------------------------------------ declared generation
     def record_generation(
