@@ -7,7 +7,7 @@ Prints, measured in this one run:
   write stage against the raw add; and, since one Chroma add varies by +-15 %, the median
   of that ratio over ``--pairs`` first sweeps, each against its own raw baseline;
 - work in proportion to change: after a one-file commit, and for a forced sweep of the
-  unchanged repo (the median of ``--forced`` of them), the sweep step's time (Dagster's
+  unchanged repo (each the median of ``--repeats`` sweeps), the sweep step's time (Dagster's
   step stats) and the sweep's own work (seconds inside its stages, without Dagster's event
   handling), each as a share of the first sweep's; Dagster's fixed per-run cost (run wall
   time minus step time) beside;
@@ -15,7 +15,7 @@ Prints, measured in this one run:
 - peak RSS of a first sweep alone, in a fresh subprocess per size (``--rss-files``).
 Last stdout line: one JSON object.
 
-    python -m bench.sweep [--files 2000] [--pairs 5] [--forced 3] [--rss-files 500,2000,8000]
+    python -m bench.sweep [--files 2000] [--pairs 5] [--repeats 3] [--rss-files 500,2000,8000]
 """
 
 import argparse
@@ -199,6 +199,9 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])
     raw_add_s = time.perf_counter() - t0
+    # Closed: left open, its Chroma system stayed in this process, and the sweeps measured
+    # after it (the one-file commit, the forced ones) took ~20 % longer beside it.
+    raw.client.close()
     own_s = first["timings"]["stages_s"]
     return {
         "result": first,
@@ -247,7 +250,12 @@ def main() -> int:
     # raw add of the same rows took 5.2-8.1 s within one run), and a median of 3 moved
     # with it by as much as the changes measured.
     parser.add_argument("--pairs", type=int, default=5, help="first sweeps to take the median of")
-    parser.add_argument("--forced", type=int, default=3, help="forced sweeps to take the median of")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="one-file commits and forced sweeps, each a median of",
+    )
     parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--pair-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -279,26 +287,28 @@ def main() -> int:
     raw_embed_s, raw_add_s = pair["raw_embed_s"], pair["raw_add_s"]
     raw_max_s = max(raw_embed_s, raw_add_s)
 
-    # One-file commit, then a forced sweep of the unchanged repo.
-    target = next(repo.glob("pkg00/mod_*.py"))
-    target.write_text(target.read_text() + "\n\ndef added_later(x):\n    return x\n")
-    git(repo, "commit", "-q", "-am", "one file")
-    t0 = time.perf_counter()
-    one = run_sweeps(settings, tenants, instance)[0]
-    one_s = time.perf_counter() - t0
-    one_links = latest_run_id(instance, "links")
-    # A forced sweep's own time is ~70 ms, and one sample of it moved by +-10 ms with
-    # nothing changed: the median of ``--forced`` of them, each its own Dagster run.
-    forced_runs: list[tuple[dict, float]] = []
-    for _ in range(max(1, args.forced)):
-        t0 = time.perf_counter()
-        swept = run_sweeps(settings, tenants, instance, force=True)[0]
-        forced_runs.append((swept, time.perf_counter() - t0))
-    forced_own = [r["timings"]["stages_s"] for r, _ in forced_runs]
-    # The median run itself (median_low: one of the samples), so its step time, Dagster's
-    # fixed cost and its stages below are all of one run.
-    forced, forced_s = forced_runs[forced_own.index(statistics.median_low(forced_own))]
-    forced_links = latest_run_id(instance, "links")
+    # One-file commits, then forced sweeps of the unchanged repo. Their own time is ~0.1 s,
+    # and one sample of it moved by +-20 % with nothing changed: each figure is the median
+    # of ``--repeats`` sweeps (median_low: one of them, so its step time, Dagster's fixed
+    # cost, its stages and its links run below are all of one run).
+    def one_file_commit(i: int) -> None:
+        target = sorted(repo.glob("pkg00/mod_*.py"))[i]
+        target.write_text(target.read_text() + f"\n\ndef added_later_{i}(x):\n    return x\n")
+        git(repo, "commit", "-q", "-am", f"one file ({i})")
+
+    def median_run(before_each, force: bool) -> tuple[dict, float, str | None, list[float]]:
+        runs = []
+        for i in range(max(1, args.repeats)):
+            before_each(i)
+            t0 = time.perf_counter()
+            swept = run_sweeps(settings, tenants, instance, force=force)[0]
+            runs.append((swept, time.perf_counter() - t0, latest_run_id(instance, "links")))
+        own_s = [r["timings"]["stages_s"] for r, _, _ in runs]
+        return (*runs[own_s.index(statistics.median_low(own_s))], own_s)
+
+    one, one_s, one_links, one_own = median_run(one_file_commit, force=False)
+    links_before_forced = latest_run_id(instance, "links")
+    forced, forced_s, forced_links, forced_own = median_run(lambda _i: None, force=True)
 
     steps = {
         name: step_seconds(instance, r["runId"])
@@ -319,7 +329,7 @@ def main() -> int:
         else None,
         # None: the forced sweep changed nothing, so no links run was due.
         "forced": step_seconds(instance, forced_links)
-        if forced_links and forced_links != one_links
+        if forced_links and forced_links != links_before_forced
         else None,
     }
     write_s = first["timings"]["write_s"]
@@ -350,6 +360,7 @@ def main() -> int:
         "one_file_commit_ratio": round(steps["one_file"] / steps["first"], 4),
         "one_file_commit_own_s": round(own["one_file"], 3),
         "one_file_commit_own_ratio": round(own["one_file"] / own["first"], 4),
+        "one_file_commit_own_s_samples": [round(x, 3) for x in one_own],
         "one_file_commit_embedded": one["counts"].get("embedded"),
         "forced_unchanged_steps_s": round(steps["forced"], 3),
         "forced_unchanged_ratio": round(steps["forced"] / steps["first"], 4),

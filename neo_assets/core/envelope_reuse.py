@@ -13,7 +13,8 @@ afresh.
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import Protocol, TypeVar
 
 from neo_assets.core import codes
 
@@ -46,3 +47,26 @@ def recorded_envelope_holds(
     if not recorded_rules or recorded_rules != rules or recorded_revision != revision:
         return False
     return all(reason != codes.SKIP_UNREADABLE for reason in recorded_skip_reasons)
+
+
+class _Entry(Protocol):
+    @property
+    def path(self) -> str: ...
+
+
+E = TypeVar("E", bound=_Entry)
+
+
+def envelope_delta(
+    recorded: Sequence[E], entries: Sequence[E], key: Callable[[E], Hashable]
+) -> tuple[list[E], list[str]] | None:
+    """How to record ``entries`` over the ``recorded`` envelope by rewriting only what
+    changed: (the entries whose ``key``, what the ledger keeps of them, differs from the
+    recorded one, the recorded paths to delete first: those rewritten and those gone).
+    None when most of it changed, so rewriting it whole costs no more."""
+    before = {e.path: key(e) for e in recorded}
+    changed = [e for e in entries if before.get(e.path) != key(e)]
+    gone = before.keys() - {e.path for e in entries}
+    if 2 * (len(changed) + len(gone)) > len(entries):
+        return None
+    return changed, sorted({e.path for e in changed if e.path in before} | gone)

@@ -30,6 +30,10 @@ def _observed_time(value: Any) -> float | None:
     return None if value != value else value
 
 
+# Paths per DELETE ... IN (...): well under every backend's limit on bound parameters.
+_DELETE_BATCH = 500
+
+
 def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
     """Insert many rows. On SQLite straight through the driver's executemany: there
     SQLAlchemy's handling of each row's parameters cost more than the insert itself
@@ -245,9 +249,15 @@ class Ledger:
         entries: Iterable[Mapping[str, Any]],
         now: float,
         rules: str = "",
+        replacing: Iterable[str] | None = None,
     ) -> None:
         """Replace the repo's latest complete envelope (all paths, yielded or not);
-        ``rules``: the digest of the rules that listed it ("" when none may reuse it)."""
+        ``rules``: the digest of the rules that listed it ("" when none may reuse it).
+
+        ``replacing``: when given, ``entries`` are only the paths that changed since the
+        recorded envelope and ``replacing`` the recorded paths they replace or that are
+        gone; every other recorded path stays as it is. After a one-file commit that is
+        one row rewritten, not 2,000 (12 ms of a ~140 ms sweep)."""
         key_e = (t.envelopes.c.tenant_id == tenant_id) & (t.envelopes.c.repo_slug == repo_slug)
         key_p = (t.envelope_paths.c.tenant_id == tenant_id) & (
             t.envelope_paths.c.repo_slug == repo_slug
@@ -266,7 +276,17 @@ class Ledger:
             for e in entries
         ]
         with self.engine.begin() as conn:
-            conn.execute(sa.delete(t.envelope_paths).where(key_p))
+            if replacing is None:
+                conn.execute(sa.delete(t.envelope_paths).where(key_p))
+            else:
+                gone = sorted(set(replacing) | {r["path"] for r in rows})
+                for start in range(0, len(gone), _DELETE_BATCH):
+                    batch = gone[start : start + _DELETE_BATCH]
+                    conn.execute(
+                        sa.delete(t.envelope_paths).where(
+                            key_p & t.envelope_paths.c.path.in_(batch)
+                        )
+                    )
             _insert_rows(conn, t.envelope_paths, rows)
             conn.execute(sa.delete(t.envelopes).where(key_e))
             conn.execute(

@@ -25,6 +25,7 @@ from neo_assets.core.embedding_rules import (
     embedding_generation,
     error_row,
 )
+from neo_assets.core.envelope_reuse import envelope_delta
 from neo_assets.core.freeze import frozen_summary
 from neo_assets.core.outcomes import classify_sweep_outcome
 from neo_assets.core.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
@@ -175,6 +176,10 @@ def envelope_step(
     if unchanged:
         ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now, rules=env.rules)
     else:
+        delta = (
+            None if previous is None else envelope_delta(previous.entries, env.entries, _entry_key)
+        )
+        changed, replacing = delta if delta is not None else (env.entries, None)
         ledger.record_envelope(
             ctx.tenant_id,
             ctx.repo_slug,
@@ -182,9 +187,10 @@ def envelope_step(
             kind=env.kind,
             # The entries themselves: the frame's to_dict boxed every cell (25 ms of a
             # first sweep's 2,000-path envelope).
-            entries=(e._asdict() for e in env.entries),
+            entries=(e._asdict() for e in changed),
             now=now,
             rules=env.rules,
+            replacing=replacing,
         )
     return EnvelopeResult(
         revision=env.revision,

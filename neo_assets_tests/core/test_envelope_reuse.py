@@ -44,3 +44,27 @@ def test_the_rules_digest_names_globs_cap_and_version() -> None:
     assert envelope_rules(["a"], 10) == envelope_rules(["a"], 10)
     assert len({envelope_rules(["a"], 10), envelope_rules(["b"], 10), envelope_rules([], 10)}) == 3
     assert envelope_rules(["a"], 10) != envelope_rules(["a"], 11)
+
+
+def test_envelope_delta_is_what_changed_and_what_it_replaces_or_drops() -> None:
+    from typing import NamedTuple
+
+    from neo_assets.core.envelope_reuse import envelope_delta
+
+    class E(NamedTuple):
+        path: str
+        blob: str
+        detail: str = ""  # not kept by the ledger: no reason to rewrite
+
+    def key(e: E) -> tuple:
+        return (e.path, e.blob)
+
+    recorded = [E(f"p{i}", "a") for i in range(10)]
+    entries = [E("p0", "b"), *recorded[1:5], E("p5", "a", "detail"), *recorded[6:9], E("q", "c")]
+    changed, replacing = envelope_delta(recorded, entries, key)
+    assert changed == [E("p0", "b"), E("q", "c")]
+    assert replacing == ["p0", "p9"]  # p0 rewritten, p9 gone; q is new
+    assert envelope_delta(recorded, recorded, key) == ([], [])
+    # Most of it changed: recorded whole instead.
+    assert envelope_delta(recorded, [E(e.path, "z") for e in recorded], key) is None
+    assert envelope_delta([], entries, key) is None

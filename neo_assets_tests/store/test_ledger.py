@@ -250,3 +250,39 @@ def test_envelope_rows_are_the_recorded_envelope_as_tuples(tmp_path: Path) -> No
         ]
     finally:
         ledger.dispose()
+
+
+def test_an_envelope_recorded_by_its_changes_equals_one_recorded_whole(tmp_path: Path) -> None:
+    def entry(path: str, blob: str, **more) -> dict:  # noqa: ANN003
+        return {"path": path, "yielded": True, "blob": blob * 40, "size": 3, **more}
+
+    first = [entry(f"f{i:04d}.py", "a") for i in range(1200)]  # more than a DELETE batch
+    second = [e for e in first if e["path"] not in {"f0001.py", "f0700.py"}]
+    second[0] = entry("f0000.py", "b", changed_at=9.0)  # changed
+    second.append(entry("new.py", "c"))  # added
+    changed = [second[0], second[-1]]
+    whole, delta = (Ledger.open(f"sqlite:///{tmp_path / n}.sqlite") for n in ("whole", "delta"))
+    try:
+        for ledger in (whole, delta):
+            ledger.record_envelope("acme", "w", revision="r1", kind="git", entries=first, now=1.0)
+            ledger.record_envelope("acme", "x", revision="r1", kind="git", entries=first, now=1.0)
+        whole.record_envelope(
+            "acme", "w", revision="r2", kind="git", entries=second, now=2.0, rules="d" * 64
+        )
+        delta.record_envelope(
+            "acme",
+            "w",
+            revision="r2",
+            kind="git",
+            entries=changed,
+            now=2.0,
+            rules="d" * 64,
+            replacing=["f0000.py", "f0001.py", "f0700.py"],
+        )
+        assert delta.envelope_rows("acme", "w") == whole.envelope_rows("acme", "w")
+        head, rows = delta.envelope_rows("acme", "w")
+        assert (head["revision"], head["rules"], len(rows)) == ("r2", "d" * 64, 1199)
+        assert delta.envelope_rows("acme", "x") == whole.envelope_rows("acme", "x")  # untouched
+    finally:
+        whole.dispose()
+        delta.dispose()

@@ -125,6 +125,15 @@ def test_incremental_generation_equals_a_full_rebuild(env) -> None:
     )
     assert incremental == full
     assert not any(p == "pkg/mod_002.py" for _, p, _, _ in incremental)
+    # The envelope recorded by rewriting only its 3 changed paths is the one listed afresh.
+    assert _envelope_rows(ledger) == _envelope_rows(fresh)
+    assert {p for p, *_ in _envelope_rows(ledger)} >= {"pkg/new.py", "pkg/mod_001.py"}
+
+
+def _envelope_rows(ledger: Ledger) -> list[tuple]:
+    head, rows = ledger.envelope_rows("acme", "w")
+    assert head["revision"] and len(rows) == 31  # 30 files - 1 + 1, and the binary
+    return sorted(rows)
 
 
 def test_parser_bump_reparses_everything(env, tmp_path: Path) -> None:
