@@ -44,7 +44,26 @@ def recorded_envelope_holds(
     """Whether the recorded envelope is the envelope of ``revision`` under ``rules``.
 
     An empty recorded digest (an envelope recorded before the rules were) never holds."""
-    if not recorded_rules or recorded_rules != rules or recorded_revision != revision:
+    return recorded_revision == revision and recorded_envelope_extends(
+        recorded_revision=recorded_revision,
+        recorded_rules=recorded_rules,
+        recorded_skip_reasons=recorded_skip_reasons,
+        rules=rules,
+    )
+
+
+def recorded_envelope_extends(
+    *,
+    recorded_revision: str,
+    recorded_rules: str,
+    recorded_skip_reasons: Iterable[str | None],
+    rules: str,
+) -> bool:
+    """Whether the recorded envelope, carried to another commit by the tree's changes
+    between the two (the entries of unchanged paths kept, the changed ones listed and
+    classified), is that commit's envelope under ``rules``: when it was listed under the
+    same rules at a known commit, and holds no path recorded unreadable (see above)."""
+    if not recorded_rules or recorded_rules != rules or not recorded_revision:
         return False
     return all(reason != codes.SKIP_UNREADABLE for reason in recorded_skip_reasons)
 

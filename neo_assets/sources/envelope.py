@@ -46,7 +46,11 @@ from typing import IO, Literal, NamedTuple
 import pandas as pd
 
 from neo_assets.core import codes
-from neo_assets.core.envelope_reuse import envelope_rules, recorded_envelope_holds
+from neo_assets.core.envelope_reuse import (
+    envelope_rules,
+    recorded_envelope_extends,
+    recorded_envelope_holds,
+)
 from neo_assets.core.path_rules import (
     check_exclude_glob,
     decode_text,
@@ -517,6 +521,9 @@ class _CatFile:
 
 _CONTENT_REASONS = frozenset({None, codes.SKIP_BINARY})
 
+# One entry of a tree as git lists it: (mode, object type, object id, raw path).
+Listed = tuple[str, str, str, bytes]
+
 # Blobs are read by this many ``cat-file`` processes at once when there are at least
 # PARALLEL_READ_MIN of them: git inflates each loose object on one core, and on a first
 # sweep that read was most of the envelope (2,000 files: 0.15 s with one reader).
@@ -634,25 +641,25 @@ def _git_envelope(
         }
     reused_times: dict[bytes, float] = {}
     sizes = _known_sizes(previous)
-    # Sizes cost git an object lookup per blob. With none known (a first sweep) the
-    # listing carries them (-l); otherwise only blobs the previous envelope does not know
-    # are asked (a blob's size never changes either).
-    with_sizes = not sizes
-    done = _git(top, "ls-tree", "-r", "-z", *(["-l"] if with_sizes else []), "--full-tree", sha)
-    if done.returncode != 0:
-        raise SourceError(
-            codes.SOURCE_UNREADABLE,
-            f"repository {top} (ref {ref!r} = {sha}): git ls-tree failed: "
-            f"{_git_stderr(done)}. Fix: check the repository with git fsck.",
-        )
-    listing = []
-    for record in done.stdout.split(b"\0"):
-        if record:
-            meta, _, raw = record.partition(b"\t")
-            mode, kind, oid, *size = meta.decode("ascii").split()
-            listing.append((mode, kind, oid, raw))
-            if size and size[0].isdigit():  # "-" for a submodule's commit
-                sizes[oid] = int(size[0])
+    # The recorded envelope, carried to this commit by the tree's changes (what git diff
+    # between the two commits lists) when its rules are these: the paths that did not
+    # change keep their entries, and only the changed ones are listed and classified.
+    delta = None
+    if previous is not None and recorded_envelope_extends(
+        recorded_revision=previous.revision,
+        recorded_rules=previous.rules,
+        recorded_skip_reasons=(e.skip_reason for e in previous.entries),
+        rules=rules,
+    ):
+        delta = _tree_delta(top, previous.revision, sha)
+    carried: list[FileEntry] = []
+    if delta is not None:
+        listing, gone = delta
+        assert previous is not None
+        gone.update(_decode_path(raw)[0] for *_, raw in listing)
+        carried = [e for e in previous.entries if e.path not in gone]
+    else:
+        listing = _list_tree(top, ref, sha, sizes)
     sizes.update(
         _blob_sizes(top, {oid for _, kind, oid, _ in listing if kind == "blob"} - set(sizes))
     )
@@ -691,7 +698,9 @@ def _git_envelope(
             unread.append(path)
             continue
         rows[path] = (raw, oid, size, seen.skip_reason, None)
-        if seen.changed_at is not None and seen.path == path:
+        # Every path of a delta was touched since (a mode change keeps the blob): dated
+        # by git; in a whole listing, the same blob at the same path keeps its date.
+        if seen.changed_at is not None and seen.path == path and delta is None:
             reused_times[raw] = seen.changed_at
     if on_new_files is not None:
         on_new_files(len(unread))
@@ -718,7 +727,7 @@ def _git_envelope(
     times.update(
         _last_change_times(top, sha, {row[0] for row in rows.values()} - set(reused_times))
     )
-    entries = tuple(
+    listed = [
         FileEntry(
             path=path,
             size=size,
@@ -728,11 +737,66 @@ def _git_envelope(
             changed_at=times.get(raw),
             skip_detail=detail,
         )
-        for path, (raw, oid, size, reason, detail) in sorted(rows.items())
-    )
+        for path, (raw, oid, size, reason, detail) in rows.items()
+    ]
+    entries = tuple(sorted([*carried, *listed]))
     return Envelope(
         kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead, rules=rules
     )
+
+
+def _list_tree(top: str, ref: str, sha: str, sizes: dict[str, int]) -> list[Listed]:
+    """Every entry of the commit's tree; the sizes it carries go into ``sizes``."""
+    # Sizes cost git an object lookup per blob. With none known (a first sweep) the
+    # listing carries them (-l); otherwise only blobs the previous envelope does not know
+    # are asked (a blob's size never changes either).
+    with_sizes = not sizes
+    done = _git(top, "ls-tree", "-r", "-z", *(["-l"] if with_sizes else []), "--full-tree", sha)
+    if done.returncode != 0:
+        raise SourceError(
+            codes.SOURCE_UNREADABLE,
+            f"repository {top} (ref {ref!r} = {sha}): git ls-tree failed: "
+            f"{_git_stderr(done)}. Fix: check the repository with git fsck.",
+        )
+    listing: list[Listed] = []
+    for record in done.stdout.split(b"\0"):
+        if record:
+            meta, _, raw = record.partition(b"\t")
+            mode, kind, oid, *size = meta.decode("ascii").split()
+            listing.append((mode, kind, oid, raw))
+            if size and size[0].isdigit():  # "-" for a submodule's commit
+                sizes[oid] = int(size[0])
+    return listing
+
+
+def _tree_delta(top: str, old: str, new: str) -> tuple[list[Listed], set[str]] | None:
+    """What changed from commit ``old`` to ``new``: the entries added or changed (as
+    ``ls-tree`` lists them), and the paths deleted. None when git cannot say (``old``
+    is gone, say after a force-push and a gc) or a changed name does not decode
+    cleanly: the caller lists the whole tree instead."""
+    if not _ref_is_sane(old):
+        return None
+    done = _git(top, "diff-tree", "-r", "-z", "--no-renames", "--no-commit-id", old, new, "--")
+    if done.returncode != 0:
+        return None
+    listing: list[Listed] = []
+    gone: set[str] = set()
+    fields = done.stdout.split(b"\0")
+    for meta, raw in zip(fields[0::2], fields[1::2], strict=False):
+        if not meta.startswith(b":"):
+            return None
+        _src_mode, mode, _src_oid, oid, status = meta[1:].decode("ascii").split()
+        path, unusable = _decode_path(raw)
+        if unusable is not None:
+            return None  # two such names can collapse to one text: the full listing decides
+        if status == "D":
+            gone.add(path)
+        elif status in ("A", "M", "T"):
+            kind = "commit" if mode == "160000" else "tree" if mode == "040000" else "blob"
+            listing.append((mode, kind, oid, raw))
+        else:
+            return None
+    return listing, gone
 
 
 def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, float]:

@@ -717,7 +717,8 @@ def test_the_same_commit_under_the_same_rules_is_the_recorded_envelope_unlisted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A forced sweep of an unchanged repo: the recorded envelope is the envelope; git
-    only resolves the ref. Any change of commit or rule lists the tree again."""
+    only resolves the ref. A change of rule lists the tree again; a new commit under the
+    same rules is the recorded envelope carried by the tree's changes."""
     repo = GitRepo(tmp_path / "repo")
     repo.write("a.py", "A = 1\n")
     repo.write("big.txt", "x" * (CAP + 1))
@@ -750,7 +751,98 @@ def test_the_same_commit_under_the_same_rules_is_the_recorded_envelope_unlisted(
     moved = build_envelope(
         repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP, previous=recorded
     )
-    assert "ls-tree" in git_calls and moved.entry("b.py").yielded
+    assert "ls-tree" not in git_calls and "diff-tree" in git_calls
+    assert moved.entry("b.py").yielded
+    assert moved == build_envelope(repo.path, ref="HEAD", exclude=["vendor/**"], max_file_bytes=CAP)
+
+
+def _as_recorded(envelope: Envelope) -> Envelope:
+    """As a sweep has it: rebuilt from the ledger, without what the ledger does not keep."""
+    entries = tuple(e._replace(skip_detail=None) for e in envelope.entries)
+    return replace(envelope, entries=entries, read_ahead={})
+
+
+def _same_listing(a: Envelope, b: Envelope) -> None:
+    assert a.revision == b.revision and a.rules == b.rules
+    assert [e._replace(skip_detail=None) for e in a.entries] == [
+        e._replace(skip_detail=None) for e in b.entries
+    ]
+
+
+def test_a_new_commit_is_the_recorded_envelope_carried_by_the_trees_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every kind of change between two commits: the envelope carried by git diff-tree
+    (only changed paths listed, classified and read) equals the tree listed afresh."""
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("keep.py", "K = 1\n")
+    repo.write("edit.py", "E = 1\n")
+    repo.write("gone.py", "G = 1\n")
+    repo.write("move_me.py", "M = 1\n")
+    repo.write("becomes_dir", "file for now\n")
+    repo.write("vendor/v.js", "var v;\n")
+    repo.write("tool.sh", "#!/bin/sh\n")
+    repo.symlink("link", "keep.py")
+    repo.commit("first", when=T1)
+    rules = {"exclude": ["vendor/**"], "max_file_bytes": CAP}
+    recorded = _as_recorded(build_envelope(repo.path, **rules))
+
+    repo.write("edit.py", "E = 2\n")
+    repo.remove("gone.py")
+    repo.remove("move_me.py")
+    repo.write("moved/here.py", "M = 1\n")  # a rename: the same blob at a new path
+    repo.remove("becomes_dir")
+    repo.write("becomes_dir/inner.py", "I = 1\n")
+    repo.write("vendor/new.js", "var n;\n")  # excluded by the same rules
+    repo.write("blob.bin", b"\x00\x01binary")
+    repo.write("huge.txt", "x" * (CAP + 1))
+    os.chmod(repo.path / "tool.sh", 0o755)
+    repo.remove("link")
+    repo.symlink("link", "edit.py")
+    repo.commit("second", when=T2)
+
+    calls = _listings(monkeypatch)
+    reads = _spy(monkeypatch, _CatFile, "_answer", lambda _self, oid: oid)
+    carried = build_envelope(repo.path, previous=recorded, **rules)
+    assert "diff-tree" in calls and "ls-tree" not in calls
+    carried_reads = list(reads)
+    fresh = build_envelope(repo.path, **rules)
+    _same_listing(carried, fresh)
+    assert carried.entry("keep.py") == recorded.entry("keep.py")  # carried as recorded
+    assert carried.entry("moved/here.py").changed_at == T2  # dated by the new commit
+    assert carried.entry("blob.bin").skip_reason == codes.SKIP_BINARY
+    assert carried.entry("huge.txt").skip_reason == codes.SKIP_TOO_LARGE
+    assert carried.entry("gone.py") is None and carried.entry("becomes_dir") is None
+    assert carried.entry("tool.sh").changed_at == T2  # only its mode changed
+    # Read: only contents never seen (moved/here.py's and tool.sh's blobs were known).
+    new_text = {"edit.py", "becomes_dir/inner.py", "blob.bin"}
+    assert sorted(carried_reads) == sorted(e.blob for e in fresh.entries if e.path in new_text)
+
+
+def test_the_tree_is_listed_whole_when_the_recorded_commit_cannot_be_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "repo")
+    repo.write("a.py", "A = 1\n")
+    repo.commit("first", when=T1)
+    recorded = _as_recorded(build_envelope(repo.path, max_file_bytes=CAP))
+    repo.write("b.py", "B = 1\n")
+    repo.commit("second", when=T2)
+    fresh = build_envelope(repo.path, max_file_bytes=CAP)
+    calls = _listings(monkeypatch)
+    for previous in (
+        replace(
+            recorded, revision="f" * 40
+        ),  # a commit this repo does not have (a force-push and gc)
+        replace(recorded, rules=""),  # recorded before the rules were
+        replace(
+            recorded,
+            entries=(recorded.entries[0]._replace(skip_reason=codes.SKIP_UNREADABLE),),
+        ),  # an unreadable path may be readable now
+    ):
+        calls.clear()
+        _same_listing(build_envelope(repo.path, previous=previous, max_file_bytes=CAP), fresh)
+        assert "ls-tree" in calls
 
 
 def test_a_blob_missing_then_restored_gets_its_real_size(
