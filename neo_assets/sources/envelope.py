@@ -182,7 +182,9 @@ def build_envelope(
     blob again, so a sweep after a small commit reads only what changed. Exclusion, mode
     and size rules are applied afresh whenever they differ from those ``previous`` was
     listed with (a changed glob is heard at once); at the same commit under the same
-    rules, ``previous`` is the envelope and the tree is not listed again.
+    rules, ``previous`` is the envelope and the tree is not listed again; at another
+    commit under the same rules, ``previous`` is carried by what git diff-tree lists
+    between the two commits (only the changed paths are listed and classified).
 
     ``on_new_files`` (git only) hears how many candidate files have content the previous
     envelope does not know, before they are read: a sweep can start what parsing them
