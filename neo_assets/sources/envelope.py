@@ -43,8 +43,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
-import pandas as pd
-
 from neo_assets.core import codes
 from neo_assets.core.envelope_reuse import (
     envelope_rules,
@@ -58,8 +56,6 @@ from neo_assets.core.path_rules import (
     is_safe_relative_path,
     looks_binary,
 )
-
-ENVELOPE_COLUMNS = ("path", "size", "blob", "yielded", "skip_reason", "changed_at", "skip_detail")
 
 # Variables that would point git at another repository, index or object store.
 _GIT_REDIRECT_VARS = (
@@ -133,26 +129,6 @@ class Envelope:
         """Skipped paths per reason (only reasons that occur), sorted by reason."""
         counts = Counter(e.skip_reason for e in self.entries if e.skip_reason is not None)
         return dict(sorted(counts.items()))
-
-    def to_frame(self) -> pd.DataFrame:
-        """One row per path with ENVELOPE_COLUMNS (changed_at NaN when unobserved)."""
-        rows = self.entries
-        return pd.DataFrame(
-            {
-                "path": pd.Series([e.path for e in rows], dtype=object),
-                "size": pd.Series([e.size for e in rows], dtype="int64"),
-                "blob": pd.Series([e.blob for e in rows], dtype=object),
-                "yielded": pd.Series([e.yielded for e in rows], dtype="bool"),
-                # object dtype keeps None as None (not NaN) for "not skipped"
-                "skip_reason": pd.Series([e.skip_reason for e in rows], dtype=object),
-                "changed_at": pd.Series(
-                    [float("nan") if e.changed_at is None else e.changed_at for e in rows],
-                    dtype="float64",
-                ),
-                "skip_detail": pd.Series([e.skip_detail for e in rows], dtype=object),
-            },
-            columns=list(ENVELOPE_COLUMNS),
-        )
 
     def _index(self) -> dict[str, FileEntry]:
         cached = self.__dict__.get("_by_path")

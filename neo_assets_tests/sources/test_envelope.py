@@ -13,7 +13,6 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.sources.envelope import (
-    ENVELOPE_COLUMNS,
     Envelope,
     SourceError,
     _CatFile,
@@ -166,22 +165,6 @@ def test_git_blob_is_the_object_id(rich: dict[str, object]) -> None:
     entry = env.entry("src/app.py")
     assert entry is not None
     assert entry.blob == repo.git("rev-parse", f"{rich['second']}:src/app.py")
-
-
-def test_envelope_frame(rich: dict[str, object]) -> None:
-    env = rich["envelope"]
-    assert isinstance(env, Envelope)
-    frame = env.to_frame()
-    assert tuple(frame.columns) == ENVELOPE_COLUMNS
-    assert len(frame) == len(env.entries)
-    assert frame["yielded"].dtype == bool
-    assert frame["size"].dtype == "int64"
-    row = frame.set_index("path").loc["src/app.py"]
-    assert row["skip_reason"] is None and row["changed_at"] == T2
-    assert int(frame["yielded"].sum()) == len(env.yielded_paths())
-    # Row by row, the frame shows the entries as they are (None stays None).
-    for column in ("path", "size", "blob", "yielded", "skip_reason", "skip_detail"):
-        assert frame[column].tolist() == [getattr(e, column) for e in env.entries], column
 
 
 def test_git_ref_other_than_head(rich: dict[str, object]) -> None:
