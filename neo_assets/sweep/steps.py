@@ -163,22 +163,24 @@ def envelope_step(
     )
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
     version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
-    # The recorded envelope itself (same commit, same rules: build_envelope reused it), or
-    # one listed afresh with the same paths.
-    unchanged = previous is not None and (
-        env.entries is previous.entries
-        or (
-            previous.revision == env.revision
-            and previous.kind == env.kind
-            and [_entry_key(e) for e in previous.entries] == [_entry_key(e) for e in env.entries]
-        )
+    # What differs from the recorded envelope, path by path (None: none recorded, or most
+    # of it differs). Nothing differs for the recorded envelope itself (same commit, same
+    # rules: build_envelope reused it) or one listed afresh with the same entries.
+    reused = previous is not None and env.entries is previous.entries
+    delta = (
+        None
+        if previous is None or reused
+        else envelope_delta(previous.entries, env.entries, _entry_key)
+    )
+    unchanged = reused or (
+        previous is not None
+        and previous.revision == env.revision
+        and previous.kind == env.kind
+        and delta == ([], [])
     )
     if unchanged:
         ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now, rules=env.rules)
     else:
-        delta = (
-            None if previous is None else envelope_delta(previous.entries, env.entries, _entry_key)
-        )
         changed, replacing = delta if delta is not None else (env.entries, None)
         ledger.record_envelope(
             ctx.tenant_id,
