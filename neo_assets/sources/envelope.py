@@ -229,38 +229,6 @@ def read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, 
         yield from _dir_read_texts(envelope, paths)
 
 
-def changed_paths(root: str | Path, old_rev: str | None, new_rev: str) -> set[str] | None:
-    """Paths that differ between two commits of the git work tree at ``root`` (both
-    sides of a rename), or None when that cannot be known: no old revision, either
-    revision unreachable, or ``root`` not the top of a git work tree."""
-    if not old_rev or not new_rev or not _ref_is_sane(old_rev) or not _ref_is_sane(new_rev):
-        return None
-    top = os.path.realpath(root)
-    if not os.path.isdir(top) or not os.path.lexists(os.path.join(top, ".git")):
-        return None
-    if shutil.which("git") is None:
-        return None
-    for rev in (old_rev, new_rev):
-        probe = _git(top, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
-        if probe.returncode != 0:
-            return None
-    done = _git(
-        top,
-        "diff",
-        "--name-only",
-        "-z",
-        "--no-renames",
-        "--no-ext-diff",
-        "--no-textconv",
-        old_rev,
-        new_rev,
-        "--",
-    )
-    if done.returncode != 0:
-        return None
-    return {_decode_path(raw)[0] for raw in done.stdout.split(b"\0") if raw}
-
-
 # --------------------------------------------------------------------------- shared
 
 

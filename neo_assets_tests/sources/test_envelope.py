@@ -17,7 +17,6 @@ from neo_assets.sources.envelope import (
     SourceError,
     _CatFile,
     build_envelope,
-    changed_paths,
     read_texts,
     resolve_revision,
 )
@@ -356,36 +355,6 @@ def test_invalid_settings_are_refused_before_reading(tmp_path: Path) -> None:
         build_envelope(tmp_path, exclude=[], max_file_bytes=0)
     with pytest.raises(ValueError, match="exclude glob"):
         build_envelope(tmp_path, exclude=["!keep"], max_file_bytes=CAP)
-
-
-def test_changed_paths_between_commits(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "r")
-    repo.write("a.txt", "a\n")
-    repo.write("b.txt", "b\n")
-    repo.write("c d/é.txt", "c\n")
-    old = repo.commit("one")
-    repo.write("a.txt", "a2\n")
-    repo.remove("b.txt")
-    repo.write("new.txt", "n\n")
-    new = repo.commit("two")
-    assert changed_paths(repo.path, old, new) == {"a.txt", "b.txt", "new.txt"}
-    assert changed_paths(repo.path, new, new) == set()
-    repo.write("c d/é.txt", "c2\n")
-    third = repo.commit("three")
-    assert changed_paths(repo.path, new, third) == {"c d/é.txt"}
-
-
-def test_changed_paths_unknown_when_old_is_unknown(tmp_path: Path) -> None:
-    repo = GitRepo(tmp_path / "r")
-    repo.write("a.txt", "a\n")
-    head = repo.commit("one")
-    assert changed_paths(repo.path, None, head) is None
-    assert changed_paths(repo.path, "", head) is None
-    assert changed_paths(repo.path, "0" * 40, head) is None
-    assert changed_paths(repo.path, "--no-index", head) is None
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    assert changed_paths(plain, head, head) is None
 
 
 # --------------------------------------------------------------------------- plain dir
@@ -817,6 +786,7 @@ def test_the_tree_is_listed_whole_when_the_recorded_commit_cannot_be_compared(
         replace(
             recorded, revision="f" * 40
         ),  # a commit this repo does not have (a force-push and gc)
+        replace(recorded, revision="--no-index"),  # never handed to git as an option
         replace(recorded, rules=""),  # recorded before the rules were
         replace(
             recorded,
