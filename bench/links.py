@@ -28,7 +28,7 @@ JSON object with every figure.
 ones, its two other chunks re-timed), linked by the incremental rules
 (``links_service._incremental``: temporal_changes, semantic_update, list patches and the
 diff of what to write) against the full in-memory passes over the same rows
-(``compute_links`` and the lists the full path keeps); both without I/O. Reports the ratio
+(``compute_lists``: the lists the full path keeps); both without I/O. Reports the ratio
 incremental / full and how far the results agree: temporal lists are equal exactly;
 semantic lists can differ only where BLAS rounds a dot product differently in another
 blocked product (ulp-level weights, and neighbours tied to the ulp trading places).
@@ -59,7 +59,7 @@ from neo_assets.links_service import (  # noqa: E402
     LinkParams,
     RepoRows,
     _incremental,
-    compute_links,
+    compute_lists,
 )
 from neo_assets.store.links_snapshot import Snapshot  # noqa: E402
 
@@ -374,7 +374,6 @@ def _one_file_change(n: int) -> tuple[Snapshot, RepoRows, list[float], LinkParam
 
     before = rows_of(sorted(old, key=ids.__getitem__))
     old_times = [times[ids.index(c)] for c in before.ids]
-    by_kind = compute_links(before, old_times, params)
     snapshot = Snapshot(
         ids=before.ids,
         generations=before.generations,
@@ -382,7 +381,7 @@ def _one_file_change(n: int) -> tuple[Snapshot, RepoRows, list[float], LinkParam
         link_set={},
         kinds=before.kinds,
         times=np.asarray(old_times, dtype=np.float64),
-        lists={kind: LinkLists.from_links(links, before.ids) for kind, links in by_kind.items()},
+        lists=compute_lists(before, old_times, params),
     )
     return snapshot, rows_of(new), new_times, params
 
@@ -391,8 +390,7 @@ def incremental_case(n: int = INCREMENTAL_N) -> dict[str, Any]:
     snapshot, rows, times, params = _one_file_change(n)
 
     def full() -> dict[str, LinkLists]:
-        by_kind = compute_links(rows, times, params)
-        return {kind: LinkLists.from_links(links, rows.ids) for kind, links in by_kind.items()}
+        return compute_lists(rows, times, params)
 
     def incremental() -> dict[str, LinkLists]:
         return _incremental(snapshot, rows, times, params).lists

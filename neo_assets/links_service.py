@@ -39,10 +39,10 @@ from neo_assets.core.link_records import (
 from neo_assets.core.links import (
     SEMANTIC_BLOCK_ROWS,
     TEMPORAL_CANDIDATE_WINDOW,
-    Links,
+    LinkPairs,
     LinkStats,
-    semantic_links,
-    temporal_links,
+    semantic_pairs,
+    temporal_pairs,
 )
 from neo_assets.core.links_incremental import LinkLists, semantic_update, temporal_changes
 from neo_assets.settings import Settings
@@ -194,28 +194,36 @@ def row_times(rows: RepoRows, changed_at: Mapping[str, float | None]) -> list[fl
     return [by_path[path] for path in rows.paths]
 
 
-def compute_links(rows: RepoRows, times: Sequence[float], params: LinkParams) -> dict[str, Links]:
-    """Both passes over the rows: temporal by file change time, semantic within each
-    embedding generation."""
-    items = list(zip(rows.ids, rows.kinds, times, strict=True))
-    temporal = temporal_links(
-        items,
+def compute_lists(
+    rows: RepoRows, times: Sequence[float], params: LinkParams
+) -> dict[str, LinkLists]:
+    """Both passes over the rows, as lists over row indices: temporal by file change time,
+    semantic within each embedding generation. Built from the passes' arrays, never a
+    tuple per link (at 32,000 rows each pass keeps ~640,000 links)."""
+    n = len(rows.ids)
+    ids, temporal = temporal_pairs(
+        list(zip(rows.ids, rows.kinds, times, strict=True)),
         window_seconds=params.window_seconds,
         per_chunk=params.per_chunk,
         candidate_window=params.candidate_window,
     )
-    semantic: Links = {}
+    if len(ids) != n:
+        raise ValueError(f"{n - len(ids)} row id(s) repeat: rows are one per chunk")
+    semantic: list[LinkPairs] = []
     for positions in generation_groups(zip(rows.ids, rows.generations, strict=True)).values():
-        semantic.update(
-            semantic_links(
-                [rows.ids[p] for p in positions],
-                rows.vectors[positions],
-                threshold=params.threshold,
-                top_k=params.top_k,
-                block_rows=params.block_rows,
-            )
+        at = np.asarray(positions, dtype=np.int64)
+        _, pairs = semantic_pairs(
+            [rows.ids[p] for p in positions],
+            rows.vectors[at],
+            threshold=params.threshold,
+            top_k=params.top_k,
+            block_rows=params.block_rows,
         )
-    return {LINK_TEMPORAL: temporal, LINK_SEMANTIC: semantic}
+        semantic.append(LinkPairs(at[pairs.src], at[pairs.dst], pairs.weight))
+    return {
+        LINK_TEMPORAL: LinkLists.from_pairs(n, temporal),
+        LINK_SEMANTIC: LinkLists.from_pairs(n, LinkPairs.concat(semantic)),
+    }
 
 
 def _ids_where(store: ChromaStore, where: Mapping[str, Any]) -> set[str]:
@@ -481,11 +489,11 @@ def link_repo(
     if outcome is not None:
         mode = MODE_INCREMENTAL
         lists = outcome.lists
-        by_kind: dict[str, Links] | None = None
+        write_whole = False
     else:
         mode = MODE_FULL
-        by_kind = compute_links(rows, times, params)
-        lists = {kind: LinkLists.from_links(by_kind[kind], rows.ids) for kind in LINK_KINDS}
+        lists = compute_lists(rows, times, params)
+        write_whole = True
     counts = {kind: int(lists[kind].lengths().sum()) for kind in LINK_KINDS}
     store_args: dict[str, Any] = {
         "revision": generation["revision"],
@@ -514,8 +522,9 @@ def link_repo(
             # they are stored whole.
             mode, full_reason = MODE_FULL, "the link set moved during the run"
             outcome = None
-            by_kind = {kind: lists[kind].to_links(rows.ids) for kind in LINK_KINDS}
-    if by_kind is not None:
+            write_whole = True
+    if write_whole:
+        by_kind = {kind: lists[kind].as_links(rows.ids) for kind in LINK_KINDS}
         stored = replace_links(ledger, tenant_id, repo_slug, by_kind, **store_args)
         rows_written = sum(int(np.count_nonzero(lists[k].lengths())) for k in LINK_KINDS)
 

@@ -8,10 +8,12 @@ import numpy as np
 import pytest
 
 from neo_assets import links_service
-from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL
+from neo_assets.core.link_records import LINK_KINDS, LINK_SEMANTIC, LINK_TEMPORAL, generation_groups
+from neo_assets.core.links import Links, semantic_links, temporal_links
 from neo_assets.links_service import (
     LinkParams,
-    compute_links,
+    RepoRows,
+    compute_lists,
     link_repo,
     read_rows,
     row_times,
@@ -231,11 +233,90 @@ class World:
         )
 
     def reference(self, params: LinkParams) -> dict[tuple[str, str], list[tuple[str, float]]]:
-        """A full recompute over the same rows (read_rows + compute_links)."""
+        """A full recompute over the same rows by the passes' dict form (read_rows, then
+        each pass as ``core.links`` states it), beside the arrays the service uses."""
         declared = [(c, k, p) for c, (k, p) in self.chunks.items()]
         rows = read_rows(self.store, declared, tenant_id="acme", repo_slug="w")
-        by_kind = compute_links(rows, row_times(rows, self.times), params)
+        by_kind = dict_passes(rows, row_times(rows, self.times), params)
         return {(k, c): kept for k, links in by_kind.items() for c, kept in links.items() if kept}
+
+
+def dict_passes(rows: RepoRows, times: list[float], params: LinkParams) -> dict[str, Links]:
+    """Both passes as ``core.links`` gives them keyed by chunk id: the reference for
+    ``compute_lists``."""
+    temporal = temporal_links(
+        list(zip(rows.ids, rows.kinds, times, strict=True)),
+        window_seconds=params.window_seconds,
+        per_chunk=params.per_chunk,
+        candidate_window=params.candidate_window,
+    )
+    semantic: Links = {}
+    for positions in generation_groups(zip(rows.ids, rows.generations, strict=True)).values():
+        semantic.update(
+            semantic_links(
+                [rows.ids[p] for p in positions],
+                rows.vectors[positions],
+                threshold=params.threshold,
+                top_k=params.top_k,
+                block_rows=params.block_rows,
+            )
+        )
+    return {LINK_TEMPORAL: temporal, LINK_SEMANTIC: semantic}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_lists_of_a_full_run_equal_both_passes_as_core_links_states_them(seed: int) -> None:
+    """``compute_lists`` builds the lists from the passes' arrays: the same lists as the
+    dict form, over several generations, tied and missing times, invalid vectors."""
+    rng = random.Random(seed)
+    n = rng.randint(0, 160)
+    ids = sorted({f"c{rng.randrange(10**6):07d}" for _ in range(n)})
+    n = len(ids)
+    centres = np.random.default_rng(seed).normal(size=(4, 8)).astype(np.float32)
+    vectors = (
+        np.stack(
+            [
+                centres[rng.randrange(4)] + np.float32(0.2) * np.float32(rng.random())
+                for _ in range(n)
+            ]
+        ).reshape(n, 8)
+        if n
+        else np.zeros((0, 8), dtype=np.float32)
+    )
+    for i in range(n):
+        if rng.random() < 0.05:
+            vectors[i] = 0.0  # invalid: never links
+    rows = RepoRows(
+        ids=ids,
+        kinds=[rng.choice(["function", "class"]) for _ in range(n)],
+        paths=[f"f{i % 7}.py" for i in range(n)],
+        generations=[rng.choice(["g1", "g2", None]) for _ in range(n)],
+        vectors=vectors,
+    )
+    times = [
+        float("nan") if rng.random() < 0.1 else T + rng.choice([0.0, 60.0, 3_600.0, 90_000.0])
+        for _ in range(n)
+    ]
+    params = LinkParams(window_seconds=86_400.0, per_chunk=3, threshold=0.5, top_k=4)
+    lists = compute_lists(rows, times, params)
+    expected = dict_passes(rows, times, params)
+    assert set(lists) == set(LINK_KINDS)
+    for kind in LINK_KINDS:
+        assert lists[kind].rows == n
+        assert lists[kind].to_links(ids) == expected[kind]
+    assert any(lists[k].lengths().sum() for k in LINK_KINDS) or n < 2
+
+
+def test_rows_with_a_repeated_id_are_refused_not_linked_wrongly() -> None:
+    rows = RepoRows(
+        ids=["a", "a"],
+        kinds=["function", "function"],
+        paths=["f.py", "f.py"],
+        generations=["g", "g"],
+        vectors=np.ones((2, 4), dtype=np.float32),
+    )
+    with pytest.raises(ValueError, match="repeat"):
+        compute_lists(rows, [T, T], PARAMS)
 
 
 def _stored(ledger: Ledger) -> dict[tuple[str, str], list[tuple[str, float]]]:

@@ -10,7 +10,7 @@
 """
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 LINK_TEMPORAL = "temporal"
@@ -69,16 +69,28 @@ def kept_lists(
 ) -> list[tuple[str, list[tuple[str, float]]]]:
     """A pass's output as the ledger keeps it: one best-first list per chunk that has a
     link (a chunk without links has no record). Refuses an unknown kind and a self link."""
+    return list(iter_kept_lists(link_kind, links))
+
+
+def iter_kept_lists(
+    link_kind: str, links: Mapping[str, Sequence[tuple[str, float]]]
+) -> Iterator[tuple[str, list[tuple[str, float]]]]:
+    """``kept_lists`` one chunk at a time (a repo's lists are written in batches, not held
+    whole); the kind is refused before the first."""
     if link_kind not in LINK_KINDS:
         raise ValueError(f"unknown link kind {link_kind!r}; expected one of {LINK_KINDS}")
-    out: list[tuple[str, list[tuple[str, float]]]] = []
+    return _kept(links)
+
+
+def _kept(
+    links: Mapping[str, Sequence[tuple[str, float]]],
+) -> Iterator[tuple[str, list[tuple[str, float]]]]:
     for chunk_id, kept in links.items():
         if not kept:
             continue
         if any(neighbour_id == chunk_id for neighbour_id, _ in kept):
             raise ValueError(f"a chunk never links to itself: {chunk_id}")
-        out.append((chunk_id, [(neighbour_id, float(weight)) for neighbour_id, weight in kept]))
-    return out
+        yield chunk_id, [(neighbour_id, float(weight)) for neighbour_id, weight in kept]
 
 
 def link_records(

@@ -30,6 +30,7 @@ TEMPORAL_CANDIDATE_WINDOW = 20
 SEMANTIC_THRESHOLD = 0.7
 SEMANTIC_TOP_K = 20
 SEMANTIC_BLOCK_ROWS = 256
+_UNIT_BLOCK_ROWS = 4096  # rows scaled at a time (unit_rows)
 # Above this many passing pairs per row on average, cut rows to their k best before sorting.
 _CROWDED = 4
 
@@ -44,6 +45,46 @@ class LinkStats:
     linked_chunks: int
     links: int
     max_links_per_chunk: int
+
+
+@dataclass(frozen=True)
+class LinkPairs:
+    """A pass's kept links over row indices (the rows: the pass's distinct chunk ids):
+    ``src`` ascending, each row's links best first, as ``Links`` lists them."""
+
+    src: np.ndarray  # int64
+    dst: np.ndarray  # int64
+    weight: np.ndarray  # float64 (a semantic weight is a float32 similarity, exactly)
+
+    @classmethod
+    def grouped(cls, src: np.ndarray, dst: np.ndarray, weight: np.ndarray) -> "LinkPairs":
+        """Pairs whose order is best first within each source row, grouped by row (a
+        stable sort keeps each row's order)."""
+        order = np.argsort(src, kind="stable")
+        return cls(
+            src[order].astype(np.int64, copy=False),
+            dst[order].astype(np.int64, copy=False),
+            weight[order].astype(np.float64, copy=False),
+        )
+
+    @classmethod
+    def concat(cls, parts: Sequence["LinkPairs"]) -> "LinkPairs":
+        """Several passes' pairs over disjoint source rows, as one."""
+        if not parts:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float64))
+        return cls.grouped(
+            np.concatenate([p.src for p in parts]),
+            np.concatenate([p.dst for p in parts]),
+            np.concatenate([p.weight for p in parts]),
+        )
+
+
+def pairs_to_links(ids: Sequence[str], pairs: LinkPairs) -> Links:
+    """``pairs`` keyed by chunk id: one key per id, in order, ``[]`` without a link."""
+    links: Links = {chunk: [] for chunk in ids}
+    for s, d, w in zip(pairs.src.tolist(), pairs.dst.tolist(), pairs.weight.tolist(), strict=True):
+        links[ids[s]].append((ids[d], w))
+    return links
 
 
 def link_stats(links: Mapping[str, Sequence[tuple[str, float]]]) -> LinkStats:
@@ -72,6 +113,7 @@ class _TemporalCandidates:
 
     ids: list[str]  # every distinct chunk id, input order
     sorted_ids: list[str]  # the chunks with a finite time, by (kind, time, id)
+    sorted_rows: np.ndarray  # index in ids of sorted_ids[p]
     id_rank: np.ndarray  # rank of sorted_ids[p] among sorted_ids by plain string order
     src: np.ndarray  # sorted positions
     dst: np.ndarray
@@ -83,6 +125,14 @@ def _check_temporal_args(window_seconds: float, candidate_window: int) -> None:
         raise ValueError(f"window_seconds must be finite and > 0, got {window_seconds!r}")
     if candidate_window < 0:
         raise ValueError(f"candidate_window must be >= 0, got {candidate_window!r}")
+
+
+def _check_per_chunk(per_chunk: int, candidate_window: int) -> None:
+    if not 0 <= per_chunk <= candidate_window:
+        raise ValueError(
+            f"need 0 <= per_chunk <= candidate_window, got {per_chunk!r} > {candidate_window!r}:"
+            " a narrower candidate window could miss a chunk's best links"
+        )
 
 
 def _temporal_candidates(
@@ -103,7 +153,12 @@ def _temporal_candidates(
         if chunk not in first:
             first[chunk] = (kind, float(changed_at))
     ids = list(first)
-    timed = [(chunk, kind, at) for chunk, (kind, at) in first.items() if math.isfinite(at)]
+    timed: list[tuple[str, str, float]] = []
+    timed_rows: list[int] = []
+    for row, (chunk, (kind, at)) in enumerate(first.items()):
+        if math.isfinite(at):
+            timed.append((chunk, kind, at))
+            timed_rows.append(row)
 
     kind_codes: dict[str, int] = {}
     kinds = np.fromiter(
@@ -118,6 +173,7 @@ def _temporal_candidates(
     order = np.lexsort((rank, times, kinds))
     kinds, times, rank = kinds[order], times[order], rank[order]
     sorted_ids = [timed[i][0] for i in order.tolist()]
+    sorted_rows = np.asarray(timed_rows, dtype=np.int64)[order]
 
     starts: list[np.ndarray] = []
     ends: list[np.ndarray] = []
@@ -137,6 +193,7 @@ def _temporal_candidates(
     return _TemporalCandidates(
         ids=ids,
         sorted_ids=sorted_ids,
+        sorted_rows=sorted_rows,
         id_rank=rank,
         src=np.concatenate((start, end)),
         dst=np.concatenate((end, start)),
@@ -189,12 +246,28 @@ def temporal_links(
     fill a chunk with the reverse links of its predecessors before its own turn and bias
     the graph backwards.
     """
-    _check_temporal_args(window_seconds, candidate_window)
-    if not 0 <= per_chunk <= candidate_window:
-        raise ValueError(
-            f"need 0 <= per_chunk <= candidate_window, got {per_chunk!r} > {candidate_window!r}:"
-            " a narrower candidate window could miss a chunk's best links"
+    return pairs_to_links(
+        *temporal_pairs(
+            items,
+            window_seconds=window_seconds,
+            per_chunk=per_chunk,
+            candidate_window=candidate_window,
         )
+    )
+
+
+def temporal_pairs(
+    items: Sequence[tuple[str, str, float]],
+    *,
+    window_seconds: float = TEMPORAL_WINDOW_SECONDS,
+    per_chunk: int = TEMPORAL_PER_CHUNK,
+    candidate_window: int = TEMPORAL_CANDIDATE_WINDOW,
+) -> tuple[list[str], LinkPairs]:
+    """``temporal_links`` as arrays: the distinct chunk ids (input order) and the kept
+    links over their indices (``LinkPairs``). What a repo-sized run uses: no tuple per
+    link."""
+    _check_temporal_args(window_seconds, candidate_window)
+    _check_per_chunk(per_chunk, candidate_window)
     cands = _temporal_candidates(items, window_seconds, candidate_window)
     weight = np.maximum(TEMPORAL_WEIGHT_FLOOR, 1.0 - cands.gap / window_seconds)
     # lexsort: last key is primary. Per chunk: weight desc, gap asc, neighbour id asc.
@@ -202,12 +275,8 @@ def temporal_links(
     src, dst, weight = cands.src[order], cands.dst[order], weight[order]
     place = np.arange(len(src)) - np.searchsorted(src, src, side="left")
     keep = place < per_chunk
-
-    links: Links = {chunk: [] for chunk in cands.ids}
-    names = cands.sorted_ids
-    for s, d, w in zip(src[keep].tolist(), dst[keep].tolist(), weight[keep].tolist(), strict=True):
-        links[names[s]].append((names[d], w))
-    return links
+    rows = cands.sorted_rows
+    return cands.ids, LinkPairs.grouped(rows[src[keep]], rows[dst[keep]], weight[keep])
 
 
 # --- semantic ---------------------------------------------------------------------------
@@ -233,28 +302,40 @@ def semantic_links(
     against the normalised matrix, so memory stays at one (block_rows, n) block rather than
     one copy of the matrix per chunk.
     """
+    return pairs_to_links(
+        *semantic_pairs(ids, vectors, threshold=threshold, top_k=top_k, block_rows=block_rows)
+    )
+
+
+def semantic_pairs(
+    ids: Sequence[str],
+    vectors: np.ndarray,
+    *,
+    threshold: float = SEMANTIC_THRESHOLD,
+    top_k: int = SEMANTIC_TOP_K,
+    block_rows: int = SEMANTIC_BLOCK_ROWS,
+) -> tuple[list[str], LinkPairs]:
+    """``semantic_links`` as arrays: the distinct chunk ids (input order) and the kept
+    links over their indices (``LinkPairs``)."""
     matrix = check_semantic_args(ids, vectors, threshold, top_k, block_rows)
 
     first: dict[str, int] = {}
     for row, chunk in enumerate(ids):
         first.setdefault(chunk, row)
-    links: Links = {chunk: [] for chunk in first}
+    distinct = list(first)
     if top_k == 0:
-        return links
+        return distinct, LinkPairs.concat([])
 
     # Rows in neighbour-id order, so a column index is also the id tie-break rank.
     names = sorted(first)
-    rows = matrix[np.fromiter((first[name] for name in names), dtype=np.int64, count=len(names))]
-    # float64 so neither a huge nor a tiny float32 row overflows or underflows its norm.
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-    valid = np.isfinite(norms) & (norms > 0)
+    order = np.fromiter((first[name] for name in names), dtype=np.int64, count=len(names))
+    valid, normalized = unit_rows(matrix, order)
     names = [name for name, ok in zip(names, valid.tolist(), strict=True) if ok]
-    scaled = rows[valid].astype(np.float64)
-    del rows
-    scaled /= norms[valid, None]
-    normalized = scaled.astype(np.float32)
-    del scaled
 
+    # Each name's index among the distinct ids: what the pairs are over.
+    at = {chunk: i for i, chunk in enumerate(distinct)}
+    name_rows = np.fromiter((at[name] for name in names), dtype=np.int64, count=len(names))
+    parts: list[LinkPairs] = []
     count = len(names)
     for start in range(0, count, block_rows):
         stop = min(start + block_rows, count)
@@ -268,9 +349,34 @@ def semantic_links(
             kth = np.partition(sims, count - top_k, axis=1)[:, count - top_k]
             above &= sims >= kth[:, None]
         row, col, sim = best_per_row(sims, above, top_k)
-        for r, c, s in zip((row + start).tolist(), col.tolist(), sim.tolist(), strict=True):
-            links[names[r]].append((names[c], s))
-    return links
+        parts.append(LinkPairs(name_rows[row + start], name_rows[col], sim.astype(np.float64)))
+    return distinct, LinkPairs.concat(parts)
+
+
+def unit_rows(
+    vectors: np.ndarray, order: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(valid, normalized)`` of the rows ``vectors[order]`` (all rows, in order, without
+    ``order``): which can link (finite, not all zero), and those scaled to unit length as
+    float32. The norm and the division are in float64, so neither a huge nor a tiny float32
+    row overflows or underflows. Done a block of rows at a time: the float64 copy is one
+    block, not the matrix (at 32,000 rows of 384 that was 98 MB beside two 49 MB copies)."""
+    matrix = np.asarray(vectors, dtype=np.float32)
+    if order is None:
+        order = np.arange(matrix.shape[0], dtype=np.int64)
+    valid = np.zeros(len(order), dtype=bool)
+    normalized = np.empty((len(order), matrix.shape[1]), dtype=np.float32)
+    kept = 0
+    for start in range(0, len(order), _UNIT_BLOCK_ROWS):
+        block = matrix[order[start : start + _UNIT_BLOCK_ROWS]].astype(np.float64)
+        norms = np.sqrt(np.einsum("ij,ij->i", block, block))
+        ok = np.isfinite(norms) & (norms > 0)
+        valid[start : start + len(block)] = ok
+        block = block[ok]
+        block /= norms[ok, None]
+        normalized[kept : kept + len(block)] = block
+        kept += len(block)
+    return valid, normalized[:kept]
 
 
 def check_semantic_args(

@@ -44,12 +44,19 @@ the full pass gives it.
 keep a repo's lists between runs and patch only the changed rows.
 """
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from neo_assets.core.links import Links, best_per_row, check_semantic_args, temporal_links
+from neo_assets.core.links import (
+    LinkPairs,
+    Links,
+    best_per_row,
+    check_semantic_args,
+    temporal_links,
+    unit_rows,
+)
 
 IndexLinks = list[tuple[int, float]]
 
@@ -98,6 +105,20 @@ class LinkLists:
             raise ValueError(f"a neighbour is not one of the rows: {missing}") from None
         return cls.from_rows(rows)
 
+    @classmethod
+    def from_pairs(cls, rows: int, pairs: LinkPairs) -> "LinkLists":
+        """A pass's pairs (``core.links``) over ``rows`` rows. Refuses a row out of range."""
+        if len(pairs.src) and (
+            int(pairs.src.min()) < 0
+            or int(pairs.src.max()) >= rows
+            or int(pairs.dst.min()) < 0
+            or int(pairs.dst.max()) >= rows
+        ):
+            raise ValueError(f"a link names a row outside the {rows} rows")
+        offsets = np.zeros(rows + 1, dtype=np.int64)
+        np.cumsum(np.bincount(pairs.src, minlength=rows), out=offsets[1:])
+        return cls(offsets, pairs.dst, pairs.weight)
+
     @property
     def rows(self) -> int:
         return len(self.offsets) - 1
@@ -114,7 +135,12 @@ class LinkLists:
         )
 
     def to_links(self, ids: Sequence[str]) -> Links:
-        return {chunk: [(ids[n], w) for n, w in self.row(i)] for i, chunk in enumerate(ids)}
+        return dict(self.as_links(ids).lists())
+
+    def as_links(self, ids: Sequence[str]) -> "LinksView":
+        """These lists keyed by chunk id (``ids[i]`` is row ``i``), built a list at a time
+        as they are read: what a store writes from without holding a tuple per link."""
+        return LinksView(self, ids)
 
     def is_well_formed(self, rows: int) -> bool:
         """Shapes, offsets and neighbour bounds fit ``rows`` rows (for a list read back)."""
@@ -181,19 +207,39 @@ class LinkLists:
         return LinkLists(offsets, neighbours, weights)
 
 
+class LinksView(Mapping[str, list[tuple[str, float]]]):
+    """``LinkLists`` read as ``Links`` (chunk id -> best-first ``(neighbour id, weight)``),
+    each list built when it is read."""
+
+    def __init__(self, lists: LinkLists, ids: Sequence[str]) -> None:
+        if len(ids) != lists.rows:
+            raise ValueError(f"{len(ids)} ids for {lists.rows} rows")
+        self._lists = lists
+        self._ids = ids
+        self._at: dict[str, int] | None = None
+
+    def _list(self, i: int) -> list[tuple[str, float]]:
+        ids = self._ids
+        return [(ids[n], w) for n, w in self._lists.row(i)]
+
+    def __getitem__(self, chunk: str) -> list[tuple[str, float]]:
+        if self._at is None:
+            self._at = {c: i for i, c in enumerate(self._ids)}
+        return self._list(self._at[chunk])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ids)
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def lists(self) -> Iterator[tuple[str, list[tuple[str, float]]]]:
+        """``items()`` in row order, without a lookup per chunk."""
+        for i, chunk in enumerate(self._ids):
+            yield chunk, self._list(i)
+
+
 # --- semantic ----------------------------------------------------------------------------
-
-
-def normalized_rows(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(valid, normalized)``: which rows can link (finite, not all zero) and those rows
-    scaled to unit length, exactly as ``core.links.semantic_links`` scales them (norm in
-    float64, division in float64, then float32)."""
-    rows = np.asarray(vectors, dtype=np.float32)
-    norms = np.sqrt(np.einsum("ij,ij->i", rows, rows, dtype=np.float64))
-    valid = np.isfinite(norms) & (norms > 0)
-    scaled = rows[valid].astype(np.float64)
-    scaled /= norms[valid, None]
-    return valid, scaled.astype(np.float32)
 
 
 def _best(sims: np.ndarray, threshold: float, top_k: int) -> list[list[tuple[int, float]]]:
@@ -257,7 +303,7 @@ def semantic_update(
     # Columns are the valid rows in id order, as in semantic_links: a column index is also
     # the id tie-break rank.
     order = np.asarray(sorted(range(n), key=names.__getitem__), dtype=np.int64)
-    valid_sorted, normalized = normalized_rows(matrix[order])
+    valid_sorted, normalized = unit_rows(matrix, order)
     row_of_col = order[valid_sorted]
     col_of_row = np.full(n, -1, dtype=np.int64)
     col_of_row[row_of_col] = np.arange(len(row_of_col))

@@ -11,7 +11,8 @@ list reads as unobserved: it offers no neighbour rather than a wrong one.
 
 import json
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any
 
 import sqlalchemy as sa
@@ -22,6 +23,7 @@ from neo_assets.core.link_records import (
     LINK_TEMPORAL,
     LinkRecord,
     Neighbour,
+    iter_kept_lists,
     kept_lists,
     link_records,
     strongest_neighbours,
@@ -119,13 +121,23 @@ def replace_links(
 ) -> bool:
     """Replace the repo's links with ``links`` (link kind -> each pass's output; committed)
     when the repo's declared generation is still the one recorded at
-    ``generation_recorded_at``; False (nothing written) when it has moved on or is gone."""
-    rows: list[dict[str, Any]] = []
+    ``generation_recorded_at``; False (nothing written) when it has moved on or is gone.
+
+    The rows are encoded and inserted a batch at a time (a lazy ``links``, such as
+    ``LinkLists.as_links``, is never held whole); a list refused midway (a self link)
+    rolls the whole replacement back."""
+    kinds = list(links)
+    for kind in kinds:
+        if kind not in LINK_KINDS:  # refused before anything is written
+            raise ValueError(f"unknown link kind {kind!r}; expected one of {LINK_KINDS}")
     counts = dict.fromkeys(LINK_KINDS, 0)
-    for kind, by_chunk in links.items():
-        for chunk_id, kept in kept_lists(kind, by_chunk):
-            counts[kind] += len(kept)
-            rows.append(_link_row(tenant_id, repo_slug, chunk_id, kind, kept))
+
+    def encoded() -> Iterator[dict[str, Any]]:
+        for kind in kinds:
+            for chunk_id, kept in iter_kept_lists(kind, links[kind]):
+                counts[kind] += len(kept)
+                yield _link_row(tenant_id, repo_slug, chunk_id, kind, kept)
+
     key_links = (chunk_links.c.tenant_id == tenant_id) & (chunk_links.c.repo_slug == repo_slug)
     key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
         chunk_link_sets.c.repo_slug == repo_slug
@@ -134,8 +146,9 @@ def replace_links(
         if not _generation_still(conn, tenant_id, repo_slug, generation_recorded_at):
             return False
         conn.execute(sa.delete(chunk_links).where(key_links))
-        for start in range(0, len(rows), _INSERT_BATCH):
-            conn.execute(sa.insert(chunk_links), rows[start : start + _INSERT_BATCH])
+        rows = encoded()
+        while batch := list(islice(rows, _INSERT_BATCH)):
+            conn.execute(sa.insert(chunk_links), batch)
         conn.execute(sa.delete(chunk_link_sets).where(key_sets))
         conn.execute(
             sa.insert(chunk_link_sets).values(

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neo_assets.core.links import semantic_links, temporal_links
+from neo_assets.core.links import LinkPairs, semantic_links, temporal_links
 from neo_assets.core.links_incremental import (
     LinkLists,
     semantic_links_update,
@@ -217,6 +217,32 @@ def test_link_lists_round_trip_and_patch() -> None:
     with pytest.raises(ValueError, match="neighbour"):
         LinkLists.from_links({"a": [("zz", 0.1)]}, ["a"])
     assert not LinkLists(np.array([0, 2]), np.array([0, 5]), np.array([0.1, 0.2])).is_well_formed(1)
+
+
+def test_link_lists_from_pairs_and_read_as_links() -> None:
+    pairs = LinkPairs.grouped(
+        np.array([2, 0, 0, 2]), np.array([0, 1, 2, 1]), np.array([0.5, 0.9, 0.8, 0.4])
+    )
+    lists = LinkLists.from_pairs(3, pairs)
+    ids = ["a", "b", "c"]
+    links = {"a": [("b", 0.9), ("c", 0.8)], "b": [], "c": [("a", 0.5), ("b", 0.4)]}
+    assert lists.is_well_formed(3) and lists.to_links(ids) == links
+    view = lists.as_links(ids)
+    assert (
+        dict(view) == links
+        and dict(view.items()) == links
+        and list(view.lists()) == list(links.items())
+    )
+    assert view["c"] == links["c"] and len(view) == 3 and "b" in view and "z" not in view
+    with pytest.raises(KeyError):
+        view["z"]
+    with pytest.raises(ValueError, match="ids for"):
+        lists.as_links(["a", "b"])
+    with pytest.raises(ValueError, match="outside"):
+        LinkLists.from_pairs(2, pairs)
+    assert LinkLists.from_pairs(4, LinkPairs.concat([])).to_links([*ids, "d"]) == {
+        **dict.fromkeys([*ids, "d"], [])
+    }
 
 
 # --- temporal ----------------------------------------------------------------------------

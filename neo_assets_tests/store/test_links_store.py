@@ -8,8 +8,10 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
+from neo_assets.core.links_incremental import LinkLists
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.links import (
+    _INSERT_BATCH,
     LinkSetMoved,
     link_set,
     neighbours,
@@ -91,7 +93,7 @@ def test_links_are_replaced_whole_per_repo_never_accumulated(ledger: Ledger) -> 
     assert repo_links(ledger, "acme", "w") == []
 
 
-def test_a_self_link_or_unknown_kind_is_refused_before_anything_is_written(ledger: Ledger) -> None:
+def test_a_self_link_or_unknown_kind_is_refused_and_nothing_is_written(ledger: Ledger) -> None:
     g = _declare(ledger, "acme", "w", 100.0)
     kept = {LINK_TEMPORAL: {"a": [("b", 1.0)]}}
     assert _store(ledger, "acme", "w", kept, g)
@@ -99,7 +101,39 @@ def test_a_self_link_or_unknown_kind_is_refused_before_anything_is_written(ledge
         _store(ledger, "acme", "w", {LINK_SEMANTIC: {"a": [("a", 1.0)]}}, g)
     with pytest.raises(ValueError, match="unknown link kind"):
         _store(ledger, "acme", "w", {"lexical": {"a": [("b", 1.0)]}}, g)
+    # The rows are inserted a batch at a time: a self link found after whole batches went
+    # in rolls them back with the deletion before them.
+    many = {f"c{i:05d}": [(f"c{i + 1:05d}", 0.5)] for i in range(_INSERT_BATCH + 10)}
+    many["z"] = [("z", 1.0)]
+    with pytest.raises(ValueError, match="itself"):
+        _store(ledger, "acme", "w", {LINK_TEMPORAL: many}, g)
     assert repo_links(ledger, "acme", "w") == [LinkRecord("a", LINK_TEMPORAL, "b", 1.0, 0)]
+    assert link_set(ledger, "acme", "w")["temporal_links"] == 1
+
+
+def test_lists_held_as_arrays_are_stored_as_their_links_are(ledger: Ledger) -> None:
+    """The full links run hands the store ``LinkLists.as_links`` (built a list at a time):
+    stored exactly as the same links keyed by chunk id."""
+    ids = [f"c{i:05d}" for i in range(_INSERT_BATCH + 7)]
+    links = {
+        LINK_TEMPORAL: {
+            c: [(ids[(i + 1) % len(ids)], 0.75)] if i % 3 else [] for i, c in enumerate(ids)
+        },
+        LINK_SEMANTIC: {c: [(ids[i - 1], 0.9), (ids[i - 2], 0.8)] for i, c in enumerate(ids)},
+    }
+    g = _declare(ledger, "acme", "w", 100.0)
+    assert _store(ledger, "acme", "w", links, g)
+    from_dicts, set_from_dicts = repo_links(ledger, "acme", "w"), link_set(ledger, "acme", "w")
+    views = {
+        kind: LinkLists.from_links(by_chunk, ids).as_links(ids) for kind, by_chunk in links.items()
+    }
+    g2 = _declare(ledger, "acme", "w", 200.0)
+    assert _store(ledger, "acme", "w", views, g2)
+    assert repo_links(ledger, "acme", "w") == from_dicts
+    stored = link_set(ledger, "acme", "w")
+    for key in ("chunks", "temporal_links", "semantic_links"):
+        assert stored[key] == set_from_dicts[key]
+    assert stored["temporal_links"] == sum(1 for i in range(len(ids)) if i % 3)
 
 
 def test_links_of_a_generation_that_moved_on_are_not_stored(ledger: Ledger) -> None:
