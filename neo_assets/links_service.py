@@ -66,6 +66,8 @@ from neo_assets.store.links_snapshot import (
 # Above this share of the rows added or removed, the full passes are cheaper than merging.
 INCREMENTAL_MAX_CHANGE = 0.25
 _WHERE_PAGE = 20_000
+# Rows whose metadata is read to learn which generations to ask for by a where filter.
+_GENERATION_SAMPLE = 64
 
 MODE_FULL = "full"
 MODE_INCREMENTAL = "incremental"
@@ -238,6 +240,43 @@ def _ids_where(store: ChromaStore, where: Mapping[str, Any]) -> set[str]:
         offset += _WHERE_PAGE
 
 
+def _where_generation(tenant_id: str, repo_slug: str, generation: str) -> dict[str, Any]:
+    return {
+        "$and": [
+            {"tenantId": tenant_id},
+            {"repoSlug": repo_slug},
+            {"embeddingGeneration": generation},
+        ]
+    }
+
+
+def _read_vectors(store: ChromaStore, ids: Sequence[str]) -> tuple[list[str], np.ndarray]:
+    """The vectors of those ``ids`` the collection holds (no metadata: its stamps were
+    checked by a ``where`` filter), in the order of ``ids``; written into one matrix as
+    they come, so the rows are held once."""
+    position = {cid: i for i, cid in enumerate(ids)}
+    matrix: np.ndarray | None = None
+    held = np.zeros(len(ids), dtype=bool)
+    for start in range(0, len(ids), store.max_batch):
+        got = store.collection.get(
+            ids=list(ids[start : start + store.max_batch]), include=["embeddings"]
+        )
+        embeddings = got.get("embeddings")
+        if embeddings is None or len(got["ids"]) == 0:
+            continue
+        block = np.asarray(embeddings, dtype=np.float32)
+        if matrix is None:
+            matrix = np.empty((len(ids), block.shape[1]), dtype=np.float32)
+        at = np.fromiter((position[rid] for rid in got["ids"]), np.int64, len(got["ids"]))
+        matrix[at] = block
+        held[at] = True
+    if matrix is None:
+        return [], np.zeros((0, 0), dtype=np.float32)
+    if held.all():
+        return list(ids), matrix
+    return [cid for cid, ok in zip(ids, held.tolist(), strict=True) if ok], matrix[held]
+
+
 def gather_rows(
     store: ChromaStore,
     declared: Sequence[tuple[str, str, str]],
@@ -250,65 +289,90 @@ def gather_rows(
     from ``snapshot`` where it holds the row under the generation the collection holds now,
     and the number of rows read from Chroma.
 
-    Which snapshot rows still stand is asked once per generation, by id only: the ids the
+    Which rows stand under which generation is asked per generation, by id only: the ids the
     collection holds under this tenant, repo and generation (stamps checked by Chroma's
-    filter, as ``read_rows`` checks them). Every other declared row is read with its
-    vector, stamps checked row by row."""
+    filter, as ``read_rows`` checks them). The generations asked are the snapshot's and
+    those a small sample of the other rows' metadata names. A standing row the snapshot
+    holds under that generation keeps its vector; the other standing rows' vectors are
+    read without metadata. Only the rows no generation covers (absent, stamped for another
+    repo, unstamped) are read with their metadata, row by row.
+
+    Why not read every row with its metadata: at 32,000 rows those replies grew the process
+    by 90-290 MB (held by the allocator after Chroma's reader threads freed them) against
+    ~16 MB for the vectors alone (docs/performance.md)."""
     by_id = {cid: (kind, path) for cid, kind, path in declared}
-    cached: set[str] = set()
-    at: dict[str, int] = {}
-    if snapshot is not None:
-        at = {cid: i for i, cid in enumerate(snapshot.ids)}
-        for gen in {g for g in snapshot.generations if g is not None}:
-            where = {
-                "$and": [
-                    {"tenantId": tenant_id},
-                    {"repoSlug": repo_slug},
-                    {"embeddingGeneration": gen},
-                ]
-            }
-            standing = _ids_where(store, where) & by_id.keys() & at.keys()
-            cached.update(cid for cid in standing if snapshot.generations[at[cid]] == gen)
-    wanted = [cid for cid in by_id if cid not in cached]
-    fresh = read_rows(
-        store, [(cid, *by_id[cid]) for cid in wanted], tenant_id=tenant_id, repo_slug=repo_slug
+    at = {cid: i for i, cid in enumerate(snapshot.ids)} if snapshot is not None else {}
+    standing: dict[str, str] = {}  # declared id -> the generation it stands under
+    asked: set[str] = set()
+    pending = sorted({g for g in snapshot.generations if g is not None}) if snapshot else []
+    while True:
+        for gen in pending:
+            asked.add(gen)
+            where = _where_generation(tenant_id, repo_slug, gen)
+            standing.update((cid, gen) for cid in _ids_where(store, where) if cid in by_id)
+        sample = [cid for cid in by_id if cid not in standing][:_GENERATION_SAMPLE]
+        if not sample:
+            break
+        got = store.collection.get(ids=sample, include=["metadatas"])
+        named = {
+            _generation(meta)
+            for meta in got["metadatas"] or ()
+            if _contained(meta, tenant_id, repo_slug)
+        }
+        pending = sorted(g for g in named if g is not None and g not in asked)
+        if not pending:
+            break  # the rest is read row by row below
+
+    cached = [
+        cid
+        for cid, gen in standing.items()
+        if cid in at and snapshot is not None and snapshot.generations[at[cid]] == gen
+    ]
+    cached_set = set(cached)
+    read_ids, read_vectors = _read_vectors(
+        store, [cid for cid in by_id if cid in standing and cid not in cached_set]
     )
-    if snapshot is None or not cached:
-        order = sorted(range(len(fresh.ids)), key=fresh.ids.__getitem__)
-        rows = RepoRows(
-            ids=[fresh.ids[i] for i in order],
-            kinds=[fresh.kinds[i] for i in order],
-            paths=[fresh.paths[i] for i in order],
-            generations=[fresh.generations[i] for i in order],
-            vectors=fresh.vectors[order] if order else fresh.vectors,
-        )
-        return rows, len(fresh.ids)
-    if fresh.ids and fresh.vectors.shape[1] != snapshot.vectors.shape[1]:
+    rest = read_rows(
+        store,
+        [(cid, *by_id[cid]) for cid in by_id if cid not in standing],
+        tenant_id=tenant_id,
+        repo_slug=repo_slug,
+    )
+    vectors_read = len(read_ids) + len(rest.ids)
+    widths = {m.shape[1] for m in (read_vectors, rest.vectors) if len(m)}
+    if snapshot is not None and cached and widths - {snapshot.vectors.shape[1]}:
         # Another dimension than the snapshot's: read everything, as without one.
         return gather_rows(store, declared, tenant_id=tenant_id, repo_slug=repo_slug, snapshot=None)
-    # Snapshot rows in their (id) order, then the rows read, merged into id order.
-    kept = [cid for cid in snapshot.ids if cid in cached]
-    source = [at[cid] for cid in kept] + [-1 - i for i in range(len(fresh.ids))]
-    names = kept + fresh.ids
-    order = sorted(range(len(names)), key=names.__getitem__)
-    ids = [names[i] for i in order]
-    picks = np.asarray([source[i] for i in order], dtype=np.int64)
-    vectors = np.empty((len(ids), snapshot.vectors.shape[1]), dtype=np.float32)
-    mine = picks >= 0
-    vectors[mine] = snapshot.vectors[picks[mine]]
-    if fresh.ids:
-        vectors[~mine] = fresh.vectors[-1 - picks[~mine]]
-    generations = [
-        snapshot.generations[p] if p >= 0 else fresh.generations[-1 - p] for p in picks.tolist()
+    if len(widths) > 1:
+        raise ValueError(f"the repo's rows hold vectors of {sorted(widths)} dimensions")
+
+    # (id, generation, source, index): source 0 the snapshot, 1 read by id, 2 read row by row.
+    found: list[tuple[str, str | None, int, int]] = [
+        (cid, standing[cid], 0, at[cid]) for cid in cached
     ]
+    found += [(cid, standing[cid], 1, i) for i, cid in enumerate(read_ids)]
+    found += [
+        (cid, gen, 2, i)
+        for i, (cid, gen) in enumerate(zip(rest.ids, rest.generations, strict=True))
+    ]
+    found.sort(key=lambda row: row[0])
+    width = widths.pop() if widths else (snapshot.vectors.shape[1] if cached else 0)
+    vectors = np.empty((len(found), width), dtype=np.float32)
+    sources = (snapshot.vectors if snapshot is not None else None, read_vectors, rest.vectors)
+    for source in range(3):
+        rows_at = [n for n, row in enumerate(found) if row[2] == source]
+        if rows_at:
+            picks = [found[n][3] for n in rows_at]
+            vectors[rows_at] = sources[source][picks]  # type: ignore[index]
+    ids = [row[0] for row in found]
     rows = RepoRows(
         ids=ids,
         kinds=[by_id[cid][0] for cid in ids],
         paths=[by_id[cid][1] for cid in ids],
-        generations=generations,
-        vectors=vectors,
+        generations=[row[1] for row in found],
+        vectors=vectors if found else np.zeros((0, 0), dtype=np.float32),
     )
-    return rows, len(fresh.ids)
+    return rows, vectors_read
 
 
 # --- incremental --------------------------------------------------------------------------

@@ -112,6 +112,62 @@ def test_only_present_rows_stamped_for_this_tenant_and_repo_take_part(parts) -> 
     assert link_set(ledger, "acme", "w")["chunks"] == 2
 
 
+def test_rows_are_gathered_by_generation_and_only_the_uncovered_read_with_metadata(
+    parts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first run learns the generations from a sample's metadata, lists each one's ids
+    by a where filter and reads those rows' vectors alone; the rows no generation covers
+    (absent, another tenant's or repo's stamps, no generation stamp) are read row by row
+    with their metadata. The result is ``read_rows``'s, sorted by id."""
+    ledger, store = parts
+    rng = np.random.default_rng(7)
+    n = 300  # more than the sample: most g2 rows are found by the filter, not the sample
+    ids = [f"c{i:04d}" for i in range(n)]
+    _declare(ledger, [(c, "function", f"{c}.py") for c in ids], {})
+    vectors = rng.normal(size=(n, 6)).astype(np.float32)
+    stamps: list[dict] = []
+    for i in range(n):
+        stamps.append(
+            {"embeddingGeneration": "g2"}
+            if i % 3 == 0
+            else {"tenantId": "globex"}
+            if i == 4
+            else {"repoSlug": "other"}
+            if i == 5
+            else {"embeddingGeneration": 7}  # not a generation a filter can name
+            if i == 7
+            else {}
+        )
+    absent = {ids[10], ids[11]}
+    _add(store, [(c, vectors[i].tolist(), stamps[i]) for i, c in enumerate(ids) if c not in absent])
+    declared = [(c, "function", f"{c}.py") for c in ids]
+    reads: list[int] = []
+    real_get = type(store.collection).get
+
+    def counting_get(self, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003
+        if "metadatas" in (kwargs.get("include") or ()):
+            reads.append(len(kwargs.get("ids") or ()))
+        return real_get(self, *args, **kwargs)
+
+    monkeypatch.setattr(type(store.collection), "get", counting_get)
+    rows, vectors_read = links_service.gather_rows(
+        store, declared, tenant_id="acme", repo_slug="w", snapshot=None
+    )
+    monkeypatch.undo()
+    reference = read_rows(store, declared, tenant_id="acme", repo_slug="w")
+    order = sorted(range(len(reference.ids)), key=reference.ids.__getitem__)
+    assert rows.ids == [reference.ids[i] for i in order]
+    assert rows.generations == [reference.generations[i] for i in order]
+    assert rows.kinds == [reference.kinds[i] for i in order]
+    assert np.array_equal(rows.vectors, reference.vectors[order])
+    assert len(rows.ids) == n - 4 and vectors_read == n - 4
+    assert set(rows.generations) == {"g1", "g2", None}
+    # The metadata read: one sample for g1, one for g2 (learned there too, or not: then
+    # its rows are among the rest), then the uncovered rows: far fewer than every row.
+    assert sum(reads) <= 2 * links_service._GENERATION_SAMPLE + 6
+    assert sum(reads) < n
+
+
 def test_invalid_vectors_never_link_and_undated_files_never_link_in_time(parts) -> None:
     ledger, store = parts
     chunks = [("a", "function", "a.py"), ("b", "function", "b.py"), ("z", "function", "z.py")]
