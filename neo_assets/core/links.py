@@ -20,6 +20,7 @@ Shared conventions:
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -219,12 +220,16 @@ def temporal_candidate_counts(
     return counts
 
 
+class TemporalOptions(TypedDict, total=False):
+    """``temporal_pairs``' keyword arguments, for the forms that pass them on."""
+
+    window_seconds: float
+    per_chunk: int
+    candidate_window: int
+
+
 def temporal_links(
-    items: Sequence[tuple[str, str, float]],
-    *,
-    window_seconds: float = TEMPORAL_WINDOW_SECONDS,
-    per_chunk: int = TEMPORAL_PER_CHUNK,
-    candidate_window: int = TEMPORAL_CANDIDATE_WINDOW,
+    items: Sequence[tuple[str, str, float]], **options: Unpack[TemporalOptions]
 ) -> Links:
     """Links between chunks of the same kind changed within ``window_seconds`` of each other.
 
@@ -246,14 +251,7 @@ def temporal_links(
     fill a chunk with the reverse links of its predecessors before its own turn and bias
     the graph backwards.
     """
-    return pairs_to_links(
-        *temporal_pairs(
-            items,
-            window_seconds=window_seconds,
-            per_chunk=per_chunk,
-            candidate_window=candidate_window,
-        )
-    )
+    return pairs_to_links(*temporal_pairs(items, **options))
 
 
 def temporal_pairs(
@@ -282,13 +280,16 @@ def temporal_pairs(
 # --- semantic ---------------------------------------------------------------------------
 
 
+class SemanticOptions(TypedDict, total=False):
+    """``semantic_pairs``' keyword arguments, for the forms that pass them on."""
+
+    threshold: float
+    top_k: int
+    block_rows: int
+
+
 def semantic_links(
-    ids: Sequence[str],
-    vectors: np.ndarray,
-    *,
-    threshold: float = SEMANTIC_THRESHOLD,
-    top_k: int = SEMANTIC_TOP_K,
-    block_rows: int = SEMANTIC_BLOCK_ROWS,
+    ids: Sequence[str], vectors: np.ndarray, **options: Unpack[SemanticOptions]
 ) -> Links:
     """Links between chunks whose embeddings' cosine similarity is strictly above
     ``threshold`` (a pair exactly at it does not link); each chunk keeps its ``top_k`` most
@@ -302,9 +303,7 @@ def semantic_links(
     against the normalised matrix, so memory stays at one (block_rows, n) block rather than
     one copy of the matrix per chunk.
     """
-    return pairs_to_links(
-        *semantic_pairs(ids, vectors, threshold=threshold, top_k=top_k, block_rows=block_rows)
-    )
+    return pairs_to_links(*semantic_pairs(ids, vectors, **options))
 
 
 def semantic_pairs(
