@@ -553,11 +553,9 @@ def link_repo(
     if outcome is not None:
         mode = MODE_INCREMENTAL
         lists = outcome.lists
-        write_whole = False
     else:
         mode = MODE_FULL
         lists = compute_lists(rows, times, params)
-        write_whole = True
     counts = {kind: int(lists[kind].lengths().sum()) for kind in LINK_KINDS}
     store_args: dict[str, Any] = {
         "revision": generation["revision"],
@@ -586,8 +584,7 @@ def link_repo(
             # they are stored whole.
             mode, full_reason = MODE_FULL, "the link set moved during the run"
             outcome = None
-            write_whole = True
-    if write_whole:
+    if outcome is None:  # a full run, or an update that found the link set moved
         by_kind = {kind: lists[kind].as_links(rows.ids) for kind in LINK_KINDS}
         stored = replace_links(ledger, tenant_id, repo_slug, by_kind, **store_args)
         rows_written = sum(int(np.count_nonzero(lists[k].lengths())) for k in LINK_KINDS)

@@ -72,13 +72,18 @@ def kept_lists(
     return list(iter_kept_lists(link_kind, links))
 
 
+def check_link_kind(link_kind: str) -> None:
+    """Refuse a link kind the ledger does not keep."""
+    if link_kind not in LINK_KINDS:
+        raise ValueError(f"unknown link kind {link_kind!r}; expected one of {LINK_KINDS}")
+
+
 def iter_kept_lists(
     link_kind: str, links: Mapping[str, Sequence[tuple[str, float]]]
 ) -> Iterator[tuple[str, list[tuple[str, float]]]]:
     """``kept_lists`` one chunk at a time (a repo's lists are written in batches, not held
     whole); the kind is refused before the first."""
-    if link_kind not in LINK_KINDS:
-        raise ValueError(f"unknown link kind {link_kind!r}; expected one of {LINK_KINDS}")
+    check_link_kind(link_kind)
     return _kept(links)
 
 

@@ -23,6 +23,7 @@ from neo_assets.core.link_records import (
     LINK_TEMPORAL,
     LinkRecord,
     Neighbour,
+    check_link_kind,
     iter_kept_lists,
     kept_lists,
     link_records,
@@ -128,8 +129,7 @@ def replace_links(
     rolls the whole replacement back."""
     kinds = list(links)
     for kind in kinds:
-        if kind not in LINK_KINDS:  # refused before anything is written
-            raise ValueError(f"unknown link kind {kind!r}; expected one of {LINK_KINDS}")
+        check_link_kind(kind)  # refused before anything is written
     counts = dict.fromkeys(LINK_KINDS, 0)
 
     def encoded() -> Iterator[dict[str, Any]]:
