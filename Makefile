@@ -19,7 +19,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/python -m neo_assets.examples
+	$(BIN)/python -m neo_assets.config.examples
 	$(BIN)/neo-assets sweep
 	@echo ""
 	@echo "Open the Dagster UI on this instance:"

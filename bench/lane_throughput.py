@@ -36,7 +36,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from neo_assets.core.embedding_rules import LaneItem, LaneSettings
+from neo_assets.core.embedding import LaneItem, LaneSettings
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider

@@ -68,13 +68,14 @@ def main() -> int:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     from neo_assets import runtime
+    from neo_assets.concurrency.chroma_threads import chroma_core, pin_chroma_threads
+    from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
+    from neo_assets.concurrency.prelude import SweepPrelude
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.lifecycle import prepare
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
-    from neo_assets.settings import load_settings
-    from neo_assets.store.chroma_threads import chroma_core, pin_chroma_threads
-    from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
-    from neo_assets.sweep.prelude import SweepPrelude
-    from neo_assets.sweep.steps import (
+    from neo_assets.services.sweep.steps import (
         EmbedContext,
         RepoContext,
         census_step,
@@ -83,7 +84,6 @@ def main() -> int:
         envelope_step,
         plan_chunks,
     )
-    from neo_assets.tenants import load_tenants
 
     tenant = load_tenants(tenants_path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
@@ -124,7 +124,7 @@ def main() -> int:
         t0 = time.perf_counter()
         now = time.time()
         provider = HashingProvider()
-        # The sweep asset's wiring (defs/assets.py sweep_repo), without Dagster.
+        # The sweep asset's wiring (defs/sweep.py sweep_repo), without Dagster.
         with contextlib.closing(
             SweepPrelude(ctx, settings, ledger, provider, lambda: store)
         ) as prelude:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from neo_assets.core.reconcile import (
+from neo_assets.core.reconcile.orphans import (
     RepoDeclaration,
     TenantDeclaration,
     classify_orphans,

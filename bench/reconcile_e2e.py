@@ -51,7 +51,7 @@ def _ids(rng: random.Random, n: int) -> list[str]:
 
 
 def _stamps(tenant: str, slug: str, path: str, version: str, cfg: int, at: float) -> dict:
-    from neo_assets.core.stamps import row_stamps
+    from neo_assets.core.ids.stamps import row_stamps
 
     return row_stamps(
         tenant_id=tenant,
@@ -73,9 +73,9 @@ def build(root: Path, rows: int) -> dict[str, Any]:
     import yaml
 
     from neo_assets import runtime
-    from neo_assets.settings import load_settings
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
     from neo_assets.store.ledger import DeclaredChunk
-    from neo_assets.tenants import load_tenants
 
     rng = random.Random(11)
     doc: dict[str, Any] = {"tenants": []}
@@ -181,11 +181,11 @@ def main() -> None:
 
 def run(root: Path, rows: int) -> dict[str, Any]:
     from neo_assets import runtime
-    from neo_assets.reconciliation import checks
-    from neo_assets.reconciliation.service import reconcile_tenant
-    from neo_assets.settings import load_settings
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
+    from neo_assets.services.reconcile import checks
+    from neo_assets.services.reconcile.tenant import reconcile_tenant
     from neo_assets.store.chroma_store import open_store
-    from neo_assets.tenants import load_tenants
 
     started = time.perf_counter()
     build_s, counts = timed(lambda: build(root, rows))
@@ -291,7 +291,7 @@ def run(root: Path, rows: int) -> dict[str, Any]:
 def _dagster_run(root: Path, settings: Any, tenants: Any) -> bool:
     import dagster as dg
 
-    from neo_assets.reconciliation.runner import run_reconciliation
+    from neo_assets.cli.launch import run_reconciliation
 
     (root / "dagster").mkdir(exist_ok=True)
     (root / "dagster" / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")

@@ -122,9 +122,9 @@ def rss_child(files: int) -> int:
     of a ``files``-file repo; print its peak RSS and the baseline before it."""
     import dagster as dg
 
+    from neo_assets.cli.launch import QUIET_CONSOLE
     from neo_assets.definitions import defs
     from neo_assets.defs.partitions import TENANT_REPOS
-    from neo_assets.sweep.runner import QUIET_CONSOLE
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-rss-"))
     setup(work, files)
@@ -176,9 +176,9 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     """One first sweep, then the raw baseline of the same rows: embedded in one call, and
     added to a fresh collection in max-size batches. Returns both, and the sweep."""
     from neo_assets import runtime
+    from neo_assets.cli.launch import run_sweeps
     from neo_assets.embedding.providers.hashing import hash_embed
     from neo_assets.store.chroma_store import open_store
-    from neo_assets.sweep.runner import run_sweeps
 
     t0 = time.perf_counter()
     first = run_sweeps(settings, tenants, instance)[0]
@@ -219,8 +219,8 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
 def pair_child(files: int) -> int:
     import dagster as dg
 
-    from neo_assets.settings import load_settings
-    from neo_assets.tenants import load_tenants
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-pair-"))
     setup(work, files)
@@ -268,9 +268,9 @@ def main() -> int:
 
     import dagster as dg
 
-    from neo_assets.settings import load_settings
-    from neo_assets.sweep.runner import run_sweeps
-    from neo_assets.tenants import load_tenants
+    from neo_assets.cli.launch import run_sweeps
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
 
     settings = load_settings()
     tenants = load_tenants(work / "tenants.yaml")

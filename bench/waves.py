@@ -33,10 +33,11 @@ DIMS = 384
 
 def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[str, Any]:
     from neo_assets import runtime
+    from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.lifecycle import prepare
-    from neo_assets.settings import load_settings
-    from neo_assets.sweep.chunk_waves import ChunkWaves, many_to_parse, pipelined
-    from neo_assets.sweep.steps import (
+    from neo_assets.services.sweep.steps import (
         EmbedContext,
         RepoContext,
         census_step,
@@ -45,7 +46,6 @@ def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[
         envelope_step,
         plan_chunks,
     )
-    from neo_assets.tenants import load_tenants
 
     runtime.reset_caches()
     os.environ["NEO_HOME"] = str(work / name)

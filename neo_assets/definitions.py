@@ -8,10 +8,10 @@ import gc
 
 import dagster as dg
 
-import neo_assets.defs.health_defs as health_defs
-import neo_assets.defs.links_defs as links_defs
-import neo_assets.defs.operations_defs as operations_defs
-import neo_assets.defs.reconciliation_defs as reconciliation_defs
+import neo_assets.defs.health as health_defs
+import neo_assets.defs.links as links_defs
+import neo_assets.defs.operations as operations_defs
+import neo_assets.defs.reconcile as reconciliation_defs
 from neo_assets.defs import sweep_defs
 from neo_assets.defs.resources import default_resources
 

@@ -7,8 +7,8 @@ so each is cached by the settings that define it and reused for the process life
 import threading
 from typing import Any
 
+from neo_assets.config.settings import Settings
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.settings import Settings
 from neo_assets.store.chroma_store import ChromaStore, open_store
 from neo_assets.store.ledger import Ledger
 

@@ -25,16 +25,16 @@ import dagster as dg
 import sqlalchemy as sa
 
 from neo_assets import runtime
-from neo_assets.core.stamps import tenant_filter
-from neo_assets.settings import load_settings
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.services.status import build_status
+from neo_assets.services.sweep.steps import settings_generation
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
-from neo_assets.status import build_status
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.sweep.steps import settings_generation
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -13,13 +13,13 @@ import sqlalchemy as sa
 from typer.testing import CliRunner
 
 from neo_assets import runtime
-from neo_assets.cli import app
-from neo_assets.query import run_query
-from neo_assets.settings import load_settings
+from neo_assets.cli.app import app
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
+from neo_assets.services.query import run_query
 from neo_assets.store.links import link_set, neighbours, repo_links
 from neo_assets.store.links_schema import chunk_links
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from neo_assets.settings import Settings, SettingsError, load_settings
+from neo_assets.config.settings import Settings, SettingsError, load_settings
 
 
 def test_a_changed_variable_is_heard_by_the_next_load(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -33,7 +33,7 @@ def test_an_invalid_variable_is_refused_every_time(monkeypatch: pytest.MonkeyPat
 def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Since each embedded add first lets the other threads go idle (core/idle_gap.py), the
+    # Since each embedded add first lets the other threads go idle (concurrency/idle_gap.py), the
     # waves pay for the local hashing embedder too.
     assert load_settings().parse_waves is True
     assert (load_settings().parse_wave_files, load_settings().parse_first_wave_files) == (1000, 150)
@@ -59,7 +59,7 @@ def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
 
 
 def test_a_full_cache_forgets_its_oldest_settings_not_the_latest(tmp_path) -> None:
-    import neo_assets.settings as settings_mod
+    import neo_assets.config.settings as settings_mod
 
     settings_mod._loaded.clear()
     first = load_settings(home=tmp_path / "first")

@@ -6,12 +6,12 @@ import dagster as dg
 import pytest
 
 from neo_assets import runtime
-from neo_assets.core.chunk_ids import is_chunk_id
-from neo_assets.core.stamps import tenant_filter
-from neo_assets.settings import load_settings
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
+from neo_assets.core.ids.chunk_ids import is_chunk_id
+from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.store.chroma_store import STAMP_KEYS
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
@@ -237,7 +237,7 @@ def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
     def broken_parse(*args, **kwargs):
         raise RuntimeError("parser crashed")
 
-    monkeypatch.setattr("neo_assets.sweep.steps.parse_files", broken_parse)
+    monkeypatch.setattr("neo_assets.services.sweep.steps.parse_files", broken_parse)
     results = {r["tenantId"]: r for r in _sweep(two_tenants)}
     assert results["acme"]["outcome"] == "failed"
     assert len({id(p) for p in started}) == 3 and started[-1] in closed

@@ -23,11 +23,11 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.core import codes
-from neo_assets.core import embedding_rules as rules
-from neo_assets.core.censuses import CENSUS_MAX_IDS
-from neo_assets.core.fence_gate import fence_family, is_durable_fence
-from neo_assets.core.outcomes import PROVIDER_FAILURE_CODES
-from neo_assets.core.scheduling import DUE_GENERATION_CHANGED
+from neo_assets.core import embedding as rules
+from neo_assets.core.sweep.censuses import CENSUS_MAX_IDS
+from neo_assets.core.sweep.fence_gate import fence_family, is_durable_fence
+from neo_assets.core.sweep.outcomes import PROVIDER_FAILURE_CODES
+from neo_assets.core.sweep.scheduling import DUE_GENERATION_CHANGED
 from neo_assets.defs.resources import default_resources
 from neo_assets.defs.sensors import sweep_sensor
 from neo_assets_tests.fakes.fault_server import marker
@@ -65,7 +65,7 @@ def server(server_module: FaultServerSupervisor) -> Iterator[FaultServerSupervis
 
 
 # Every outcome holds whether the chunk stage ran before the lane (serial) or fed it wave
-# by wave while it embedded (sweep/chunk_waves.py; here a wave from 1 file, 2 per wave).
+# by wave while it embedded (concurrency/chunk_waves.py; here a wave from 1 file, 2 per wave).
 @pytest.fixture(params=["serial", "waves"])
 def make_env(
     request: pytest.FixtureRequest,

@@ -8,9 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.core.codes import CONFIG_INVALID
-from neo_assets.core.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.tenants import (
+from neo_assets.config.tenants import (
     ID_PATTERN,
     MAX_PROBLEMS_SHOWN,
     MAX_TENANTS_FILE_BYTES,
@@ -25,6 +23,8 @@ from neo_assets.tenants import (
     is_valid_id,
     load_tenants,
 )
+from neo_assets.core.codes import CONFIG_INVALID
+from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets_tests.gitrepo import GitRepo
 
 PARSER = "{id: neo-code, version: 1.0.0}"

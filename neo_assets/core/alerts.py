@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.core.partition_keys import parse_partition_key
+from neo_assets.core.ids.partition_keys import parse_partition_key
 
 ALERT_KIND_CHECK = "asset_check"
 ALERT_KIND_RUN = "run_failure"

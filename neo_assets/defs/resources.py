@@ -7,11 +7,11 @@ without reloading the code location.
 import dagster as dg
 
 from neo_assets import runtime
+from neo_assets.config.settings import Settings, load_settings
+from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.settings import Settings, load_settings
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.tenants import TenantsFile, load_tenants
 
 
 class SettingsResource(dg.ConfigurableResource):

@@ -11,7 +11,7 @@ import dagster as dg
 from neo_assets.defs.jobs import sweep_job
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import LedgerResource, SettingsResource, TenantsResource
-from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.services.sweep.due import declared_repos, evaluate
 
 
 @dg.sensor(

@@ -80,8 +80,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core import embedding_rules as rules
-from neo_assets.core.embedding_rules import (
+from neo_assets.core import embedding as rules
+from neo_assets.core.embedding import (
     FenceRecord,
     LaneItem,
     LaneSettings,

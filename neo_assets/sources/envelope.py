@@ -44,12 +44,12 @@ from pathlib import Path
 from typing import IO, Literal, NamedTuple
 
 from neo_assets.core import codes
-from neo_assets.core.envelope_reuse import (
+from neo_assets.core.sources.envelope_reuse import (
     envelope_rules,
     recorded_envelope_extends,
     recorded_envelope_holds,
 )
-from neo_assets.core.path_rules import (
+from neo_assets.core.sources.path_rules import (
     check_exclude_glob,
     decode_text,
     is_excluded,
@@ -113,7 +113,7 @@ class Envelope:
     # git: the bytes of text blobs read while classifying them, by object id (a blob
     # never changes); ``read_texts`` takes them from here instead of asking git again.
     read_ahead: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    # git: the digest of the rules that listed it (core/envelope_reuse.py); "" for dir.
+    # git: the digest of the rules that listed it (core/sources/envelope_reuse.py); "" for dir.
     rules: str = ""
 
     def yielded_paths(self) -> tuple[str, ...]:

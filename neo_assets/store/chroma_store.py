@@ -16,8 +16,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 
-from neo_assets.store.chroma_threads import chroma_core, helpers_kept_off, pin_chroma_threads
-from neo_assets.store.gil_gap import GilGap
+from neo_assets.concurrency.chroma_threads import chroma_core, helpers_kept_off, pin_chroma_threads
+from neo_assets.concurrency.gil_gap import GilGap
 
 COLLECTION_SPACE = "cosine"
 
@@ -92,10 +92,10 @@ class ChromaStore:
 
     client: Any
     collection_name: str
-    # The core embedded Chroma's threads share (store/chroma_threads.py), or None.
+    # The core embedded Chroma's threads share (concurrency/chroma_threads.py), or None.
     pin_core: int | None = None
     # Before each embedded add, wait for the process's other threads to go idle
-    # (core/idle_gap.py); None for a server, whose add does not hold our GIL.
+    # (concurrency/idle_gap.py); None for a server, whose add does not hold our GIL.
     gil_gap: GilGap | None = None
 
     def __post_init__(self) -> None:
@@ -255,8 +255,8 @@ def open_store(
     gil_gap: bool = False,
 ) -> ChromaStore:
     """The collection; with ``one_core``, embedded Chroma's threads share one core
-    (core/chroma_core.py says why); with ``gil_gap``, each embedded add first lets the
-    process's other threads go idle (core/idle_gap.py). A Chroma server is neither: its
+    (concurrency/chroma_core.py says why); with ``gil_gap``, each embedded add first lets the
+    process's other threads go idle (concurrency/idle_gap.py). A Chroma server is neither: its
     threads are its own business and its add does not hold this process's GIL."""
     pin_core = chroma_core() if one_core and not url else None
     gap = GilGap() if gil_gap and not url else None

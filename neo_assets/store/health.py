@@ -13,8 +13,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.canary import CanaryRecord, record_from_mapping
-from neo_assets.core.freeze import FREEZE_CLEAR, FREEZE_STATES, FreezeRecord, next_circuit_streak
+from neo_assets.core.health.canary import CanaryRecord, record_from_mapping
+from neo_assets.core.health.freeze import (
+    FREEZE_CLEAR,
+    FREEZE_STATES,
+    FreezeRecord,
+    next_circuit_streak,
+)
 from neo_assets.store.health_schema import canary_records, collection_freeze
 from neo_assets.store.ledger import Ledger
 

@@ -3,7 +3,7 @@
 Each operation is ONE conditional statement, so it is atomic on SQLite (one writer at a
 time) and on Postgres (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` locks the
 conflicting row and re-checks the condition against its newest version): two processes
-can never both be told they hold a key. The rules are ``neo_assets.core.leases``.
+can never both be told they hold a key. The rules are ``neo_assets.core.sweep.leases``.
 
 ``LeaseKeeper`` is the holder's side: wait (bounded) for the key, renew it from a
 background thread while work runs, and tell the work when it may no longer write.
@@ -19,8 +19,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from neo_assets.core import leases as rules
-from neo_assets.core.leases import LeaseRecord
+from neo_assets.core.sweep import leases as rules
+from neo_assets.core.sweep.leases import LeaseRecord
 from neo_assets.store.lease_schema import leases as t
 from neo_assets.store.ledger import Ledger
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.link_records import (
+from neo_assets.core.links.records import (
     LINK_KINDS,
     LINK_SEMANTIC,
     LINK_TEMPORAL,

@@ -4,7 +4,7 @@ The rows the run linked (ids, embedding generation, float32 vectors) and, when i
 its links, their kinds, times, lists and the stored link set's identity. One file per
 repo under ``links-cache/``, each array CRC-checked, written to a temporary file and
 renamed; any doubt about a file (missing, torn, another repo's, another format) reads as
-no snapshot, and the run computes in full (``neo_assets.links_service``).
+no snapshot, and the run computes in full (``neo_assets.services.links.link_repo``).
 """
 
 import contextlib
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from neo_assets.core.link_records import LINK_KINDS
-from neo_assets.core.links_incremental import LinkLists
+from neo_assets.core.links.incremental import LinkLists
+from neo_assets.core.links.records import LINK_KINDS
 from neo_assets.store.ledger import Ledger
 
 LINKS_CACHE_DIR = "links-cache"  # under the data dir, beside the SQLite ledger

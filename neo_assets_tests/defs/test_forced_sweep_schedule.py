@@ -9,7 +9,7 @@ import dagster as dg
 import pytest
 
 from neo_assets.definitions import defs
-from neo_assets.defs.operations_defs import forced_sweep_schedule
+from neo_assets.defs.operations import forced_sweep_schedule
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
 from neo_assets_tests.gitrepo import GitRepo
@@ -104,9 +104,9 @@ def test_an_invalid_tenants_file_fails_the_tick_naming_it(env) -> None:
 
 
 def test_a_forced_request_runs_the_sweep_even_when_nothing_is_due(env) -> None:
-    from neo_assets.settings import load_settings
-    from neo_assets.sweep.runner import run_sweeps
-    from neo_assets.tenants import load_tenants
+    from neo_assets.cli.launch import run_sweeps
+    from neo_assets.config.settings import load_settings
+    from neo_assets.config.tenants import load_tenants
 
     instance = env["instance"]
     run_sweeps(load_settings(), load_tenants(env["tenants"]), instance, tenant="globex")

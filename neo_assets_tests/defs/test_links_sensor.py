@@ -7,13 +7,13 @@ import dagster as dg
 import pytest
 
 from neo_assets import runtime
-from neo_assets.defs.links_defs import links_sensor
+from neo_assets.cli.launch import QUIET_CONSOLE, run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
+from neo_assets.defs.links import links_sensor
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
-from neo_assets.settings import load_settings
 from neo_assets.store.links import link_set
-from neo_assets.sweep.runner import QUIET_CONSOLE, run_sweeps
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -5,12 +5,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
 from neo_assets.defs.sensors import sweep_sensor
-from neo_assets.settings import load_settings
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

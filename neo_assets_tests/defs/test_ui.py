@@ -23,10 +23,10 @@ import httpx
 import pytest
 
 from neo_assets import runtime
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.definitions import defs
-from neo_assets.settings import load_settings
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.tenants import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

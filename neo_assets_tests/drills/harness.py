@@ -18,7 +18,7 @@ from typing import Any
 from chromadb.api.shared_system_client import SharedSystemClient
 
 from neo_assets import runtime
-from neo_assets.settings import Settings, load_settings
+from neo_assets.config.settings import Settings, load_settings
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 

@@ -91,16 +91,16 @@ def _before(owner: Any, name: str, point: str, nth: int) -> None:
 
 def install(point: str, nth: int) -> None:
     """Wrap the function of ``point`` so its ``nth`` call kills this process."""
+    from neo_assets.services.sweep import steps
     from neo_assets.store.chroma_store import ChromaStore
     from neo_assets.store.ledger import Ledger
-    from neo_assets.sweep import steps
 
     if point == "envelope":
         _after(steps, "build_envelope", point, nth)
     elif point == "envelope-recorded":
         _after(Ledger, "record_envelope", point, nth)
     elif point == "parse":
-        from neo_assets.sweep import chunk_waves
+        from neo_assets.concurrency import chunk_waves
 
         real = steps.read_texts
         due = _counting(nth)  # files read across calls: the serial stage or the waves
@@ -143,7 +143,7 @@ def main(argv: list[str]) -> None:
         raise SystemExit(__doc__)
     point, nth = argv[0], int(argv[1])
     install(point, nth)
-    from neo_assets.cli import main as cli_main
+    from neo_assets.cli.app import main as cli_main
 
     sys.argv = ["neo-assets", *argv[3:]]
     cli_main()

@@ -7,7 +7,7 @@ files; bump a parser; add or remove an exclude glob; change a tenant's declarati
 the fault server's mode; sweep (whole, or interrupted at a chosen point); reconcile.
 
 It also keeps the *model*: what each repo's tree holds, what its declaration says, and so
-which paths the envelope must yield. Sweeps call the steps of ``neo_assets.sweep.steps``
+which paths the envelope must yield. Sweeps call the steps of ``neo_assets.services.sweep.steps``
 directly (the same functions the Dagster assets call; a Dagster run costs seconds), or go
 through ``run_sweeps`` when asked.
 """
@@ -21,14 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from neo_assets import runtime
+from neo_assets.concurrency.chunk_waves import ChunkWaves, pipelined
+from neo_assets.config.settings import Settings, load_settings
+from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.health.freezing import unfreeze
-from neo_assets.reconciliation.service import reconcile_tenant
-from neo_assets.settings import Settings, load_settings
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
-from neo_assets.sweep.chunk_waves import ChunkWaves, pipelined
-from neo_assets.sweep.steps import (
+from neo_assets.services.health.freezing import unfreeze
+from neo_assets.services.reconcile.tenant import reconcile_tenant
+from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,
@@ -37,7 +37,7 @@ from neo_assets.sweep.steps import (
     envelope_step,
     plan_chunks,
 )
-from neo_assets.tenants import TenantsFile, load_tenants
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
@@ -352,7 +352,7 @@ class World:
     def _sweep_dagster(self, key: str) -> dict[str, Any]:
         import dagster as dg
 
-        from neo_assets.sweep.runner import run_sweeps
+        from neo_assets.cli.launch import run_sweeps
 
         if self.instance is None:
             (self.root / "dagster").mkdir(exist_ok=True)

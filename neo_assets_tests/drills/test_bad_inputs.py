@@ -31,10 +31,10 @@ import pytest
 from typer.testing import CliRunner
 
 from neo_assets import runtime
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.settings import load_settings
-from neo_assets.sources.envelope import SourceError
-from neo_assets.sweep.steps import (
+from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,
@@ -42,7 +42,7 @@ from neo_assets.sweep.steps import (
     embed_step,
     envelope_step,
 )
-from neo_assets.tenants import load_tenants
+from neo_assets.sources.envelope import SourceError
 from neo_assets_tests.drills.harness import (
     CliResult,
     child_env,

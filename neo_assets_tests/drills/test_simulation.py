@@ -36,7 +36,7 @@ from hypothesis.stateful import (
 
 from neo_assets import runtime
 from neo_assets.core import codes
-from neo_assets.sweep.steps import settings_generation
+from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     HoleTracker,

@@ -33,11 +33,11 @@ import dagster as dg
 import pytest
 
 from neo_assets import runtime
+from neo_assets.cli.launch import run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.settings import load_settings
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.sweep.steps import settings_generation
-from neo_assets.tenants import load_tenants
+from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     census_problems,

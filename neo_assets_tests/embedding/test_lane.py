@@ -25,15 +25,15 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.embedding_rules import (
+from neo_assets.core.embedding import (
     KB_VECTOR_EMBED_CALL_CEILING,
     LaneItem,
     LaneSettings,
     StrikeRecord,
     isolation_request_bound,
 )
-from neo_assets.core.fence_gate import is_durable_fence
-from neo_assets.core.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.fence_gate import is_durable_fence
+from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks

@@ -23,9 +23,9 @@ import numpy as np
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.embedding_rules import LaneItem, LaneSettings, isolation_request_bound
-from neo_assets.core.fence_gate import is_durable_fence
-from neo_assets.core.outcomes import classify_sweep_outcome
+from neo_assets.core.embedding import LaneItem, LaneSettings, isolation_request_bound
+from neo_assets.core.sweep.fence_gate import is_durable_fence
+from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider

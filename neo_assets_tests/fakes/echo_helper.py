@@ -1,11 +1,11 @@
-"""A helper process for tests of ``neo_assets.helper_process``: it echoes, sleeps, raises,
-dies, or reads its environment on request."""
+"""A helper process for tests of ``neo_assets.concurrency.helper_process``: it echoes,
+sleeps, raises, dies, or reads its environment on request."""
 
 import os
 import time
 from typing import Any
 
-from neo_assets.helper_process import run_helper
+from neo_assets.concurrency.helper_process import run_helper
 
 
 def _handle(request: tuple[str, Any]) -> Any:

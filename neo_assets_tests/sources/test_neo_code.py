@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neo_assets.core.chunk_ids import chunk_id, is_chunk_id
-from neo_assets.core.chunks import dedupe_chunks, make_chunk
+from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id
+from neo_assets.core.sources.chunks import dedupe_chunks, make_chunk
 from neo_assets.sources.parsers.neo_code import (
     CHUNK_KINDS,
     PARSER_ID,

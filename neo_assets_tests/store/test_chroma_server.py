@@ -12,16 +12,15 @@ import pytest
 from chromadb.config import Settings as ChromaSettings
 
 from neo_assets import runtime
+from neo_assets.cli.launch import run_reconciliation, run_sweeps
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.core.stamps import tenant_filter
-from neo_assets.query import run_query
-from neo_assets.reconciliation.runner import run_reconciliation
-from neo_assets.settings import load_settings
-from neo_assets.sweep.runner import run_sweeps
-from neo_assets.sweep.steps import settings_generation
-from neo_assets.tenants import load_tenants
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.services.query import run_query
+from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.gitrepo import GitRepo
-from neo_assets_tests.services import ChromaServer, chroma_server_or_skip
+from neo_assets_tests.servers import ChromaServer, chroma_server_or_skip
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 

@@ -68,8 +68,8 @@ def _chroma_threads() -> dict[int, set[int]]:
     """This process's embedded-Chroma threads and the cores each may run on."""
     import os
 
-    from neo_assets.core.chroma_core import is_chroma_thread
-    from neo_assets.store.chroma_threads import TASKS
+    from neo_assets.concurrency.chroma_core import is_chroma_thread
+    from neo_assets.concurrency.chroma_threads import TASKS
 
     out = {}
     for task in TASKS.iterdir():
@@ -84,7 +84,7 @@ def _chroma_threads() -> dict[int, set[int]]:
 def test_one_core_puts_every_chroma_thread_on_the_picked_core(tmp_path: Path) -> None:
     import os
 
-    from neo_assets.store.chroma_threads import TASKS
+    from neo_assets.concurrency.chroma_threads import TASKS
 
     if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs Linux and two allowed cores")
@@ -111,8 +111,8 @@ def test_one_core_keeps_helper_processes_off_chromas_core_while_it_adds(
     """During an add, helpers run off Chroma's core; before and after, anywhere."""
     import os
 
-    from neo_assets.helper_process import HelperProcess
-    from neo_assets.store.chroma_threads import TASKS
+    from neo_assets.concurrency.chroma_threads import TASKS
+    from neo_assets.concurrency.helper_process import HelperProcess
 
     if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs Linux and two allowed cores")

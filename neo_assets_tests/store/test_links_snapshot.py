@@ -4,8 +4,8 @@ from pathlib import Path
 
 import numpy as np
 
-from neo_assets.core.link_records import LINK_KINDS
-from neo_assets.core.links_incremental import LinkLists
+from neo_assets.core.links.incremental import LinkLists
+from neo_assets.core.links.records import LINK_KINDS
 from neo_assets.store.links_snapshot import Snapshot, load_snapshot, save_snapshot
 
 

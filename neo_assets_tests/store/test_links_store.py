@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from neo_assets.core.link_records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
-from neo_assets.core.links_incremental import LinkLists
+from neo_assets.core.links.incremental import LinkLists
+from neo_assets.core.links.records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.links import (
     _INSERT_BATCH,

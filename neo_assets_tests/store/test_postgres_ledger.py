@@ -14,14 +14,14 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.core import codes
-from neo_assets.core import leases as rules
-from neo_assets.core.leases import sweep_lease_key
-from neo_assets.core.stamps import tenant_filter
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.core.sweep import leases as rules
+from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.store import leases
 from neo_assets.store.chroma_store import open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets_tests.gitrepo import GitRepo
-from neo_assets_tests.services import PostgresServer, chroma_server_or_skip, postgres_or_skip
+from neo_assets_tests.servers import PostgresServer, chroma_server_or_skip, postgres_or_skip
 from neo_assets_tests.store.test_ledger import check_config_versions_at_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 from neo_assets_tests.test_concurrency import (

@@ -17,7 +17,7 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hash_features import embed_texts, hash_embed
 
 if TYPE_CHECKING:
-    from neo_assets.embedding.providers.hashing_worker import HashingWorker
+    from neo_assets.concurrency.hashing_worker import HashingWorker
 
 __all__ = ["HashingProvider", "embed_texts", "hash_embed"]
 
@@ -51,7 +51,7 @@ class HashingProvider:
         """Start the helper now: a big sweep is coming, and its first batches would
         otherwise hash in-process while the helper starts (~0.2 s). ``aclose`` stops it."""
         if self.offload_min_texts is not None and self._worker is None:
-            from neo_assets.embedding.providers.hashing_worker import HashingWorker
+            from neo_assets.concurrency.hashing_worker import HashingWorker
 
             self._worker = HashingWorker(self.dimensions)
 
@@ -67,7 +67,7 @@ class HashingProvider:
             self.prepare()
         assert self._worker is not None
         if self._worker.broken is None:
-            from neo_assets.helper_process import HelperUnavailable
+            from neo_assets.concurrency.helper_process import HelperUnavailable
 
             try:
                 vectors = await asyncio.to_thread(self._worker.embed, list(texts))

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neo_assets.core.chunks import Chunk, dedupe_chunks, make_chunk
+from neo_assets.core.sources.chunks import Chunk, dedupe_chunks, make_chunk
 
 PARSER_ID = "neo-code"
 

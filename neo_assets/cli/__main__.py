@@ -1,0 +1,3 @@
+from neo_assets.cli.app import main
+
+main()

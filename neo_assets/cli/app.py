@@ -1,0 +1,181 @@
+"""`neo-assets`: the command line for people at a terminal.
+
+``--json`` prints exactly one JSON document on stdout; everything human (tables,
+progress, errors) goes to stderr. Exit codes follow CONTRACT.md: 0 fine, 1 a repo
+failed (or the canary is unhealthy), 2 a usage or configuration error.
+"""
+
+import asyncio
+from typing import Annotated
+
+import typer
+
+from neo_assets.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    UsageError,
+    emit,
+    err,
+    load_config,
+    run,
+)
+from neo_assets.cli.health import register as register_health
+from neo_assets.cli.reconcile import register as register_reconcile
+from neo_assets.core import codes
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Keep the multi-tenant code knowledge base true (sweeps, status, queries).",
+)
+
+
+# ------------------------------------------------------------------------------ sweep
+@app.command()
+def sweep(
+    tenant: Annotated[str | None, typer.Option(help="only this tenant")] = None,
+    repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
+    force: Annotated[bool, typer.Option("--force", help="sweep even if not due")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+) -> None:
+    """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
+
+    def go() -> int:
+        settings, tenants = load_config()  # a config error exits before Dagster is imported
+        if tenant and not any(t.id == tenant for t in tenants.tenants):
+            raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
+        if repo and not any(
+            r.slug == repo
+            for t in tenants.tenants
+            for r in t.repos
+            if tenant is None or t.id == tenant
+        ):
+            raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
+        from neo_assets.cli.launch import dagster_instance, run_sweeps
+
+        instance = dagster_instance(settings)
+        results = run_sweeps(
+            settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
+        )
+        emit({"repos": results}, as_json)
+        if not as_json:
+            for r in results:
+                c = r.get("counts", {})
+                if r["outcome"] == codes.OUTCOME_SKIPPED:
+                    err.print(
+                        f"{r['tenantId']}/{r['repoSlug']}: skipped (not due; "
+                        f"rev {str(r.get('revision'))[:12]})",
+                        highlight=False,
+                    )
+                    continue
+                err.print(
+                    f"{r['tenantId']}/{r['repoSlug']}: {r['outcome']}"
+                    + (f" ({r['deferredCauseCode']})" if r.get("deferredCauseCode") else "")
+                    + f"  rev {str(r.get('revision'))[:12]}  chunks {c.get('chunks', 0)}"
+                    + f"  new {c.get('embedded', 0)}  present {c.get('already_present', 0)}"
+                    + f"  fenced {c.get('fenced_poison', 0)}+{c.get('fenced_undeliverable', 0)}"
+                    + (f"  error: {r['error']}" if r.get("error") else ""),
+                    highlight=False,
+                )
+        return (
+            EXIT_FAILED if any(r["outcome"] == codes.OUTCOME_FAILED for r in results) else EXIT_OK
+        )
+
+    run(go, as_json)
+
+
+# ------------------------------------------------------------------------------ status
+@app.command()
+def status(
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+) -> None:
+    """The per-repo snapshot: checkpoint, outcome, causes, censuses, strikes, rows."""
+
+    def go() -> int:
+        from neo_assets import runtime
+        from neo_assets.services.status import build_status
+
+        settings, tenants = load_config()
+        snap = build_status(
+            settings, tenants, runtime.get_ledger(settings), runtime.get_store(settings)
+        )
+        emit(snap, as_json)
+        if not as_json:
+            for r in snap["repos"]:
+                poison = r["contentPoisonChunks"]
+                undeliverable = r["undeliverableChunks"]
+                err.print(
+                    f"{r['tenantId']}/{r['repoSlug']}: {r['outcome'] or 'never swept'} "
+                    f"rev {str(r['lastIngestedRev'])[:12]} rows {r['rows']} "
+                    f"failures {r['consecutiveFailures']} cause {r['deferredCauseCode']} "
+                    f"poison {poison['count'] if poison else None} "
+                    f"undeliverable {undeliverable['count'] if undeliverable else None}",
+                    highlight=False,
+                )
+        return EXIT_OK
+
+    run(go, as_json)
+
+
+# ------------------------------------------------------------------------------ query
+@app.command()
+def query(
+    text: Annotated[str, typer.Argument(help="what to look for")],
+    tenant: Annotated[str, typer.Option(help="the tenant whose rows are searched")],
+    repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
+    k: Annotated[int, typer.Option("-k", min=1, max=200, help="results")] = 5,
+    expand: Annotated[bool, typer.Option("--expand", help="add linked chunks")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+) -> None:
+    """Tenant-scoped retrieval over the shared collection."""
+
+    def go() -> int:
+        from neo_assets import runtime
+        from neo_assets.services.query import run_query
+
+        settings, tenants = load_config()
+        if not any(t.id == tenant for t in tenants.tenants):
+            raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
+        doc = asyncio.run(
+            run_query(
+                settings,
+                runtime.get_store(settings),
+                runtime.get_ledger(settings),
+                text,
+                tenant=tenant,
+                repo=repo,
+                k=k,
+                expand=expand,
+            )
+        )
+        emit(doc, as_json)
+        if not as_json:
+            for r in doc["results"]:
+                m = r["metadata"]
+                err.print(
+                    f"{r['score']:.3f} {m.get('repoSlug')}:{m.get('sourcePath')} "
+                    f"{m.get('kind')} {m.get('name')}",
+                    highlight=False,
+                )
+                for n in r.get("expanded", []):
+                    nm = n["metadata"]
+                    err.print(
+                        f"    ↳ {n['linkKind']} {n['score']:.3f} {nm.get('sourcePath')} "
+                        f"{nm.get('kind')} {nm.get('name')}",
+                        highlight=False,
+                    )
+        return EXIT_OK
+
+    run(go, as_json)
+
+
+register_health(app)
+register_reconcile(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""What every `neo-assets` command shares: the stderr console, exit codes, the usage
+error, the one-JSON-document rule and reading the configuration.
+
+``--json`` prints exactly one JSON document on stdout; everything human (tables,
+progress, errors) goes to stderr. Exit codes follow CONTRACT.md: 0 fine, 1 a repo
+failed (or the canary is unhealthy), 2 a usage or configuration error.
+"""
+
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from neo_assets.core import codes
+
+err = Console(stderr=True)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A user-caused problem: the message names the thing and the fix (exit 2)."""
+
+
+def emit(doc: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        sys.stdout.write(json.dumps(doc, sort_keys=True, default=str) + "\n")
+        sys.stdout.flush()
+
+
+def load_settings_or_usage():  # noqa: ANN201 - Settings
+    from neo_assets.config.settings import SettingsError, load_settings
+
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def load_config():  # noqa: ANN201 - (settings, tenants)
+    from neo_assets.config.settings import SettingsError, load_settings
+    from neo_assets.config.tenants import TenantsConfigError, load_tenants
+
+    try:
+        settings = load_settings()
+        tenants = load_tenants(settings.resolved_tenants_file, allowed_roots=settings.allowed_roots)
+    except (SettingsError, TenantsConfigError) as exc:
+        raise UsageError(str(exc)) from None
+    return settings, tenants
+
+
+def run(fn: Callable[[], int], as_json: bool) -> None:
+    """Run a command's body; a usage error is one red line (and a JSON error document)."""
+    try:
+        code = fn()
+    except UsageError as exc:
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        if as_json:
+            emit({"error": str(exc), "code": codes.CONFIG_INVALID}, True)
+        raise typer.Exit(EXIT_USAGE) from None
+    raise typer.Exit(code)

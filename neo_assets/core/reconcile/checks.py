@@ -1,0 +1,224 @@
+"""The rules behind reconciliation's asset checks: no hole, tenant containment, residue.
+
+Pure: the shell reads the collection and the ledger, these functions judge. Each returns
+the offenders by name (``"repoSlug:sourcePath"`` or row ids), so an alert can say what to
+look at.
+
+**No hole.** A yielded path is whole when its declared generation is complete (every
+declared id present or durably fenced), or when rows of an earlier generation still hold
+it (ids it does not declare: the previous set, which reconciliation removes only all
+together and only once the replacement is complete). It is a hole when:
+
+- this reconciliation removed rows of it and its declared generation is not complete now
+  (a removal ahead of the replacement, whatever is left of the earlier set); or
+- nothing holds it and the repo's sweep is settled (completed at this envelope and
+  declaration, at the current embedding generation): every declared id should be there,
+  so a missing one was removed after the sweep wrote it.
+
+A path that nothing holds yet while its repo's sweep is not settled is *in flight* (a new
+path the current sweep has not delivered): reported, not failed, since no row of it was
+ever there to lose.
+
+**Tenant containment.** Every row carries a valid tenantId of a declared tenant, and that
+tenant declares the row's repoSlug; rows are counted per tenantId. A reclaim plan (or a
+tenant-scoped query) holds rows of its own tenant only, counted from the rows re-read by
+id, never from the classifier's report.
+
+**Residue.** The share of a tenant's rows carrying a parser identity that is not their
+repo's declared one (``core.reconcile.residue_share``), broken down by repo and pair.
+"""
+
+import re
+from collections import Counter
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
+from typing import Any
+
+from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration, residue_share
+
+# The contract's id pattern (tenants.yaml): a tenantId that does not match is no tenant's.
+_TENANT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}", re.ASCII)
+# Counting key for a row without a readable tenantId.
+UNSTAMPED_TENANT = "<unstamped>"
+
+CONTAINMENT_UNSTAMPED_TENANT = "unstamped-tenant"
+CONTAINMENT_UNDECLARED_TENANT = "undeclared-tenant"
+CONTAINMENT_UNOWNED_REPO = "unowned-repo"
+CONTAINMENT_REASONS = (
+    CONTAINMENT_UNSTAMPED_TENANT,
+    CONTAINMENT_UNDECLARED_TENANT,
+    CONTAINMENT_UNOWNED_REPO,
+)
+DEFAULT_EXAMPLES = 20
+
+
+def path_label(repo_slug: str, source_path: str) -> str:
+    return f"{repo_slug}:{source_path}"
+
+
+# ---------------------------------------------------------------------------- no hole
+@dataclass(frozen=True)
+class Wholeness:
+    """Yielded paths of one repo by state; the named ones are sorted ``slug:path`` labels."""
+
+    complete: int
+    held: tuple[str, ...]
+    in_flight: tuple[str, ...]
+    holes: tuple[str, ...]
+
+
+def path_wholeness(
+    repo: RepoDeclaration,
+    row_ids_by_path: Mapping[str, Set[str]],
+    present_ids: Set[str],
+    fenced_ids: Set[str],
+    *,
+    settled: bool,
+    reclaimed_paths: Set[str] = frozenset(),
+) -> Wholeness:
+    """Judge every yielded path of ``repo`` (see the module doc). ``row_ids_by_path``: the
+    tenant's row ids of this repo by sourcePath; ``reclaimed_paths``: sourcePaths of this
+    repo from which this reconciliation deleted rows. A repo without a complete envelope
+    has no known yielded path, so nothing of it is judged."""
+    if not repo.has_complete_envelope:
+        return Wholeness(0, (), (), ())
+    complete = 0
+    held: list[str] = []
+    in_flight: list[str] = []
+    holes: list[str] = []
+    for path in sorted(repo.yielded_paths):
+        declared = repo.declared_ids_by_path.get(path)
+        label = path_label(repo.repo_slug, path)
+        if declared is not None and all(i in present_ids or i in fenced_ids for i in declared):
+            complete += 1
+        elif path in reclaimed_paths:
+            holes.append(label)
+        elif row_ids_by_path.get(path, frozenset()) - (declared or frozenset()):
+            held.append(label)
+        elif settled:
+            holes.append(label)
+        else:
+            in_flight.append(label)
+    return Wholeness(complete, tuple(held), tuple(in_flight), tuple(holes))
+
+
+def row_ids_by_path(
+    rows: Iterable[Mapping[str, Any]], tenant_id: str, repo_slug: str
+) -> dict[str, set[str]]:
+    """The tenant's row ids of one repo grouped by sourcePath (rows whose stamps cannot
+    place them are left out: they hold no path)."""
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        md = row.get("metadata")
+        rid = row.get("id")
+        if not isinstance(md, Mapping) or type(rid) is not str:
+            continue
+        if md.get("tenantId") != tenant_id or md.get("repoSlug") != repo_slug:
+            continue
+        path = md.get("sourcePath")
+        if type(path) is str and path:
+            out.setdefault(path, set()).add(rid)
+    return out
+
+
+# ---------------------------------------------------------------------------- containment
+def tenant_key(metadata: Mapping[str, Any] | None) -> str:
+    """The tenantId a row is counted under (UNSTAMPED_TENANT when it has none)."""
+    tid = metadata.get("tenantId") if isinstance(metadata, Mapping) else None
+    return tid if type(tid) is str and tid else UNSTAMPED_TENANT
+
+
+def count_by_tenant(metadatas: Iterable[Mapping[str, Any] | None]) -> dict[str, int]:
+    """Rows per tenantId, sorted by tenant (a missing row, None, is not counted)."""
+    counts = Counter(tenant_key(md) for md in metadatas if md is not None)
+    return dict(sorted(counts.items()))
+
+
+def foreign_count(tenant_id: str, counts: Mapping[str, int]) -> int:
+    """How many of the counted rows are not ``tenant_id``'s."""
+    return sum(n for tid, n in counts.items() if tid != tenant_id)
+
+
+@dataclass(frozen=True)
+class Containment:
+    """Every row of the collection, counted per tenantId, and the rows that violate
+    containment: per reason a count and a few sorted example ids."""
+
+    rows_by_tenant: dict[str, int]
+    violations: dict[str, int]
+    examples: dict[str, tuple[str, ...]]
+
+    @property
+    def violating_rows(self) -> int:
+        return sum(self.violations.values())
+
+
+def containment(
+    rows: Iterable[Mapping[str, Any]],
+    owners: Mapping[str, Set[str]],
+    examples: int = DEFAULT_EXAMPLES,
+) -> Containment:
+    """Judge every row against ``owners`` (declared tenantId -> its declared repo slugs)."""
+    by_tenant: Counter[str] = Counter()
+    bad: dict[str, list[str]] = {reason: [] for reason in CONTAINMENT_REASONS}
+    for row in rows:
+        md = row.get("metadata")
+        md = md if isinstance(md, Mapping) else {}
+        rid = row.get("id")
+        label = rid if type(rid) is str else repr(rid)
+        tid = md.get("tenantId")
+        by_tenant[tenant_key(md)] += 1
+        if type(tid) is not str or _TENANT_ID.fullmatch(tid) is None:
+            bad[CONTAINMENT_UNSTAMPED_TENANT].append(label)
+        elif tid not in owners:
+            bad[CONTAINMENT_UNDECLARED_TENANT].append(label)
+        elif md.get("repoSlug") not in owners[tid]:
+            bad[CONTAINMENT_UNOWNED_REPO].append(label)
+    return Containment(
+        rows_by_tenant=dict(sorted(by_tenant.items())),
+        violations={reason: len(ids) for reason, ids in bad.items()},
+        examples={reason: tuple(sorted(ids)[:examples]) for reason, ids in bad.items()},
+    )
+
+
+# ---------------------------------------------------------------------------- residue
+@dataclass(frozen=True)
+class Residue:
+    """``share`` as ``residue_share`` computes it; the residue rows counted per
+    ``"repoSlug parserId@parserVersion"`` with a few example ids."""
+
+    share: float
+    residue_rows: int
+    stamped_rows: int
+    by_pair: dict[str, int]
+    examples: tuple[str, ...]
+
+
+def residue(
+    tenant: TenantDeclaration, rows: list[Mapping[str, Any]], examples: int = DEFAULT_EXAMPLES
+) -> Residue:
+    """The tenant's generation residue (same qualifying rules as ``residue_share``)."""
+    by_pair: Counter[str] = Counter()
+    ids: list[str] = []
+    stamped = 0
+    for row in rows:
+        md = row.get("metadata")
+        if not isinstance(md, Mapping) or md.get("tenantId") != tenant.tenant_id:
+            continue
+        slug, pid, pver = md.get("repoSlug"), md.get("parserId"), md.get("parserVersion")
+        if type(slug) is not str or type(pid) is not str or type(pver) is not str:
+            continue
+        stamped += 1
+        repo = tenant.repos.get(slug)
+        if repo is None or pid != repo.parser_id or pver != repo.parser_version:
+            by_pair[f"{slug} {pid}@{pver}"] += 1
+            rid = row.get("id")
+            if type(rid) is str:
+                ids.append(rid)
+    return Residue(
+        share=residue_share(tenant, rows),
+        residue_rows=sum(by_pair.values()),
+        stamped_rows=stamped,
+        by_pair=dict(sorted(by_pair.items())),
+        examples=tuple(sorted(ids)[:examples]),
+    )

@@ -1,0 +1,84 @@
+"""The chunk: one unit of parsed content with its identity, and the rules that make a
+file's chunk list well-formed (ids computed from the identity tuple, duplicates
+collapsed)."""
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from neo_assets.core.ids.chunk_ids import chunk_id
+
+CHUNK_FIELDS = (
+    "chunk_id",
+    "tenant_id",
+    "repo_slug",
+    "kind",
+    "name",
+    "content",
+    "source_path",
+    "parser_id",
+    "parser_version",
+    "start_line",
+    "end_line",
+)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk as stored. ``chunk_id`` covers every field except the line range (lines
+    move when code above moves; identity is the content's, not its position)."""
+
+    chunk_id: str
+    tenant_id: str
+    repo_slug: str
+    kind: str
+    name: str
+    content: str
+    source_path: str
+    parser_id: str
+    parser_version: str
+    start_line: int
+    end_line: int
+
+
+def make_chunk(
+    *,
+    tenant_id: str,
+    repo_slug: str,
+    source_path: str,
+    parser_id: str,
+    parser_version: str,
+    kind: str,
+    name: str,
+    content: str,
+    start_line: int,
+    end_line: int,
+) -> Chunk:
+    """A Chunk whose id is the contract's chunk id over its identity fields."""
+    return Chunk(
+        chunk_id=chunk_id(
+            tenant_id, repo_slug, kind, name, content, source_path, parser_id, parser_version
+        ),
+        tenant_id=tenant_id,
+        repo_slug=repo_slug,
+        kind=kind,
+        name=name,
+        content=content,
+        source_path=source_path,
+        parser_id=parser_id,
+        parser_version=parser_version,
+        start_line=start_line,
+        end_line=end_line,
+    )
+
+
+def dedupe_chunks(chunks: Iterable[Chunk]) -> list[Chunk]:
+    """Keep the first chunk of each id, in input order. Two chunks share an id only when
+    every identity field is equal, so the survivor is interchangeable with the dropped
+    one except for its (earlier) line range."""
+    seen: set[str] = set()
+    out: list[Chunk] = []
+    for chunk in chunks:
+        if chunk.chunk_id not in seen:
+            seen.add(chunk.chunk_id)
+            out.append(chunk)
+    return out

@@ -1,0 +1,228 @@
+"""The sweep outcome classifier: complete, deferred or failed, from codes and the fence gate.
+
+``classify_sweep_outcome(summary)`` reads the summary's error rows and nothing else. Each
+row is ``{"code": str, "message": str, "details": {...}}``. It first splits them with the
+fence gate (``core.fence_gate``): rows that pass are durable fences, every other row is
+live work. Then:
+
+- **complete** — no live row (no errors at all, or only durable fences of either family).
+  The checkpoint advances, consecutive failures reset, no cause is retained. A fence is a
+  settled fact at this generation; re-running cannot change it, so it costs no more runs.
+- **failed** — at least one live row whose code is not deferrable
+  (``KB_VECTOR_EMBED_UNCLASSIFIED``, ``PARSE_FAILED``, ``STORE_FAILED``, ``SOURCE_*``,
+  ``CONFIG_INVALID``, any unknown code, or a row so malformed it has no string code:
+  ``SWEEP_SUMMARY_MALFORMED``). Failed wins over deferred: the cause is drawn from the
+  non-deferrable rows only.
+- **deferred** — every live row is deferrable (``DEFERRABLE_CODES``: the embedding
+  taxonomy except UNCLASSIFIED, the two fence codes, the provider deadline / abort / probe
+  deadline codes, and ``KB_COLLECTION_FROZEN``): the checkpoint holds, consecutive
+  failures increment, and the cause is drawn from live rows only.
+
+The cause is never a fence row's code, of either family: fence rows are excluded before
+any cause is chosen. When several live rows compete, the cause is the most frequent code
+among the candidate rows; ties go to the code listed first in ``CAUSE_PRIORITY``, then to
+the lexicographically smallest code (for codes not in that list). The same summary
+therefore always yields the same cause.
+
+Malformed fence rows. A row that looks like a fence but fails any clause of the gate
+(missing / non-string / unknown disposition, ``reasonCode != code``, bad chunk id,
+``details`` not a mapping) is live work, classified by its top-level ``code`` exactly like
+any other live row, and that ``code`` is its cause code (never ``details.reasonCode``,
+which is unvalidated). The fence codes themselves (``KB_VECTOR_EMBED_PROVEN_CONTENT_POISON``,
+``KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY``) and every code a real fence may carry are
+deferrable, so a malformed fence defers just as the live row it is: fail closed toward
+deferring, never toward completion. Details that failed the gate are not evidence of
+anything, so they can neither excuse nor soften a row whose code fails the sweep.
+
+Recovery episodes. ``arms_recovery_episode`` is true only for a deferred verdict whose
+cause is an embedding-PROVIDER failure (``PROVIDER_FAILURE_CODES``): the provider timed
+out, closed the transport, refused the connection or the request, or the circuit opened
+on consecutive provider failures. The health canary ends the episode when the provider is
+healthy again, and the repo is then due at once. Not provider failures: an abort or probe
+deadline (our own decision), a write error (a store problem), content failures, invalid
+vectors (a model/geometry fault a liveness probe cannot clear), a yield, a frozen
+collection (it has its own re-probe). A fence row never arms one: it is never a cause.
+"""
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from neo_assets.core import codes
+from neo_assets.core.sweep.fence_gate import FENCEABLE_CODES, is_durable_fence
+
+SWEEP_SUMMARY_MALFORMED = codes.SWEEP_SUMMARY_MALFORMED
+
+# Live codes that defer: embed-domain failures a later sweep may finish (the codes a fence
+# may carry, which include the fence codes for malformed fence rows), plus a frozen
+# collection. Everything else fails.
+DEFERRABLE_CODES: frozenset[str] = FENCEABLE_CODES | {codes.KB_COLLECTION_FROZEN}
+
+# Live causes that arm an embedding-recovery episode: the provider itself misbehaved.
+PROVIDER_FAILURE_CODES: frozenset[str] = frozenset(
+    {
+        codes.KB_VECTOR_EMBED_TIMEOUT,
+        codes.KB_VECTOR_EMBED_CIRCUIT_OPEN,
+        codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
+        codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
+        codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+        codes.PROVIDER_TIMEOUT,
+        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+        codes.OLLAMA_REQUEST_TIMEOUT,
+        codes.GEMINI_REQUEST_TIMEOUT,
+    }
+)
+
+# Tie-break order between equally frequent live codes, most telling first: what stops the
+# whole repo before what stops one chunk; provider-wide before per-request; transient and
+# self-inflicted (abort, yield) last.
+CAUSE_PRIORITY: tuple[str, ...] = (
+    # failing
+    SWEEP_SUMMARY_MALFORMED,
+    codes.CONFIG_INVALID,
+    codes.SOURCE_REPO_MISSING,
+    codes.SOURCE_UNREADABLE,
+    codes.STORE_FAILED,
+    codes.PARSE_FAILED,
+    codes.KB_VECTOR_EMBED_UNCLASSIFIED,
+    # deferring
+    codes.KB_COLLECTION_FROZEN,
+    codes.KB_VECTOR_EMBED_CIRCUIT_OPEN,
+    codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
+    codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
+    codes.KB_VECTOR_EMBED_TIMEOUT,
+    codes.PROVIDER_TIMEOUT,
+    codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+    codes.OLLAMA_REQUEST_TIMEOUT,
+    codes.GEMINI_REQUEST_TIMEOUT,
+    codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+    codes.KB_VECTOR_EMBED_INVALID_VECTORS,
+    codes.KB_VECTOR_EMBED_WRITE_ERROR,
+    codes.KB_VECTOR_EMBED_CONTENT,
+    codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
+    codes.KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY,
+    codes.KB_VECTOR_EMBED_ABORTED,
+    codes.ABORT_ERR,
+    codes.EMBEDDING_PROBE_TIMEOUT,
+    codes.KB_VECTOR_EMBED_YIELD,
+)
+_PRIORITY_INDEX = {code: index for index, code in enumerate(CAUSE_PRIORITY)}
+
+
+@dataclass(frozen=True)
+class SweepVerdict:
+    """What one sweep's summary means for the repo's durable state.
+
+    ``outcome``: ``codes.OUTCOME_COMPLETE`` / ``OUTCOME_DEFERRED`` / ``OUTCOME_FAILED``.
+    ``cause_code``: the retained cause (``deferredCauseCode``), ``None`` when complete;
+    always the code of a live row, never of a fence row.
+    ``advance_checkpoint``: move ``lastIngestedRev`` to the swept revision (complete only).
+    ``reset_failures``: set ``consecutiveFailures`` to 0 (complete only); otherwise the
+    caller increments it.
+    ``arms_recovery_episode``: deferred with an embedding-provider cause (module docstring).
+    ``live_rows`` / ``fence_rows``: the summary's error rows split by the fence gate, in
+    their original order (feed ``fence_rows`` to ``censuses.build_census``).
+    """
+
+    outcome: str
+    cause_code: str | None
+    advance_checkpoint: bool
+    reset_failures: bool
+    arms_recovery_episode: bool
+    live_rows: tuple[Any, ...]
+    fence_rows: tuple[Any, ...]
+
+
+def row_code(row: object) -> str:
+    """The code a live row is classified by: its top-level ``code`` when that is a string,
+    else ``SWEEP_SUMMARY_MALFORMED`` (a row with no readable code cannot be deferred)."""
+    if isinstance(row, Mapping):
+        code = row.get("code")
+        if isinstance(code, str):
+            return code
+    return SWEEP_SUMMARY_MALFORMED
+
+
+def is_deferrable_code(code: str) -> bool:
+    """True when a live row with this code defers the sweep instead of failing it."""
+    return code in DEFERRABLE_CODES
+
+
+def pick_cause(candidate_codes: list[str]) -> str:
+    """The most frequent code; ties by ``CAUSE_PRIORITY``, then lexicographically."""
+    if not candidate_codes:
+        raise ValueError("pick_cause needs at least one code")
+    counts = Counter(candidate_codes)
+    unranked = len(CAUSE_PRIORITY)
+    return min(
+        counts,
+        key=lambda code: (-counts[code], _PRIORITY_INDEX.get(code, unranked), code),
+    )
+
+
+def _error_rows(summary: object) -> list[Any] | None:
+    if not isinstance(summary, Mapping):
+        return None
+    errors = summary.get("errors")
+    if not isinstance(errors, list | tuple):
+        return None
+    return list(errors)
+
+
+def classify_sweep_outcome(summary: Mapping[str, Any]) -> SweepVerdict:
+    """Classify one sweep summary ``{"counts": {...}, "errors": [row, ...], ...}``.
+
+    See the module docstring for the rules. A summary that is not a mapping or has no
+    ``errors`` list is itself malformed and fails with ``SWEEP_SUMMARY_MALFORMED`` (an
+    absent list is not read as "no errors": that would complete a sweep we cannot read).
+    """
+    rows = _error_rows(summary)
+    if rows is None:
+        return SweepVerdict(
+            outcome=codes.OUTCOME_FAILED,
+            cause_code=SWEEP_SUMMARY_MALFORMED,
+            advance_checkpoint=False,
+            reset_failures=False,
+            arms_recovery_episode=False,
+            live_rows=(),
+            fence_rows=(),
+        )
+
+    fence_rows = tuple(row for row in rows if is_durable_fence(row))
+    live_rows = tuple(row for row in rows if not is_durable_fence(row))
+
+    if not live_rows:
+        return SweepVerdict(
+            outcome=codes.OUTCOME_COMPLETE,
+            cause_code=None,
+            advance_checkpoint=True,
+            reset_failures=True,
+            arms_recovery_episode=False,
+            live_rows=live_rows,
+            fence_rows=fence_rows,
+        )
+
+    live_codes = [row_code(row) for row in live_rows]
+    failing = [code for code in live_codes if not is_deferrable_code(code)]
+    if failing:
+        return SweepVerdict(
+            outcome=codes.OUTCOME_FAILED,
+            cause_code=pick_cause(failing),
+            advance_checkpoint=False,
+            reset_failures=False,
+            arms_recovery_episode=False,
+            live_rows=live_rows,
+            fence_rows=fence_rows,
+        )
+
+    cause = pick_cause(live_codes)
+    return SweepVerdict(
+        outcome=codes.OUTCOME_DEFERRED,
+        cause_code=cause,
+        advance_checkpoint=False,
+        reset_failures=False,
+        arms_recovery_episode=cause in PROVIDER_FAILURE_CODES,
+        live_rows=live_rows,
+        fence_rows=fence_rows,
+    )

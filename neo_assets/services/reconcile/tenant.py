@@ -1,0 +1,286 @@
+"""Reconcile one tenant: classify its rows, re-stamp config-stale declared rows, and —
+only when ``NEO_RECONCILIATION_ENABLED`` is true — reclaim orphans by id, in batches.
+
+The order of guards before anything is deleted:
+
+1. the plan is classified from the tenant's rows (``core.reconcile.classify_orphans``);
+2. ``plan_keeps_complete_sets`` must name no path (the plan never removes the last
+   complete set of a yielded path), else nothing is deleted;
+3. the plan's rows are re-read by id and counted per tenantId: any row of another tenant
+   (or with no tenantId) and nothing is deleted;
+4. each batch is re-read right before its delete (metadata first, then the ledger's
+   records, so a sweep that moved in between is seen) and only the ids that
+   ``reverify_before_delete`` confirms are deleted.
+
+Re-stamping is a metadata update of declared rows only (a new tenantConfigVersion: never
+a re-embed, never a delete), so it runs whenever the run may write, enabled or not.
+"""
+
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo_assets.config.settings import Settings
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.reconcile.checks import count_by_tenant, foreign_count, residue
+from neo_assets.core.reconcile.orphans import (
+    ACTIONABLE_KINDS,
+    ORPHAN_KINDS,
+    ReconcilePlan,
+    RepoDeclaration,
+    TenantDeclaration,
+    classify_orphans,
+    plan_keeps_complete_sets,
+    reverify_before_delete,
+)
+from neo_assets.core.reconcile.reclaim_gate import reclaim_blocked
+from neo_assets.services.reconcile.reading import (
+    TenantSnapshot,
+    declaration_marker,
+    durable_fenced_ids,
+    find_tenant,
+    read_declaration,
+    read_snapshot,
+)
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+# Example ids per kind (and offending paths) in a report: enough to act on, bounded.
+REPORT_MAX_IDS = 20
+
+
+@dataclass
+class ReconcileOutcome:
+    """A reconciliation's JSON-able report, and for the checks the yielded paths it
+    deleted rows from (repoSlug -> sourcePaths)."""
+
+    report: dict[str, Any]
+    plan: ReconcilePlan
+    reclaimed_paths: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _batches(ids: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    step = max(1, size)
+    for start in range(0, len(ids), step):
+        yield ids[start : start + step]
+
+
+def _metadata_by_id(store: ChromaStore, ids: Sequence[str]) -> dict[str, dict[str, Any] | None]:
+    """Each id's metadata as it is now (None when the row is gone)."""
+    got = store.get_rows(list(ids))
+    return {rid: (got[rid]["metadata"] if rid in got else None) for rid in ids}
+
+
+def plan_containment(
+    store: ChromaStore, tenant_id: str, ids: Sequence[str]
+) -> tuple[dict[str, int], int]:
+    """The plan's rows re-read by id and counted per tenantId (never taken from the
+    classifier's report), and how many of them are not ``tenant_id``'s."""
+    counts = count_by_tenant(_metadata_by_id(store, ids).values())
+    return counts, foreign_count(tenant_id, counts)
+
+
+def restamp_config_stale(
+    store: ChromaStore, snap: TenantSnapshot, plan: ReconcilePlan, stale_gap: int, batch: int
+) -> int:
+    """Give the plan's config-stale rows the tenant's current tenantConfigVersion. Each
+    batch is re-read and re-classified first: only rows that are still this tenant's,
+    still declared and still config-stale are written, with their other stamps as read."""
+    version = snap.declaration.config_version
+    restamped = 0
+    for ids in _batches(plan.restamp_ids, batch):
+        current = _metadata_by_id(store, ids)
+        rows = [{"id": rid, "metadata": md} for rid, md in current.items() if md is not None]
+        fresh = classify_orphans(snap.declaration, rows, snap.present, snap.fenced, stale_gap)
+        confirmed = [rid for rid in fresh.restamp_ids if rid in current]
+        metas = [{**(current[rid] or {}), "tenantConfigVersion": version} for rid in confirmed]
+        store.update_metadata(confirmed, metas)
+        restamped += len(confirmed)
+    return restamped
+
+
+def _locate(
+    declaration: TenantDeclaration, md: dict[str, Any] | None
+) -> tuple[RepoDeclaration, str] | None:
+    """The declared repo and the sourcePath a row's stamps place it on, if any."""
+    if md is None:
+        return None
+    slug, path = md.get("repoSlug"), md.get("sourcePath")
+    if type(slug) is not str or type(path) is not str:
+        return None
+    repo = declaration.repos.get(slug)
+    return None if repo is None else (repo, path)
+
+
+def _present_declared(
+    store: ChromaStore,
+    tenant_id: str,
+    declaration: TenantDeclaration,
+    metadatas: Sequence[dict[str, Any] | None],
+) -> set[str]:
+    """The declared ids of the paths these rows sit on that are present now as this
+    tenant's rows: all the completeness gate of the re-verification needs."""
+    wanted: set[str] = set()
+    for md in metadatas:
+        place = _locate(declaration, md)
+        if place is not None:
+            wanted |= place[0].declared_ids_by_path.get(place[1], frozenset())
+    got = store.get_rows(sorted(wanted))
+    return {rid for rid, row in got.items() if row["metadata"].get("tenantId") == tenant_id}
+
+
+@dataclass
+class _Reclaim:
+    by_kind: Counter[str] = field(default_factory=Counter)
+    deleted: set[str] = field(default_factory=set)
+    unconfirmed: int = 0
+    batches: int = 0
+    paths: dict[str, set[str]] = field(default_factory=dict)
+
+
+def reclaim(
+    settings: Settings,
+    tenants: TenantsFile,
+    store: ChromaStore,
+    ledger: Ledger,
+    snap: TenantSnapshot,
+    plan: ReconcilePlan,
+    log: Callable[[str], None] | None = None,
+) -> _Reclaim:
+    """Delete the plan's actionable ids in batches, each re-verified right before."""
+    tenant_id = snap.tenant_id
+    expected = {
+        rid: kind
+        for kind in ORPHAN_KINDS
+        if kind in ACTIONABLE_KINDS
+        for rid in plan.ids_by_kind[kind]
+    }
+    declaration, marker = snap.declaration, snap.marker
+    tenant = find_tenant(tenants, tenant_id)
+    out = _Reclaim()
+    for ids in _batches(plan.delete_ids, settings.reconciliation_delete_batch):
+        current = _metadata_by_id(store, ids)
+        now_marker = declaration_marker(ledger, tenant_id)
+        if now_marker != marker:  # a sweep moved: judge against what it recorded
+            declaration, _problems, _records = read_declaration(ledger, tenant_id, tenant)
+            marker = now_marker
+        fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, snap.generation)
+        present = _present_declared(store, tenant_id, declaration, list(current.values()))
+        confirmed = reverify_before_delete(
+            declaration,
+            {rid: expected[rid] for rid in ids},
+            current,
+            present,
+            fenced,
+            settings.reconciliation_stale_gap,
+        )
+        store.delete_ids(list(confirmed))
+        out.batches += 1
+        out.unconfirmed += len(ids) - len(confirmed)
+        out.deleted.update(confirmed)
+        for rid in confirmed:
+            out.by_kind[expected[rid]] += 1
+            place = _locate(declaration, current[rid])
+            if place is not None and place[1] in place[0].yielded_paths:
+                out.paths.setdefault(place[0].repo_slug, set()).add(place[1])
+        if log is not None:
+            log(f"{tenant_id}: batch {out.batches}: deleted {len(confirmed)} of {len(ids)}")
+    return out
+
+
+def _orphans(plan: ReconcilePlan) -> dict[str, dict[str, Any]]:
+    return {
+        kind: {
+            "count": plan.counts[kind],
+            "ids": list(plan.ids_by_kind.get(kind, ())[:REPORT_MAX_IDS]),
+            "actionable": kind in ACTIONABLE_KINDS,
+        }
+        for kind in ORPHAN_KINDS
+    }
+
+
+def reconcile_tenant(
+    settings: Settings,
+    tenants: TenantsFile,
+    tenant_id: str,
+    store: ChromaStore,
+    ledger: Ledger,
+    *,
+    write: bool,
+    log: Callable[[str], None] | None = None,
+) -> ReconcileOutcome:
+    """Classify (always); re-stamp when ``write``; reclaim when ``write`` and the setting
+    is on and the plan passed both pre-delete checks. Returns the report."""
+    started = time.perf_counter()
+    snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
+    read_s = time.perf_counter() - started
+    gap = settings.reconciliation_stale_gap
+    plan = classify_orphans(snap.declaration, snap.rows, snap.present, snap.fenced, gap)
+    plan_holes = plan_keeps_complete_sets(
+        plan, snap.declaration, snap.rows, snap.present, snap.fenced
+    )
+    plan_counts, plan_foreign = plan_containment(store, tenant_id, plan.delete_ids)
+    classify_s = time.perf_counter() - started - read_s
+
+    restamped = 0
+    if write and plan.restamp_ids:
+        restamped = restamp_config_stale(
+            store, snap, plan, gap, settings.reconciliation_delete_batch
+        )
+    blocked = reclaim_blocked(
+        write=write,
+        enabled=settings.reconciliation_enabled,
+        plan_holes=len(plan_holes),
+        plan_foreign_rows=plan_foreign,
+        actionable=len(plan.delete_ids),
+    )
+    done = _Reclaim()
+    if blocked is None:
+        done = reclaim(settings, tenants, store, ledger, snap, plan, log)
+    remaining = [row for row in snap.rows if row["id"] not in done.deleted]
+    residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
+    telemetry = plan.telemetry()
+    report: dict[str, Any] = {
+        "tenantId": tenant_id,
+        "declared": find_tenant(tenants, tenant_id) is not None,
+        "enabled": settings.reconciliation_enabled,
+        "write": write,
+        "reclaimBlocked": blocked,
+        "configVersion": snap.declaration.config_version,
+        "embeddingGeneration": snap.generation,
+        "rows": len(snap.rows),
+        "orphans": _orphans(plan),
+        "actionable": len(plan.delete_ids),
+        "pending": len(plan.pending_ids),
+        "restamp": len(plan.restamp_ids),
+        "restamped": restamped,
+        "reclaimed": sum(done.by_kind.values()),
+        "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
+        "unconfirmed": done.unconfirmed,
+        "deleteBatches": done.batches,
+        "skippedUnstamped": plan.skipped_unstamped,
+        "skippedByStamp": telemetry["skippedByStamp"],
+        "foreign": plan.foreign,
+        "kept": plan.kept,
+        "newerThanEnvelope": plan.newer_than_envelope,
+        "noEnvelope": plan.no_envelope,
+        "inconsistent": plan.inconsistent,
+        "duplicateRows": plan.duplicate_rows,
+        "planHoles": {"count": len(plan_holes), "ids": plan_holes[:REPORT_MAX_IDS]},
+        "planRowsByTenant": plan_counts,
+        "planForeignRows": plan_foreign,
+        "residueShare": residue_now.share,
+        "residueRows": residue_now.residue_rows,
+        "repos": {
+            slug: {"authority": "ok" if problem is None else problem}
+            for slug, problem in sorted(snap.authority.items())
+        },
+        "seconds": {
+            "read": round(read_s, 4),
+            "classify": round(classify_s, 4),
+            "total": round(time.perf_counter() - started, 4),
+        },
+    }
+    return ReconcileOutcome(report=report, plan=plan, reclaimed_paths=done.paths)

@@ -1,0 +1,100 @@
+"""The operator's per-repo snapshot (CLI ``status``, the ``kb_status`` asset)."""
+
+import time
+from typing import Any
+
+from neo_assets.config.settings import Settings
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.ids.partition_keys import partition_key
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.core.sweep.censuses import decode_census
+from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
+from neo_assets.store import health as health_store
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+
+def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
+    """The scheduling view of a ledger row (None when the repo was never swept)."""
+    if row is None:
+        return None
+    return RepoState(
+        last_outcome=row.get("last_outcome"),
+        last_ingested_rev=row.get("last_ingested_rev"),
+        last_attempted_rev=row.get("last_attempted_rev"),
+        declaration_digest=row.get("declaration_digest"),
+        embedding_generation=row.get("embedding_generation"),
+        consecutive_failures=row.get("consecutive_failures"),
+        last_attempt_at=row.get("last_attempt_at"),
+        recovery_episode_opened_at=row.get("recovery_episode_opened_at"),
+    )
+
+
+def retry_policy(settings: Settings) -> RetryPolicy:
+    return RetryPolicy(
+        cap_seconds=60.0 * settings.backoff_cap_minutes,
+        max_jitter_seconds=settings.backoff_jitter_s,
+    )
+
+
+def build_status(
+    settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
+) -> dict[str, Any]:
+    repos = []
+    for tenant in tenants.tenants:
+        for repo in tenant.repos:
+            row = ledger.repo_state(tenant.id, repo.slug)
+            state = repo_state_from_row(row)
+            cadence_s = 60.0 * (repo.cadence_minutes or settings.default_cadence_minutes)
+            key = partition_key(tenant.id, repo.slug)
+            due = retry_due_at(
+                state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
+            )
+            generation = (row or {}).get("embedding_generation")
+            threshold = settings.embedding_strike_threshold
+            fenced = (
+                {f["chunk_id"] for f in ledger.fences(tenant.id, repo.slug, generation)}
+                if generation
+                else set()
+            )
+            strikes = (
+                [
+                    {
+                        "chunkId": s["chunk_id"],
+                        "kind": s["kind"],
+                        "strikes": s["count"],
+                        "threshold": threshold,
+                    }
+                    for s in ledger.strikes(tenant.id, repo.slug, generation)
+                    # a chunk that graduated is a fence now, no longer strike progress
+                    if s["chunk_id"] not in fenced
+                ]
+                if generation
+                else []
+            )
+            rows = store.count_where(tenant_filter(tenant.id, repo.slug))
+            repos.append(
+                {
+                    "tenantId": tenant.id,
+                    "repoSlug": repo.slug,
+                    "outcome": (row or {}).get("last_outcome"),
+                    "lastIngestedRev": (row or {}).get("last_ingested_rev"),
+                    "consecutiveFailures": (row or {}).get("consecutive_failures"),
+                    "deferredCauseCode": (row or {}).get("deferred_cause_code"),
+                    "nextDueAt": due,
+                    "lastAttemptAt": (row or {}).get("last_attempt_at"),
+                    "embeddingGeneration": generation,
+                    "contentPoisonChunks": decode_census((row or {}).get("content_poison_census")),
+                    "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
+                    "strikes": strikes,
+                    "rows": rows,
+                }
+            )
+    canary = health_store.latest_canary(ledger)
+    freeze = health_store.freeze_record(ledger, settings.collection_name)
+    return {
+        "repos": repos,
+        "canary": canary.to_doc() if canary is not None else None,
+        "freeze": freeze.to_doc() if freeze is not None else None,
+        "generatedAt": time.time(),
+    }

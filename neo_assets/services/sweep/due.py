@@ -1,0 +1,90 @@
+"""Which declared repos are due now, and the run key that makes a request idempotent."""
+
+from dataclasses import dataclass
+
+from neo_assets.config.settings import Settings
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.health.freeze import released_by_lift
+from neo_assets.core.ids.config_digest import repo_declaration_digest
+from neo_assets.core.ids.partition_keys import partition_key
+from neo_assets.core.sweep.scheduling import (
+    DUE_RECOVERY_HEALTHY,
+    Observed,
+    due_reason,
+    unreadable_source_reason,
+)
+from neo_assets.services.status import repo_state_from_row, retry_policy
+from neo_assets.services.sweep.steps import RepoContext, settings_generation
+from neo_assets.sources.revision import current_revision
+from neo_assets.store import health as health_store
+from neo_assets.store.ledger import Ledger
+
+DUE_FORCED = "forced"
+
+
+@dataclass(frozen=True)
+class DueRepo:
+    ctx: RepoContext
+    reason: str | None  # None: not due
+    revision: str | None
+    run_key: str
+
+    @property
+    def key(self) -> str:
+        return self.ctx.key
+
+
+def declared_repos(
+    tenants: TenantsFile, tenant: str | None = None, repo: str | None = None
+) -> list[RepoContext]:
+    return [
+        RepoContext(tenant=t, repo=r)
+        for t in tenants.tenants
+        if tenant is None or t.id == tenant
+        for r in t.repos
+        if repo is None or r.slug == repo
+    ]
+
+
+def evaluate(
+    ctxs: list[RepoContext], settings: Settings, ledger: Ledger, now: float, *, force: bool = False
+) -> list[DueRepo]:
+    generation = settings_generation(settings)
+    # Read once per evaluation (a ledger read, never a probe): the canary's latest healthy
+    # sighting ends recovery episodes; a lifted freeze releases repos it deferred.
+    healthy_at = health_store.latest_healthy_at(ledger)
+    freeze = health_store.freeze_record(ledger, settings.collection_name)
+    out = []
+    for ctx in ctxs:
+        revision = current_revision(
+            ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.max_file_bytes
+        )
+        decl = repo_declaration_digest(ctx.repo.to_plain())
+        row = ledger.repo_state(ctx.tenant_id, ctx.repo_slug)
+        cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+        observed = Observed(
+            repo_key=partition_key(ctx.tenant_id, ctx.repo_slug),
+            cadence_seconds=cadence_s,
+            current_revision=revision,
+            declaration_digest=decl,
+            embedding_generation=generation,
+            recovery_healthy_at=healthy_at,
+        )
+        reason = (
+            DUE_FORCED
+            if force
+            else due_reason(repo_state_from_row(row), observed, now, retry_policy(settings))
+        )
+        if reason is None and released_by_lift(
+            (row or {}).get("last_outcome"),
+            (row or {}).get("deferred_cause_code"),
+            (row or {}).get("last_attempt_at"),
+            freeze,
+        ):
+            reason = DUE_RECOVERY_HEALTHY
+        if reason is None and revision is None:
+            reason = unreadable_source_reason(repo_state_from_row(row))
+        failures = int((row or {}).get("consecutive_failures") or 0)
+        run_key = f"{ctx.key}@{revision}:{decl[:12]}:{generation[:12]}:{failures}"
+        out.append(DueRepo(ctx=ctx, reason=reason, revision=revision, run_key=run_key))
+    return out

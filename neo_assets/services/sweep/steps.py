@@ -1,0 +1,860 @@
+"""The four steps of one repo sweep, as plain functions over the store, ledger and provider.
+
+The Dagster assets call these (and add metadata); benchmarks and tests can call them
+without Dagster. Every rule they apply lives in ``neo_assets.core``.
+"""
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+import pandas as pd
+
+from neo_assets.concurrency.parse_helper import ParseIdentity, Row, parse_files
+from neo_assets.config.settings import Settings
+from neo_assets.config.tenants import RepoDecl, Tenant
+from neo_assets.core import codes
+from neo_assets.core.embedding import (
+    LaneSettings,
+    admission_band,
+    cancellation_code,
+    embedding_generation,
+    error_row,
+)
+from neo_assets.core.health.freeze import frozen_summary
+from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.core.ids.stamps import row_stamps
+from neo_assets.core.sources.envelope_reuse import envelope_delta
+from neo_assets.core.sweep.censuses import build_censuses, encode_census
+from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.lane import LaneItem, embed_chunks
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.health.evidence import VectorEvidenceRecorder
+from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
+from neo_assets.sources.envelope import Envelope, FileEntry, build_envelope, read_texts
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.store.ledger_fence_book import LedgerFenceBook
+
+CHUNK_COLUMNS = ["chunk_id", "source_path", "kind", "name", "start_line", "end_line", "content"]
+
+
+@dataclass(frozen=True)
+class RepoContext:
+    """Who and what one sweep is about: taken from the declaration, never from content."""
+
+    tenant: Tenant
+    repo: RepoDecl
+
+    @property
+    def tenant_id(self) -> str:
+        return self.tenant.id
+
+    @property
+    def repo_slug(self) -> str:
+        return self.repo.slug
+
+    @property
+    def key(self) -> str:
+        return f"{self.tenant.id}/{self.repo.slug}"
+
+
+def lane_settings(settings: Settings) -> LaneSettings:
+    return LaneSettings(
+        batch_size=settings.resolved_batch_size,
+        max_inflight=settings.embedding_max_inflight,
+        strike_threshold=settings.embedding_strike_threshold,
+        circuit_threshold=settings.embedding_circuit_threshold,
+        recovery_initial_s=settings.embedding_recovery_initial_s,
+        recovery_max_s=settings.embedding_recovery_max_s,
+        recovery_max_wait_s=settings.embedding_recovery_max_wait_s,
+        context_tokens=settings.embedding_context_tokens,
+        admission_safety_factor=settings.embedding_admission_safety,
+        chars_per_token=settings.embedding_chars_per_token,
+        call_ceiling_ms=settings.embedding_call_ceiling_ms,
+    )
+
+
+def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
+    lane = lane_settings(settings)
+    return embedding_generation(
+        provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms
+    )
+
+
+def settings_generation(settings: Settings) -> str:
+    """The embedding generation the settings declare, without building a provider."""
+    model = settings.embedding_model or _default_model(settings.embedding_provider)
+    return current_generation(
+        settings, settings.embedding_provider, model, settings.embedding_dimensions
+    )
+
+
+def _default_model(kind: str) -> str:
+    from neo_assets.embedding.providers.hashing import HashingProvider
+
+    return HashingProvider().model if kind == "hashing" else ""
+
+
+# ---------------------------------------------------------------------------- 1 envelope
+@dataclass
+class EnvelopeResult:
+    revision: str
+    kind: str
+    config_version: int
+    declaration_digest: str
+    repo_declaration_digest: str
+    listing: Envelope  # its entries (sorted by path), for the metadata and the chunk stage
+
+
+def previous_envelope(ledger: Ledger, ctx: RepoContext) -> Envelope | None:
+    """The repo's last recorded envelope, rebuilt from the ledger (None when never seen)."""
+    record = ledger.envelope_rows(ctx.tenant_id, ctx.repo_slug)
+    if record is None:
+        return None
+    head, rows = record
+    entries = tuple(
+        sorted(
+            FileEntry(path, int(size or 0), blob or "", bool(yielded), reason, changed_at)
+            for path, size, blob, yielded, reason, changed_at in rows
+        )
+    )
+    return Envelope(
+        kind=head["kind"],
+        root=str(ctx.repo.path),
+        revision=head["revision"],
+        entries=entries,
+        rules=head.get("rules") or "",
+    )
+
+
+def _entry_key(e: FileEntry) -> tuple[object, ...]:
+    return (e.path, e.size, e.blob, e.yielded, e.skip_reason, e.changed_at)
+
+
+def envelope_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    now: float,
+    *,
+    on_new_files: Callable[[int], None] | None = None,
+) -> EnvelopeResult:
+    """List the repo at its revision, record the envelope and the tenant's configVersion.
+
+    The previous envelope lets git skip re-reading blobs it has already classified, so
+    the cost follows what changed, not the repo's size. ``on_new_files``: see
+    ``build_envelope``."""
+    previous = previous_envelope(ledger, ctx)
+    env = build_envelope(
+        ctx.repo.path,
+        ref=ctx.repo.ref,
+        exclude=ctx.repo.parser.exclude,
+        max_file_bytes=settings.max_file_bytes,
+        previous=previous,
+        on_new_files=on_new_files,
+    )
+    tenant_digest = declaration_digest(ctx.tenant.to_plain())
+    version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
+    # What differs from the recorded envelope, path by path (None: none recorded, or most
+    # of it differs). Nothing differs for the recorded envelope itself (same commit, same
+    # rules: build_envelope reused it) or one listed afresh with the same entries.
+    reused = previous is not None and env.entries is previous.entries
+    delta = (
+        None
+        if previous is None or reused
+        else envelope_delta(previous.entries, env.entries, _entry_key)
+    )
+    unchanged = reused or (
+        previous is not None
+        and previous.revision == env.revision
+        and previous.kind == env.kind
+        and delta == ([], [])
+    )
+    if unchanged:
+        ledger.touch_envelope(ctx.tenant_id, ctx.repo_slug, now=now, rules=env.rules)
+    else:
+        changed, replacing = delta if delta is not None else (env.entries, None)
+        ledger.record_envelope(
+            ctx.tenant_id,
+            ctx.repo_slug,
+            revision=env.revision,
+            kind=env.kind,
+            # The entries themselves: the frame's to_dict boxed every cell (25 ms of a
+            # first sweep's 2,000-path envelope).
+            entries=(e._asdict() for e in changed),
+            now=now,
+            rules=env.rules,
+            replacing=replacing,
+        )
+    return EnvelopeResult(
+        revision=env.revision,
+        kind=env.kind,
+        config_version=version,
+        declaration_digest=tenant_digest,
+        repo_declaration_digest=repo_declaration_digest(ctx.repo.to_plain()),
+        listing=env,
+    )
+
+
+# ---------------------------------------------------------------------------- 2 chunks
+def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
+    """What, besides a file's bytes, decides its chunks: reuse needs both unchanged."""
+    parser = ctx.repo.parser
+    return f"{parser.id}@{parser.version}:{settings.max_chunk_chars}:{settings.window_lines}"
+
+
+def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
+    return ParseIdentity(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        ctx.repo.parser.id,
+        ctx.repo.parser.version,
+        settings.max_chunk_chars,
+        settings.window_lines,
+    )
+
+
+def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "chunk_id": chunk_id,
+            "source_path": path,
+            "kind": kind,
+            "name": name,
+            "start_line": start,
+            "end_line": end,
+            "content": content,
+            "blob": blob_of.get(path),
+        }
+        for chunk_id, path, kind, name, start, end, content in rows
+    ]
+
+
+def _parse(
+    ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
+) -> list[dict[str, Any]]:
+    blob_of = {e.path: e.blob for e in env.entries}
+    identity = parse_identity(ctx, settings)
+    rows, _helped = parse_files(identity, read_texts(env, paths), len(paths))
+    return parsed_row_dicts(rows, blob_of)
+
+
+@dataclass
+class ChunkPlan:
+    """What the chunk stage must do: which yielded paths keep their recorded chunks (same
+    blob, same chunking identity) and which are parsed."""
+
+    chunking: str
+    previous: dict[str, Any] | None
+    recorded: dict[str, list[DeclaredChunk]]
+    reused: dict[str, list[DeclaredChunk]]
+    to_parse: list[str]
+    blob_of: dict[str, str]
+
+    @property
+    def kept(self) -> list[DeclaredChunk]:
+        return [dc for chunks in self.reused.values() for dc in chunks]
+
+    @property
+    def full(self) -> bool:
+        """No usable recorded generation: the whole generation is declared anew."""
+        return not self.recorded
+
+    @property
+    def replaced(self) -> set[str]:
+        """Recorded paths whose chunks are rewritten (changed) or dropped (gone)."""
+        return set(self.recorded) - set(self.reused)
+
+
+class RecordedGeneration(NamedTuple):
+    """The repo's recorded generation: its head row (None when never declared) and its
+    chunks, by path, when they were cut with the current chunking identity (else none)."""
+
+    previous: dict[str, Any] | None
+    by_path: dict[str, list[DeclaredChunk]]
+
+    def chunk_ids(self) -> list[str]:
+        return [dc.chunk_id for chunks in self.by_path.values() for dc in chunks]
+
+
+def recorded_generation(ctx: RepoContext, settings: Settings, ledger: Ledger) -> RecordedGeneration:
+    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
+    by_path: dict[str, list[DeclaredChunk]] = {}
+    if previous is not None and previous.get("chunking") == chunking_identity(ctx, settings):
+        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
+            by_path.setdefault(dc.source_path, []).append(dc)
+    return RecordedGeneration(previous, by_path)
+
+
+def plan_chunks(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    recorded_as_read: RecordedGeneration | None = None,
+) -> ChunkPlan:
+    """``recorded_as_read``: the recorded generation, when the caller read it already
+    (it cannot change while the run holds the repo's lease)."""
+    env = envelope.listing
+    yielded = env.yielded_paths()
+    blob_of = {e.path: e.blob for e in env.entries if e.yielded}
+    chunking = chunking_identity(ctx, settings)
+    previous, recorded = recorded_as_read or recorded_generation(ctx, settings, ledger)
+    reused = {
+        p: recorded[p]
+        for p in yielded
+        if p in recorded and all(dc.blob == blob_of[p] for dc in recorded[p])
+    }
+    return ChunkPlan(
+        chunking=chunking,
+        previous=previous,
+        recorded=recorded,
+        reused=reused,
+        to_parse=[p for p in yielded if p not in reused],
+        blob_of=blob_of,
+    )
+
+
+# Never a declaration's digest (those are 64 hex digits): a generation whose waves have
+# not all been declared.
+GENERATION_IN_PROGRESS = "generation-in-progress"
+
+
+def record_parsed(
+    ctx: RepoContext,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    plan: ChunkPlan,
+    parsed: list[dict[str, Any]],
+    replace_paths: set[str] | None,
+    now: float,
+    *,
+    in_progress: bool = False,
+) -> None:
+    """Declare ``parsed`` in the ledger: replacing ``replace_paths``' chunks, or the whole
+    generation when None. ``in_progress``: more waves are to come, so the generation is
+    recorded under a digest no declaration has (GENERATION_IN_PROGRESS): until its last
+    wave, reconciliation has no authority over the repo, since a yielded path not reached
+    yet would read as declared empty and its rows as reclaimable."""
+    ledger.record_generation(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        revision=envelope.revision,
+        parser_id=ctx.repo.parser.id,
+        parser_version=ctx.repo.parser.version,
+        declaration_digest=GENERATION_IN_PROGRESS
+        if in_progress
+        else envelope.repo_declaration_digest,
+        chunks=(
+            DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
+            for r in parsed
+        ),
+        now=now,
+        chunking=plan.chunking,
+        replace_paths=replace_paths,
+    )
+
+
+def chunks_frame(parsed: list[dict[str, Any]], kept: list[DeclaredChunk]) -> pd.DataFrame:
+    """The generation as one frame: parsed rows (with content), then kept rows (without)."""
+    if not kept:
+        return pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+    if not parsed:
+        return _reused_frame(kept)
+    fresh = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
+    return pd.concat([fresh, _reused_frame(kept)], ignore_index=True)
+
+
+def chunk_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    now: float,
+    plan: ChunkPlan | None = None,
+) -> pd.DataFrame:
+    """Record the declared generation (path -> chunk ids), parsing only what changed.
+
+    A yielded path whose blob and chunking identity are those of the recorded generation
+    keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
+    every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
+    if plan is None:
+        plan = plan_chunks(ctx, settings, ledger, envelope)
+    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse)
+    chunks = chunks_frame(parsed, plan.kept)
+    previous = plan.previous
+    unchanged = (
+        not plan.full
+        and not plan.replaced
+        and not parsed
+        and previous is not None
+        and previous["revision"] == envelope.revision
+        and previous["declaration_digest"] == envelope.repo_declaration_digest
+    )
+    chunks.attrs["parsed_paths"] = len(plan.to_parse)
+    chunks.attrs["reused_paths"] = len(plan.reused)
+    if unchanged:
+        return chunks  # the recorded generation is this one: nothing to write
+    record_parsed(ctx, ledger, envelope, plan, parsed, None if plan.full else plan.replaced, now)
+    return chunks
+
+
+def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
+    """Recorded chunks kept as they are: built column by column (a forced sweep of an
+    unchanged 2,000-file repo keeps all 8,000), without their text or line range."""
+    none = [None] * len(kept)
+    return pd.DataFrame(
+        {
+            "chunk_id": [dc.chunk_id for dc in kept],
+            "source_path": [dc.source_path for dc in kept],
+            "kind": [dc.kind for dc in kept],
+            "name": [dc.name for dc in kept],
+            "start_line": none,
+            "end_line": none,
+            "content": none,
+            "blob": [dc.blob for dc in kept],
+        },
+        columns=[*CHUNK_COLUMNS, "blob"],
+    )
+
+
+def fill_missing_content(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: pd.DataFrame
+) -> pd.DataFrame:
+    """Give rows that need embedding but were reused without content their text, by
+    parsing just their files again (rare: only after an incomplete earlier sweep)."""
+    need = chunks[chunks["content"].isna()]
+    if need.empty:
+        return chunks
+    env = previous_envelope(ledger, ctx)
+    if env is None:
+        return chunks
+    content = {
+        r["chunk_id"]: r["content"]
+        for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
+    }
+    filled = chunks.copy()
+    mask = filled["content"].isna()
+    filled.loc[mask, "content"] = filled.loc[mask, "chunk_id"].map(content)
+    return filled
+
+
+# ---------------------------------------------------------------------------- 3 embeddings
+@dataclass
+class EmbedContext:
+    provider: EmbeddingProvider
+    cancel_scope: CancelScope = field(default_factory=lambda: CancelScope(label="sweep"))
+    clock: Callable[[], float] = time.time
+    progress: Callable[[int, int, int], None] | None = None
+    # Called before every batch write; raises to refuse it (e.g. the sweep lease was lost).
+    guard: Callable[[], None] | None = None
+    # Which of some ids the store holds; the store's own lookup when None (the sweep
+    # passes concurrency/early_presence.py's, which looked the recorded ids up early).
+    present_ids: Callable[[Iterable[str]], set[str]] | None = None
+
+
+# At most this long the first write of a sweep in waves waits for the second wave.
+FIRST_WRITE_LEAD_S = 2.0
+
+
+def embed_step(
+    ctx: RepoContext,
+    settings: Settings,
+    store: ChromaStore,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    chunks: pd.DataFrame,
+    run: EmbedContext,
+    waves: Iterator[pd.DataFrame] | None = None,
+) -> dict[str, Any]:
+    """Embed what the collection lacks at the current generation, minus what is fenced.
+
+    Each finished batch is added to Chroma at once, stamped from the declaration.
+    ``waves``, when given, yields more chunk frames (each already declared) while the
+    lane runs: what each lacks joins the lane as it comes, so the parsing of later files
+    overlaps the embedding and writing of earlier ones.
+    """
+    started = time.perf_counter()
+    provider = run.provider
+    generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
+    ids = chunks["chunk_id"].tolist()
+    lookup = run.present_ids or store.present_ids
+    present = lookup(ids)
+    missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
+    by_id = _embeddable_by_id(missing)
+    items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
+    tally = {"chunks": len(ids), "already_present": len(present)}
+
+    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0, "waves_s": 0.0}
+    timings["present_check_s"] = time.perf_counter() - started
+
+    fed_all = [waves is None]  # did the waves run to their end?
+    # The first write waits (briefly) until the feed is a wave ahead: a wave's items are
+    # hashed while the previous wave is written only if it was declared before that write
+    # began (an embedded add holds the GIL). Without the lead, the second wave was declared
+    # only after the first add, and the lane stalled while it was hashed (~0.3 s).
+    lead = threading.Event()
+    declared_waves = [0]
+    if waves is None:
+        lead.set()
+
+    def next_wave(source: Iterator[pd.DataFrame]) -> list[LaneItem] | None:
+        """The next declared wave's items the collection lacks (None when no more)."""
+        wave_started = time.perf_counter()
+        frame = next(source, None)
+        if frame is None:
+            fed_all[0] = True
+            return None
+        declared_waves[0] += 1
+        if declared_waves[0] >= 2:
+            lead.set()
+        wave_ids = frame["chunk_id"].tolist()
+        wave_present = lookup(wave_ids)
+        tally["chunks"] += len(wave_ids)
+        tally["already_present"] += len(wave_present)
+        rows = _embeddable_by_id(frame[~frame["chunk_id"].isin(wave_present)])
+        by_id.update(rows)
+        timings["waves_s"] += time.perf_counter() - wave_started
+        return [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in rows.items()]
+
+    async def feed(source: Iterator[pd.DataFrame]) -> AsyncIterator[list[LaneItem]]:
+        # In a worker thread: a wave's parse waits on the helper process and its
+        # declaration on the ledger, neither on the lane's event loop. An upstream abort
+        # ends it before its next wave (the lane waits for the one in progress).
+        try:
+            while not run.cancel_scope.cancelled:
+                wave = await asyncio.to_thread(next_wave, source)
+                if wave is None:
+                    return
+                yield wave
+        finally:
+            lead.set()  # the feed ended (or failed): nothing more to wait for
+
+    def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
+        lead.wait(FIRST_WRITE_LEAD_S)
+        if run.guard is not None:
+            run.guard()
+        write_started = time.perf_counter()
+        ingested_at = run.clock()
+        metas = []
+        for item in batch:
+            r = by_id[item.chunk_id]
+            metas.append(
+                row_stamps(
+                    tenant_id=ctx.tenant_id,
+                    repo_slug=ctx.repo_slug,
+                    source_path=r["source_path"],
+                    kind=r["kind"],
+                    name=r["name"],
+                    parser_id=ctx.repo.parser.id,
+                    parser_version=ctx.repo.parser.version,
+                    tenant_config_version=envelope.config_version,
+                    ingested_at=ingested_at,
+                    revision=envelope.revision,
+                    embedding_generation=generation,
+                )
+            )
+        store.add(
+            [i.chunk_id for i in batch],
+            vectors,
+            [by_id[i.chunk_id]["content"] for i in batch],
+            metas,
+        )
+        timings["write_s"] += time.perf_counter() - write_started
+
+    fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
+    frozen = blocking_freeze(ledger, settings.collection_name)
+    if frozen is not None:
+        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN. The
+        # waves are still declared: the generation is the declaration's, frozen or not.
+        asyncio.run(provider.aclose())
+        if waves is not None:
+            source = iter(waves)
+            while (wave := next_wave(source)) is not None:
+                items.extend(wave)
+        summary = frozen_summary(
+            [i.chunk_id for i in items], fence_book.fence_records(generation), generation, frozen
+        )
+    else:
+        recorder = VectorEvidenceRecorder(provider)
+        summary, interrupt = run_lane_abortably(
+            lambda: _embed(
+                items,
+                recorder,
+                settings,
+                generation,
+                fence_book,
+                write_batch,
+                run,
+                None if waves is None else feed(iter(waves)),
+            ),
+            run.cancel_scope,
+        )
+        summary["vectorEvidence"] = recorder.evidence()
+        if not fed_all[0] and run.cancel_scope.cancelled:
+            # Aborted before every file was parsed and declared: the work never offered is
+            # still this sweep's, so it cannot end complete (its rows say nothing of it).
+            cause = run.cancel_scope.cause
+            summary.setdefault("errors", []).append(
+                error_row(
+                    cancellation_code(cause),
+                    "aborted before every file was parsed and declared: the rest is "
+                    "neither declared nor embedded",
+                    [],
+                    "parse-waves",
+                    cause,
+                )
+            )
+        if interrupt is not None:
+            summary["counts"]["already_present"] = tally["already_present"]
+            summary["generation"] = generation
+            summary["revision"] = envelope.revision
+            raise SweepAborted(summary, interrupt)
+        # Freeze (durably, before the verdict) when this sweep's evidence says so.
+        summary["freeze"] = observe_sweep(ledger, settings, summary, run.clock())
+    unavailable = sorted(set(missing["chunk_id"]) - set(by_id))
+    if unavailable:
+        # Never complete silently over a chunk whose text could not be read again.
+        summary.setdefault("errors", []).append(
+            {
+                "code": codes.SOURCE_UNREADABLE,
+                "message": f"{len(unavailable)} chunk(s) could not be re-read from the repo",
+                "details": {"chunkIds": unavailable[:32]},
+            }
+        )
+    timings["embed_total_s"] = time.perf_counter() - started
+    summary["timings"] = timings
+    summary.setdefault("counts", {})["already_present"] = tally["already_present"]
+    summary["counts"]["chunks"] = tally["chunks"]
+    summary["generation"] = generation
+    summary["revision"] = envelope.revision
+    return summary
+
+
+def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """The rows whose text is at hand, by id. Read column by column: to_dict("records")
+    boxes every cell (0.17 s of a first sweep's 8,000 rows). A text that could not be read
+    again is missing (None or NA), so only a str counts."""
+    cols = ("chunk_id", "source_path", "kind", "name", "content")
+    rows = zip(*(frame[c].tolist() for c in cols), strict=True)
+    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[4], str)}
+
+
+class SweepAborted(BaseException):
+    """The run was interrupted (Ctrl-C, or a Dagster run terminated from the UI) while
+    embedding. The lane was cancelled with ABORT_ERR and wound down; ``summary`` holds
+    its verdicts (the remainder deferred as aborted) so the caller can record the sweep
+    before letting ``interrupt`` end the run."""
+
+    def __init__(self, summary: dict[str, Any], interrupt: BaseException) -> None:
+        super().__init__("sweep aborted")
+        self.summary = summary
+        self.interrupt = interrupt
+
+
+def run_lane_abortably(
+    make: Callable[[], Any], scope: CancelScope
+) -> tuple[dict[str, Any], BaseException | None]:
+    """Run the lane's event loop in a worker thread so an interrupt delivered to the main
+    thread (signals only arrive there) becomes an upstream abort of the cancellation
+    scope: no later request starts, the connection in flight is closed, and the lane
+    still returns its summary. Returns (summary, the interrupt or None)."""
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+    done = threading.Event()  # not Thread.is_alive(): an interrupted join can misreport it
+
+    def worker() -> None:
+        loop = asyncio.new_event_loop()
+        box["loop"] = loop
+        ready.set()
+        try:
+            box["result"] = loop.run_until_complete(make())
+        except BaseException as exc:  # noqa: BLE001 - handed back to the caller
+            box["error"] = exc
+        finally:
+            loop.close()
+            done.set()
+
+    threading.Thread(target=worker, name="embed-lane", daemon=True).start()
+    ready.wait()
+    interrupt: BaseException | None = None
+    while True:
+        try:
+            if done.wait(0.1):
+                break
+        except BaseException as exc:  # KeyboardInterrupt, DagsterExecutionInterruptedError
+            if interrupt is None:
+                interrupt = exc
+                scope.cancel_threadsafe(box["loop"], codes.ABORT_ERR)
+    if "error" in box:
+        raise box["error"]
+    return box["result"], interrupt
+
+
+async def _embed(
+    items: list[LaneItem],
+    provider: EmbeddingProvider,
+    settings: Settings,
+    generation: str,
+    fence_book: LedgerFenceBook,
+    write_batch: Callable[[list[LaneItem], np.ndarray], None],
+    run: EmbedContext,
+    feed: AsyncIterator[list[LaneItem]] | None = None,
+) -> dict[str, Any]:
+    try:
+        return await embed_chunks(
+            items,
+            feed=feed,
+            provider=provider,
+            settings=lane_settings(settings),
+            generation=generation,
+            fence_book=fence_book,
+            write_batch=write_batch,
+            cancel_scope=run.cancel_scope,
+            clock=run.clock,
+            progress=run.progress,
+        )
+    finally:
+        await provider.aclose()
+
+
+# ---------------------------------------------------------------------------- 4 census
+def census_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    summary: dict[str, Any],
+    now: float,
+) -> dict[str, Any]:
+    """Classify the sweep, move the checkpoint, persist both censuses in one transaction."""
+    verdict = classify_sweep_outcome(summary)
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
+    censuses = build_censuses(verdict.fence_rows)
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    next_due = None
+    if verdict.outcome != codes.OUTCOME_COMPLETE:
+        next_due = next_due_at(
+            now,
+            cadence_s,
+            failures,
+            60.0 * settings.backoff_cap_minutes,
+            stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+        )
+    episode = previous.get("recovery_episode_opened_at")
+    if verdict.outcome == codes.OUTCOME_COMPLETE:
+        episode = None
+    elif verdict.arms_recovery_episode and episode is None:
+        episode = now
+    state = {
+        "last_outcome": verdict.outcome,
+        "deferred_cause_code": verdict.cause_code,
+        "consecutive_failures": failures,
+        "last_attempt_at": now,
+        "last_attempted_rev": envelope.revision,
+        "declaration_digest": envelope.repo_declaration_digest,
+        "embedding_generation": summary.get("generation"),
+        "next_due_at": next_due,
+        "recovery_episode_opened_at": episode,
+        "content_poison_census": encode_census(censuses["contentPoisonChunks"]),
+        "undeliverable_census": encode_census(censuses["undeliverableChunks"]),
+        "last_summary": _json(summary),
+        "updated_at": now,
+    }
+    if verdict.advance_checkpoint:
+        state["last_ingested_rev"] = envelope.revision
+    ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    return {
+        "tenantId": ctx.tenant_id,
+        "repoSlug": ctx.repo_slug,
+        "outcome": verdict.outcome,
+        "revision": envelope.revision,
+        "counts": summary.get("counts", {}),
+        "deferredCauseCode": verdict.cause_code,
+        "consecutiveFailures": failures,
+        "nextDueAt": next_due,
+        "contentPoisonChunks": censuses["contentPoisonChunks"],
+        "undeliverableChunks": censuses["undeliverableChunks"],
+        "strikes": summary.get("strikes", []),
+        "embeddingGeneration": summary.get("generation"),
+        "timings": summary.get("timings", {}),
+    }
+
+
+def record_failed_sweep(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, code: str, message: str, now: float
+) -> None:
+    """A sweep that raised still counts: failed, one more consecutive failure, backoff.
+
+    Without this a crashed run would leave the ledger as it was, so the sensor's run key
+    would never change and the repo would never be retried (or retried with no backoff).
+    The checkpoint and the censuses are left as they were."""
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = int(previous.get("consecutive_failures") or 0) + 1
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    ledger.record_sweep_result(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        state={
+            "last_outcome": codes.OUTCOME_FAILED,
+            "deferred_cause_code": code,
+            "consecutive_failures": failures,
+            "last_attempt_at": now,
+            "next_due_at": next_due_at(
+                now,
+                cadence_s,
+                failures,
+                60.0 * settings.backoff_cap_minutes,
+                stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+            ),
+            "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
+            "updated_at": now,
+        },
+    )
+
+
+@contextmanager
+def failure_recorded(
+    ctx: RepoContext, settings: Settings, ledger: Ledger, default_code: str
+) -> Iterator[None]:
+    """Record a step's exception as a failed sweep (its own code when it carries one,
+    else ``default_code``), then let it propagate so the run fails visibly too."""
+    try:
+        yield
+    except Exception as exc:
+        code = getattr(exc, "code", None)
+        if not isinstance(code, str) or not code.isupper():
+            code = default_code
+        try:
+            record_failed_sweep(ctx, settings, ledger, code, str(exc), time.time())
+        except Exception:  # noqa: BLE001 - the ledger may be what failed; keep the cause
+            pass
+        raise
+
+
+def _json(value: Any) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+__all__ = [
+    "RepoContext",
+    "EnvelopeResult",
+    "EmbedContext",
+    "RetryPolicy",
+    "envelope_step",
+    "chunk_step",
+    "embed_step",
+    "census_step",
+    "settings_generation",
+]

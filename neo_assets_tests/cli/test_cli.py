@@ -1,0 +1,105 @@
+"""The `neo-assets` command as a user runs it: a real subprocess, JSON on stdout only."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.tenantfiles import repo_entry, write_tenants
+
+ROOT = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "neo_assets.cli"]
+
+
+def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        CLI + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    a = GitRepo(tmp_path / "a")
+    a.write("render.py", "def render_widget(widget):\n    return widget.draw()\n")
+    a.write("notes.md", "# Notes\n\nWidgets render as squares.\n")
+    a.commit("a", when=1_700_000_000)
+    b = GitRepo(tmp_path / "b")
+    b.write("render.py", "def render_widget(widget):\n    return widget.draw()\n")
+    b.commit("b", when=1_700_000_000)
+    tenants = write_tenants(
+        tmp_path / "tenants.yaml",
+        {
+            "acme": [repo_entry("widgets", a.path)],
+            "globex": [repo_entry("tools", b.path)],
+        },
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
+    env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
+    return env
+
+
+def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
+    swept = _run(["sweep", "--json"], cli_env)
+    assert swept.returncode == 0, swept.stderr
+    doc = json.loads(swept.stdout)  # exactly one JSON document, nothing else on stdout
+    assert {(r["tenantId"], r["repoSlug"], r["outcome"]) for r in doc["repos"]} == {
+        ("acme", "widgets", "complete"),
+        ("globex", "tools", "complete"),
+    }
+    for r in doc["repos"]:
+        assert {"revision", "counts", "deferredCauseCode"} <= set(r)
+
+    again = json.loads(_run(["sweep", "--json"], cli_env).stdout)
+    assert {r["outcome"] for r in again["repos"]} == {"skipped"}
+
+    status = _run(["status", "--json"], cli_env)
+    assert status.returncode == 0, status.stderr
+    repos = json.loads(status.stdout)["repos"]
+    keys = {
+        "tenantId",
+        "repoSlug",
+        "outcome",
+        "lastIngestedRev",
+        "consecutiveFailures",
+        "deferredCauseCode",
+        "nextDueAt",
+        "embeddingGeneration",
+        "contentPoisonChunks",
+        "undeliverableChunks",
+        "strikes",
+        "rows",
+    }
+    assert all(keys <= set(r) for r in repos)
+    assert all(r["rows"] > 0 and r["contentPoisonChunks"] == {"count": 0, "ids": []} for r in repos)
+
+    q = _run(["query", "render widget", "--tenant", "globex", "-k", "5", "--json"], cli_env)
+    assert q.returncode == 0, q.stderr
+    results = json.loads(q.stdout)["results"]
+    assert results and {r["metadata"]["tenantId"] for r in results} == {"globex"}
+    assert {"id", "score", "document", "metadata"} <= set(results[0])
+
+    # Dagster's instance under NEO_HOME holds the CLI's runs, so the UI shows them.
+    assert (Path(cli_env["NEO_HOME"]) / "dagster" / "dagster.yaml").exists()
+
+
+def test_bad_tenants_file_exits_2_naming_file_and_field(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tenants:\n  - id: Acme!\n    repos: []\n")
+    env = {**cli_env, "NEO_TENANTS_FILE": str(bad)}
+    done = _run(["sweep", "--json"], env)
+    assert done.returncode == 2
+    assert str(bad) in done.stderr and "id" in done.stderr
+    assert json.loads(done.stdout)["code"] == "CONFIG_INVALID"
+    assert not (Path(cli_env["NEO_HOME"]) / "chroma").exists()  # refused before anything ran
+
+
+def test_unknown_tenant_for_query_is_a_usage_error(cli_env: dict[str, str]) -> None:
+    done = _run(["query", "x", "--tenant", "nobody"], cli_env)
+    assert done.returncode == 2
+    assert "nobody" in done.stderr

@@ -1,0 +1,60 @@
+from neo_assets.core.sweep.chunk_tally import PREVIEW_ROWS, ChunkTally
+from neo_assets.store.ledger import DeclaredChunk
+
+
+def _rows(path: str, kinds: list[str]) -> list[dict]:
+    return [
+        {"source_path": path, "kind": k, "name": f"{k}{i}", "start_line": i + 1, "content": "x"}
+        for i, k in enumerate(kinds)
+    ]
+
+
+def test_waves_then_kept_rows_are_counted_in_the_serial_frames_order() -> None:
+    tally = ChunkTally(parsed_paths=3, reused_paths=1)
+    tally.add(_rows("a.py", ["function", "class", "function"]))
+    tally.add([])  # a wave of files without chunks
+    tally.add(_rows("b.py", ["function"] * 4) + _rows("c.md", ["section"] * 4))
+    kept = [DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}", "b" * 40) for i in range(3)]
+    tally.add_declared(kept)
+
+    assert tally.chunks == 3 + 8 + 3
+    assert tally.kinds == {"function": 6, "class": 4, "section": 4}
+    assert tally.kind_counts() == {"function": 6, "class": 4, "section": 4}
+    assert list(tally.kind_counts()) == ["function", "class", "section"]  # most first, then by name
+    assert tally.paths == {"a.py", "b.py", "c.md", "k.py"} and tally.paths_with_chunks == 4
+    # The preview: the first rows as they came, only its columns; the text is never kept.
+    assert len(tally.preview) == PREVIEW_ROWS
+    assert tally.preview[0] == {
+        "source_path": "a.py",
+        "kind": "function",
+        "name": "function0",
+        "start_line": 1,
+    }
+    assert [r["source_path"] for r in tally.preview] == ["a.py"] * 3 + ["b.py"] * 4 + ["c.md"] * 3
+    assert all("content" not in r for r in tally.preview)
+
+
+def test_kept_rows_fill_the_preview_after_the_parsed_ones_without_a_line() -> None:
+    tally = ChunkTally()
+    tally.add(_rows("a.py", ["function"]))
+    tally.add_declared(DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}") for i in range(20))
+    assert tally.chunks == 21 and tally.kind_counts() == {"class": 20, "function": 1}
+    assert tally.preview[1] == {
+        "source_path": "k.py",
+        "kind": "class",
+        "name": "K0",
+        "start_line": None,
+    }
+    assert len(tally.preview) == PREVIEW_ROWS
+
+
+def test_an_empty_generation_tallies_to_nothing() -> None:
+    tally = ChunkTally()
+    tally.add([])
+    tally.add_declared([])
+    assert (tally.chunks, tally.kind_counts(), tally.paths_with_chunks, tally.preview) == (
+        0,
+        {},
+        0,
+        [],
+    )
