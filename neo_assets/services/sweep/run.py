@@ -1,0 +1,266 @@
+"""One repo's sweep, envelope to census, as a library call.
+
+``sweep_stages`` runs the four stages in order — repo_envelope -> chunk_generation ->
+kb_embeddings -> fence_census — under the repo's sweep lease, and yields a
+``StageEnded`` as each one ends (or a ``StageSkipped`` for each stage a run without the
+lease leaves alone); its return value is the ``SweepResult``. The Dagster asset turns
+the events into materializations, the CLI's progress and the tests read them or ignore
+them: ``run_sweep`` drains the stages and returns the result. Every rule the stages
+apply lives in ``neo_assets.core``; the steps are ``services/sweep/steps.py``.
+"""
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
+from neo_assets.concurrency.prelude import SweepPrelude
+from neo_assets.config.settings import Settings
+from neo_assets.core import codes
+from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
+from neo_assets.embedding.lifecycle import close_provider, prepare
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.sweep.lease import SweepLease, skipped_result
+from neo_assets.services.sweep.steps import (
+    EmbedContext,
+    EnvelopeResult,
+    RepoContext,
+    SweepAborted,
+    census_step,
+    chunk_step,
+    embed_step,
+    envelope_step,
+    failure_recorded,
+    plan_chunks,
+)
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+# The four stages, in order: each is one asset of the sweep in the Dagster UI.
+SWEEP_STAGES = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")
+
+# (batches done, batches total, chunks embedded so far)
+Progress = Callable[[int, int, int], None]
+
+
+@dataclass(frozen=True)
+class StageEnded:
+    """A stage finished: what it produced, for whoever shows it."""
+
+    stage: str
+    envelope: EnvelopeResult
+    # chunk_generation: the generation's tally (counts, kinds, a preview)
+    tally: ChunkTally | None = None
+    # kb_embeddings: the lane's summary (counts, strikes, errors, seconds, generation)
+    summary: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class StageSkipped:
+    """The run holds no (or no longer the) sweep lease: this stage wrote nothing."""
+
+    stage: str
+    lease: Mapping[str, Any]
+
+
+SweepEvent = StageEnded | StageSkipped
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    """The sweep's verdict as the census recorded it, plus what the run measured.
+
+    ``doc`` is the contract's shape of one repo (``neo-assets sweep --json``):
+    tenantId, repoSlug, outcome, revision, counts, deferredCauseCode, consecutiveFailures,
+    nextDueAt, both censuses, strikes, embeddingGeneration, timings and the lease."""
+
+    doc: Mapping[str, Any]
+    # Seconds the embedding stage took (None: the stage did not run).
+    embed_seconds: float | None = None
+    errors: int = 0
+
+    @property
+    def outcome(self) -> str:
+        return str(self.doc["outcome"])
+
+    @property
+    def counts(self) -> Mapping[str, Any]:
+        return self.doc.get("counts") or {}
+
+    def to_doc(self) -> dict[str, Any]:
+        return dict(self.doc)
+
+
+@dataclass
+class SweepInputs:
+    """What one sweep works with: who (from the declaration), the settings, the ledger,
+    the store (opened when first needed), the run's provider, and the run's identity."""
+
+    ctx: RepoContext
+    settings: Settings
+    ledger: Ledger
+    open_store: Callable[[], ChromaStore]
+    provider: EmbeddingProvider
+    run_id: str
+    progress: Progress | None = None
+    clock: Callable[[], float] = time.time
+    # Seconds inside each stage: the sweep's own work, without its caller's event handling.
+    stage_s: dict[str, float] = field(default_factory=dict)
+
+
+def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult]:
+    """Run one repo's sweep; yield each stage's end; return its result.
+
+    The run holds the repo's lease from before its first ledger write to after its
+    census; a run that cannot get it, or loses it between stages, writes nothing more
+    (its remaining stages are skipped and the result is ``skipped``). An upstream abort
+    (Ctrl-C, a run terminated from the UI) is recorded as the lane left it, then raised.
+    The provider is closed on every way out."""
+    ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
+    stage_s = inputs.stage_s
+    with (
+        SweepLease(book, ctx, inputs.run_id, cfg) as lease,
+        contextlib.ExitStack() as stack,
+    ):
+        # Closed on every way out, even a generator closed at a yield (twice is a no-op).
+        stack.callback(close_provider, inputs.provider)
+        if not lease.held:
+            return (yield from _skipped(ctx, lease.info, SWEEP_STAGES))
+        mark = time.perf_counter()
+        # Helpers, the recorded generation and the store's listing of the repo's rows start
+        # before and beside the envelope (concurrency/prelude.py).
+        prelude = stack.enter_context(
+            contextlib.closing(SweepPrelude(ctx, cfg, book, inputs.provider, inputs.open_store))
+        )
+        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
+            envelope = envelope_step(
+                ctx, cfg, book, inputs.clock(), on_new_files=prelude.helpers.new_files
+            )
+        presence = prelude.envelope_read()
+        stage_s["envelope_s"] = time.perf_counter() - mark
+        mark = time.perf_counter()
+        waves: ChunkWaves | None = None
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+            plan = plan_chunks(ctx, cfg, book, envelope, prelude.recorded)
+            if many_to_parse(plan, cfg):
+                prepare(inputs.provider)  # a big sweep: its helpers start while files parse
+            if pipelined(plan, cfg):
+                # Many files to parse: they are parsed and declared wave by wave while the
+                # lane embeds and writes the earlier waves (concurrency/chunk_waves.py).
+                waves = stack.enter_context(
+                    ChunkWaves(
+                        ctx,
+                        cfg,
+                        book,
+                        envelope,
+                        plan,
+                        inputs.clock(),
+                        guard=lease.check,
+                        parser=prelude.helpers.take_parser(),
+                    )
+                )
+                # The first wave is parsed and declared while the caller records the
+                # envelope's end (below), instead of after it.
+                waves.start_ahead()
+        stage_s["chunks_s"] = time.perf_counter() - mark
+        yield StageEnded("repo_envelope", envelope)
+
+        if not lease.held:
+            return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[1:]))
+        if waves is not None:
+            chunks = waves.kept_frame()
+        else:
+            mark = time.perf_counter()
+            with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+                chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
+            stage_s["chunks_s"] += time.perf_counter() - mark
+            yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
+
+        unfinished = SWEEP_STAGES[1:] if waves is not None else SWEEP_STAGES[2:]
+        if not lease.held:
+            return (yield from _skipped(ctx, lease.info, unfinished))
+        started = time.monotonic()
+        with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED):
+            try:
+                summary = embed_step(
+                    ctx,
+                    cfg,
+                    presence.store(),
+                    book,
+                    envelope,
+                    chunks,
+                    EmbedContext(
+                        provider=inputs.provider,
+                        progress=inputs.progress,
+                        guard=lease.check,
+                        present_ids=presence.present_ids,
+                    ),
+                    waves=waves,
+                )
+            except SweepAborted as aborted:
+                # Record the sweep as the lane left it (deferred, cause aborted), then end.
+                census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
+                raise aborted.interrupt from None
+            finally:
+                if waves is not None:
+                    waves.close()
+        del chunks  # the declared generation is in the ledger; the census needs no frame
+        summary["seconds"] = time.monotonic() - started
+        stage_s["embed_s"] = summary["seconds"]
+        if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
+            return (yield from _skipped(ctx, lease.info, unfinished))
+        if waves is not None:
+            # Its stage ended inside the lane's run (the last wave declared): reported now,
+            # before the embeddings it fed.
+            yield StageEnded("chunk_generation", envelope, tally=waves.finished_tally())
+        yield StageEnded("kb_embeddings", envelope, summary=summary)
+
+        mark = time.perf_counter()
+        with failure_recorded(ctx, cfg, book, codes.STORE_FAILED):
+            doc = census_step(ctx, cfg, book, envelope, summary, inputs.clock())
+        stage_s["census_s"] = time.perf_counter() - mark
+        stage_s["stages_s"] = sum(v for k, v in stage_s.items() if k != "stages_s")
+        doc["timings"] = {**doc.get("timings", {}), **stage_s}
+        doc["lease"] = lease.info
+    return SweepResult(doc, embed_seconds=summary["seconds"], errors=len(summary.get("errors", [])))
+
+
+def run_sweep(
+    inputs: SweepInputs, on_event: Callable[[SweepEvent], None] | None = None
+) -> SweepResult:
+    """``sweep_stages`` run to its end: each event to ``on_event`` (when given)."""
+    stages = sweep_stages(inputs)
+    while True:
+        try:
+            event = next(stages)
+        except StopIteration as done:
+            return done.value
+        if on_event is not None:
+            on_event(event)
+
+
+def _skipped(
+    ctx: RepoContext, info: Mapping[str, Any], stages: tuple[str, ...]
+) -> Generator[SweepEvent, None, SweepResult]:
+    """What a run that does not (or no longer) hold the lease reports: each remaining
+    stage says why it wrote nothing, and the result (the census stage's) is ``skipped``."""
+    for stage in stages:
+        if stage != "fence_census":
+            yield StageSkipped(stage, dict(info))
+    return SweepResult(skipped_result(ctx, info))
+
+
+def frame_tally(chunks: Any) -> ChunkTally:
+    """The serial chunk stage's frame, tallied as the waves tally theirs."""
+    tally = ChunkTally(
+        chunks=len(chunks),
+        parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
+        reused_paths=int(chunks.attrs.get("reused_paths", 0)),
+    )
+    tally.kinds.update(chunks["kind"].tolist())
+    tally.paths.update(chunks["source_path"].tolist())
+    head = chunks[list(PREVIEW_COLUMNS)].head(PREVIEW_ROWS)
+    tally.preview = head.astype(object).where(head.notna(), None).to_dict("records")
+    return tally
