@@ -20,11 +20,9 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
-from neo_assets.concurrency.prelude import SweepPrelude
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
-from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
+from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
 from neo_assets.defs.metadata import (
     census_summary,
     chunks_summary,
@@ -46,29 +44,25 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.embedding.lifecycle import close_provider, prepare
 from neo_assets.services.status import build_status
-from neo_assets.services.sweep.lease import SweepLease, lease_metadata, skipped_result
+from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
-from neo_assets.services.sweep.steps import (
-    EmbedContext,
-    EnvelopeResult,
-    RepoContext,
-    SweepAborted,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
-    failure_recorded,
-    plan_chunks,
+from neo_assets.services.sweep.run import (
+    SWEEP_STAGES,
+    StageEnded,
+    StageSkipped,
+    SweepInputs,
+    SweepResult,
+    sweep_stages,
 )
+from neo_assets.services.sweep.steps import EnvelopeResult, RepoContext
 
 OWNERS = ["team:knowledge-platform"]
 # The Dagster concurrency pool of everything that calls the embedding provider.
 EMBEDDING_POOL = "neo-embedding-provider"
 # The one op that materializes a repo's sweep assets (its step key in every sweep run).
 SWEEP_STEP = "sweep_repo"
-SWEEP_ASSETS = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")
+SWEEP_ASSETS = SWEEP_STAGES
 
 
 def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
@@ -136,20 +130,6 @@ def chunks_metadata(ctx: RepoContext, revision: str, tally: ChunkTally) -> dict[
     }
 
 
-def frame_tally(chunks: pd.DataFrame) -> ChunkTally:
-    """The serial chunk stage's frame, tallied as the waves tally theirs."""
-    tally = ChunkTally(
-        chunks=len(chunks),
-        parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
-        reused_paths=int(chunks.attrs.get("reused_paths", 0)),
-    )
-    tally.kinds.update(chunks["kind"].tolist())
-    tally.paths.update(chunks["source_path"].tolist())
-    head = chunks[list(PREVIEW_COLUMNS)].head(PREVIEW_ROWS)
-    tally.preview = head.astype(object).where(head.notna(), None).to_dict("records")
-    return tally
-
-
 def embeddings_metadata(ctx: RepoContext, summary: dict[str, Any]) -> dict[str, Any]:
     counts = summary.get("counts", {})
     strikes = summary.get("strikes", [])
@@ -190,6 +170,25 @@ def census_metadata(
             {"contentPoisonChunks": poison, "undeliverableChunks": undeliverable}
         ),
     }
+
+
+def stage_metadata(ctx: RepoContext, event: StageEnded) -> dict[str, Any]:
+    if event.stage == "repo_envelope":
+        return envelope_metadata(ctx, event.envelope)
+    if event.stage == "chunk_generation":
+        assert event.tally is not None
+        return chunks_metadata(ctx, event.envelope.revision, event.tally)
+    return embeddings_metadata(ctx, dict(event.summary or {}))
+
+
+def sweep_line(ctx: RepoContext, result: SweepResult) -> str:
+    counts = result.counts
+    return (
+        f"{ctx.key}: {result.outcome} (cause {result.doc.get('deferredCauseCode')}); "
+        f"embedded {counts.get('embedded', 0)} new, "
+        f"{counts.get('already_present', 0)} already present, "
+        f"{result.errors} error rows in {result.embed_seconds or 0.0:.1f}s"
+    )
 
 
 # ---------------------------------------------------------------------------- the sweep
@@ -256,145 +255,39 @@ def sweep_repo(
     provider: ProviderResource,
 ) -> Iterator[dg.MaterializeResult | dg.Output]:
     ctx = repo_context(context.partition_key, tenants)
-    cfg = settings.load()
-    book = ledger.get()
-    # The run holds the repo's lease from before its first ledger write to after its
-    # census; a run that cannot get it, or loses it, writes nothing more.
-    with SweepLease(book, ctx, context.run_id, cfg) as lease, contextlib.ExitStack() as stack:
-        if not lease.held:
-            context.log.warning(f"{ctx.key}: skipped, sweep lease {lease.info}")
-            yield from _skipped(ctx, lease.info, SWEEP_ASSETS)
-            return
-        # Seconds inside each stage: the sweep's own work, without Dagster's event handling.
-        stage_s: dict[str, float] = {}
-        mark = time.perf_counter()
-        embedder = provider.build()
-        # Closed on every way out, even a run stopped at a yield (closing twice is a no-op).
-        stack.callback(close_provider, embedder)
-        # Helpers, the recorded generation and the store's listing of the repo's rows start
-        # before and beside the envelope (concurrency/prelude.py).
-        prelude = stack.enter_context(
-            contextlib.closing(SweepPrelude(ctx, cfg, book, embedder, store.get))
-        )
-        with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
-            envelope = envelope_step(
-                ctx, cfg, book, time.time(), on_new_files=prelude.helpers.new_files
-            )
-        presence = prelude.envelope_read()
-        stage_s["envelope_s"] = time.perf_counter() - mark
-        mark = time.perf_counter()
-        waves: ChunkWaves | None = None
-        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-            plan = plan_chunks(ctx, cfg, book, envelope, prelude.recorded)
-            if many_to_parse(plan, cfg):
-                prepare(embedder)  # a big sweep: its helpers start while the files parse
-            if pipelined(plan, cfg):
-                # Many files to parse: they are parsed and declared wave by wave while the
-                # lane embeds and writes the earlier waves (concurrency/chunk_waves.py).
-                waves = stack.enter_context(
-                    ChunkWaves(
-                        ctx,
-                        cfg,
-                        book,
-                        envelope,
-                        plan,
-                        time.time(),
-                        guard=lease.check,
-                        parser=prelude.helpers.take_parser(),
-                    )
-                )
-                # The first wave is parsed and declared while Dagster records the
-                # envelope's materialization (below), instead of after it.
-                waves.start_ahead()
-        stage_s["chunks_s"] = time.perf_counter() - mark
-        yield dg.MaterializeResult(
-            asset_key="repo_envelope", metadata=envelope_metadata(ctx, envelope)
-        )
-
-        if not lease.held:
-            yield from _lost(context, ctx, lease.info, SWEEP_ASSETS[1:])
-            return
-        if waves is not None:
-            chunks = waves.kept_frame()
-        else:
-            mark = time.perf_counter()
-            with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-                chunks = chunk_step(ctx, cfg, book, envelope, time.time(), plan=plan)
-            stage_s["chunks_s"] += time.perf_counter() - mark
-        if waves is None:
-            yield dg.MaterializeResult(
-                asset_key="chunk_generation",
-                metadata=chunks_metadata(ctx, envelope.revision, frame_tally(chunks)),
-            )
-
-        unmaterialized = SWEEP_ASSETS[1:] if waves is not None else SWEEP_ASSETS[2:]
-        if not lease.held:
-            yield from _lost(context, ctx, lease.info, unmaterialized)
-            return
-        started = time.monotonic()
-        with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED):
+    inputs = SweepInputs(
+        ctx=ctx,
+        settings=settings.load(),
+        ledger=ledger.get(),
+        open_store=store.get,
+        provider=provider.build(),
+        run_id=context.run_id,
+        progress=_progress_logger(context, ctx, time.monotonic()),
+    )
+    # Closed with the asset: a run stopped at a yield still releases the lease and provider.
+    with contextlib.closing(sweep_stages(inputs)) as stages:
+        while True:
             try:
-                summary = embed_step(
-                    ctx,
-                    cfg,
-                    presence.store(),
-                    book,
-                    envelope,
-                    chunks,
-                    EmbedContext(
-                        provider=embedder,
-                        progress=_progress_logger(context, ctx, started),
-                        guard=lease.check,
-                        present_ids=presence.present_ids,
-                    ),
-                    waves=waves,
-                )
-            except SweepAborted as aborted:
-                # An upstream abort (Ctrl-C, a run terminated from the UI): record the
-                # sweep as the lane left it (deferred, cause aborted), then end the run.
-                census_step(ctx, cfg, book, envelope, aborted.summary, time.time())
-                raise aborted.interrupt from None
-            finally:
-                if waves is not None:
-                    waves.close()
-        del chunks  # the declared generation is in the ledger; the census needs no frame
-        summary["seconds"] = time.monotonic() - started
-        stage_s["embed_s"] = summary["seconds"]
-        if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
-            yield from _lost(context, ctx, lease.info, unmaterialized)
-            return
-        if waves is not None:
-            # Its stage ended inside the lane's run (the last wave declared): reported now,
-            # before the embeddings it fed.
-            yield dg.MaterializeResult(
-                asset_key="chunk_generation",
-                metadata=chunks_metadata(ctx, envelope.revision, waves.finished_tally()),
+                event = next(stages)
+            except StopIteration as done:
+                result: SweepResult = done.value
+                break
+            metadata = (
+                lease_metadata(event.lease)
+                if isinstance(event, StageSkipped)
+                else stage_metadata(ctx, event)
             )
-        counts = summary.get("counts", {})
-        yield dg.MaterializeResult(
-            asset_key="kb_embeddings", metadata=embeddings_metadata(ctx, summary)
-        )
-
-        mark = time.perf_counter()
-        with failure_recorded(ctx, cfg, book, codes.STORE_FAILED):
-            result = census_step(ctx, cfg, book, envelope, summary, time.time())
-        stage_s["census_s"] = time.perf_counter() - mark
-        stage_s["stages_s"] = sum(stage_s.values())
-        result["timings"] = {**result.get("timings", {}), **stage_s}
-        result["lease"] = lease.info
-    # One line for the run's log (each log line is an event the instance stores).
-    context.log.info(
-        f"{ctx.key}: {result['outcome']} (cause {result['deferredCauseCode']}); "
-        f"embedded {counts.get('embedded', 0)} new, "
-        f"{counts.get('already_present', 0)} already present, "
-        f"{len(summary.get('errors', []))} error rows in {summary['seconds']:.1f}s"
-    )
-    sweep_s = run_seconds(context.instance, context.run_id, time.time())
-    yield dg.Output(
-        result,
-        output_name="fence_census",
-        metadata=census_metadata(ctx, result, summary["seconds"], sweep_s),
-    )
+            yield dg.MaterializeResult(asset_key=event.stage, metadata=metadata)
+    doc = result.to_doc()
+    if result.outcome == codes.OUTCOME_SKIPPED:
+        context.log.warning(f"{ctx.key}: skipped, sweep lease {doc.get('lease')}")
+        metadata = {"outcome": result.outcome, **lease_metadata(doc.get("lease") or {})}
+    else:
+        # One line for the run's log (each log line is an event the instance stores).
+        context.log.info(sweep_line(ctx, result))
+        sweep_s = run_seconds(context.instance, context.run_id, time.time())
+        metadata = census_metadata(ctx, doc, result.embed_seconds or 0.0, sweep_s)
+    yield dg.Output(doc, output_name="fence_census", metadata=metadata)
 
 
 def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, started: float) -> Any:
@@ -415,35 +308,6 @@ def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, starte
         )
 
     return progress
-
-
-def _lost(
-    context: dg.AssetExecutionContext,
-    ctx: RepoContext,
-    info: dict[str, Any],
-    assets: tuple[str, ...],
-) -> Iterator[dg.MaterializeResult | dg.Output]:
-    """The lease was lost between stages (it expired while the process was paused, and
-    another sweep took it): write nothing more and let the new holder finish."""
-    context.log.warning(f"{ctx.key}: sweep lease lost, {info}")
-    yield from _skipped(ctx, info, assets)
-
-
-def _skipped(
-    ctx: RepoContext, info: dict[str, Any], assets: tuple[str, ...]
-) -> Iterator[dg.MaterializeResult | dg.Output]:
-    """What a run that does not (or no longer) hold the lease records: each remaining
-    asset says why it wrote nothing, and the census is the ``skipped`` result."""
-    for key in assets:
-        if key == "fence_census":
-            result = skipped_result(ctx, info)
-            yield dg.Output(
-                result,
-                output_name="fence_census",
-                metadata={"outcome": result["outcome"], **lease_metadata(info)},
-            )
-        else:
-            yield dg.MaterializeResult(asset_key=key, metadata=lease_metadata(info))
 
 
 @dg.asset(
