@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from neo_assets.config.examples import ensure_sample_repo
+from neo_assets.config.settings import BUNDLED_TENANTS_FILE, load_settings
 from neo_assets.config.tenants import (
     ID_PATTERN,
     MAX_PROBLEMS_SHOWN,
@@ -309,6 +311,23 @@ def test_a_doubled_dollar_is_a_literal_dollar(site: Path) -> None:
     text = one_tenant(repo_body(path='"../repos/cost$$centre"'))
     repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
     assert repo.path == (site / "repos" / "cost$centre").resolve()
+
+
+def test_the_shipped_example_finds_the_sample_made_under_neo_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # examples/tenants.yaml and `python -m neo_assets.config.examples` (both run by
+    # `make run`) must agree on where the sample repository lives.
+    home = tmp_path / "home"
+    monkeypatch.setenv("NEO_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    sample = ensure_sample_repo(load_settings().home_dir)
+    loaded = load_tenants(BUNDLED_TENANTS_FILE)
+    widgets = loaded.tenant("acme").repo("widgets")  # type: ignore[union-attr]
+    assert widgets is not None and widgets.path == sample.resolve()
+    assert widgets.path.is_relative_to(home.resolve())
+    itself = loaded.tenant("neo-self").repo("neo-assets")  # type: ignore[union-attr]
+    assert itself is not None and itself.path == BUNDLED_TENANTS_FILE.parent.parent.resolve()
 
 
 def test_same_slug_in_two_tenants_is_fine(site: Path) -> None:
