@@ -10,6 +10,15 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
+# The homes the CLI uses (Settings.home_dir, dagster_instance in neo_assets/cli/launch.py):
+# NEO_HOME, default .neo; DAGSTER_HOME, else $NEO_HOME/dagster; relative ones against the
+# current directory. Made absolute by hand: $(abspath) would split a path with spaces.
+absolute = $(if $(filter /%,$(firstword $(1))),$(1),$(CURDIR)/$(patsubst ./%,%,$(1)))
+NEO_HOME_DIR = $(call absolute,$(patsubst ~/%,$(HOME)/%,$(patsubst ~,$(HOME),$(or $(NEO_HOME),.neo))))
+DAGSTER_HOME_DIR = $(if $(DAGSTER_HOME),$(call absolute,$(DAGSTER_HOME)),$(NEO_HOME_DIR)/dagster)
+# Both homes, so the UI's runs use the ledger and store this instance's runs used.
+UI := NEO_HOME='$(NEO_HOME_DIR)' DAGSTER_HOME='$(DAGSTER_HOME_DIR)' $(BIN)/dagster dev -m neo_assets.definitions
+
 ifeq ($(SKIP_INSTALL),1)
 READY := venv-present
 else
@@ -35,8 +44,8 @@ run: $(READY)
 	$(BIN)/python -m neo_assets.config.examples
 	$(BIN)/neo-assets sweep
 	@echo ""
-	@echo "Open the Dagster UI on this instance:"
-	@echo "  DAGSTER_HOME=$$PWD/.neo/dagster $(BIN)/dagster dev -m neo_assets.definitions"
+	@echo "Open the Dagster UI on this instance (or: make dev, with the same NEO_HOME/DAGSTER_HOME):"
+	@echo "  $(UI)"
 	@echo "then browse http://127.0.0.1:3000 (assets, runs, sensors)."
 
 test: $(READY)
@@ -46,7 +55,7 @@ lint: $(READY)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
 dev: $(READY)
-	DAGSTER_HOME=$$PWD/.neo/dagster $(BIN)/dagster dev -m neo_assets.definitions
+	$(UI)
 
 # The long profile of the invariant simulation (hundreds of examples; see docs/reliability.md).
 soak: $(READY)
