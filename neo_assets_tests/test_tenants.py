@@ -295,6 +295,19 @@ def test_a_missing_neo_home_directory_names_what_neo_home_is(
     assert f"${{NEO_HOME}} is {str(site / 'empty-home')!r}" in problem.message
 
 
+def test_unreadable_settings_behind_neo_home_are_a_problem_not_a_crash(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEO_EMBEDDING_DIMENSIONS", "many")
+    path = write_tenants(site, one_tenant(repo_body(path='"${NEO_HOME}/plain"')))
+    problem = problem_at(load_error(path), "tenants['acme'].repos['w'].path")
+    assert "settings cannot be read" in problem.message
+    assert "NEO_EMBEDDING_DIMENSIONS" in problem.message
+    assert "\n" not in problem.message
+    # A path that does not use ${NEO_HOME} never reads the settings.
+    assert load_tenants(write_tenants(site, one_tenant())).tenants[0].repos[0].slug == "w"
+
+
 def test_an_unknown_variable_names_the_file_tenant_repo_and_field(site: Path) -> None:
     text = one_tenant(repo_body(slug="widgets", path='"${WORKSPACE}/widgets"'))
     path = write_tenants(site, text)

@@ -766,23 +766,23 @@ class _Validator:
             )
             return None
         declared = Path(os.path.expanduser(expanded))
-        relative_note = ""
+        path_notes = ""
         if used:
-            relative_note = f" (${{NEO_HOME}} is {str(self.neo_home())!r})"
+            path_notes = f" (${{NEO_HOME}} is {str(self.neo_home())!r})"
         if not declared.is_absolute():
             declared = self.base_dir / declared
-            relative_note += f" (relative paths resolve against {str(self.base_dir)!r})"
+            path_notes += f" (relative paths resolve against {str(self.base_dir)!r})"
         try:
             resolved = declared.resolve()
         except (OSError, RuntimeError) as error:  # a symlink loop, a name too long
             self.add(
                 location,
-                f"'path' cannot be resolved ({error}); found {_found(text)}{relative_note}; "
+                f"'path' cannot be resolved ({error}); found {_found(text)}{path_notes}; "
                 f"allowed: {allowed}",
                 line,
             )
             return None
-        where = f"found {_found(text)}, which resolves to {str(resolved)!r}{relative_note}"
+        where = f"found {_found(text)}, which resolves to {str(resolved)!r}{path_notes}"
         if self.allowed_roots is not None and not any(
             resolved.is_relative_to(root) for root in self.allowed_roots
         ):
