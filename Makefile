@@ -1,12 +1,31 @@
 # Two entry points for a fresh machine with Python 3.11: `make run` and `make test`.
 # Both create (or reuse) .venv and install what they need.
+#
+# VENV=/path/to/venv uses another virtualenv. SKIP_INSTALL=1 uses $(VENV) as it is,
+# neither creating it nor installing into it (an environment made elsewhere: CI, or a
+# test running this Makefile with its own environment).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint bench dev soak
+# The homes the CLI uses (Settings.home_dir, dagster_instance in neo_assets/cli/launch.py):
+# NEO_HOME, default .neo; DAGSTER_HOME, else $NEO_HOME/dagster; relative ones against the
+# current directory. Made absolute by hand: $(abspath) would split a path with spaces.
+absolute = $(if $(filter /%,$(firstword $(1))),$(1),$(CURDIR)/$(patsubst ./%,%,$(1)))
+NEO_HOME_DIR = $(call absolute,$(patsubst ~/%,$(HOME)/%,$(patsubst ~,$(HOME),$(or $(NEO_HOME),.neo))))
+DAGSTER_HOME_DIR = $(if $(DAGSTER_HOME),$(call absolute,$(DAGSTER_HOME)),$(NEO_HOME_DIR)/dagster)
+# Both homes, so the UI's runs use the ledger and store this instance's runs used.
+UI := NEO_HOME='$(NEO_HOME_DIR)' DAGSTER_HOME='$(DAGSTER_HOME_DIR)' $(BIN)/dagster dev -m neo_assets.definitions
+
+ifeq ($(SKIP_INSTALL),1)
+READY := venv-present
+else
+READY := $(STAMP)
+endif
+
+.PHONY: run test install lint bench dev soak venv-present
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,23 +37,26 @@ $(STAMP): $(BIN)/python pyproject.toml
 
 install: $(STAMP)
 
-run: $(STAMP)
+venv-present:
+	@test -x '$(BIN)/python' || { echo "SKIP_INSTALL=1 uses an existing virtualenv, but there is no $(BIN)/python: pass VENV=/path/to/venv, or drop SKIP_INSTALL=1 to create and install $(VENV)" >&2; exit 2; }
+
+run: $(READY)
 	$(BIN)/python -m neo_assets.config.examples
 	$(BIN)/neo-assets sweep
 	@echo ""
-	@echo "Open the Dagster UI on this instance:"
-	@echo "  DAGSTER_HOME=$$PWD/.neo/dagster $(BIN)/dagster dev -m neo_assets.definitions"
+	@echo "Open the Dagster UI on this instance (or: make dev, with the same NEO_HOME/DAGSTER_HOME):"
+	@echo "  $(UI)"
 	@echo "then browse http://127.0.0.1:3000 (assets, runs, sensors)."
 
-test: $(STAMP)
+test: $(READY)
 	$(BIN)/python -m pytest
 
-lint: $(STAMP)
+lint: $(READY)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
 
-dev: $(STAMP)
-	DAGSTER_HOME=$$PWD/.neo/dagster $(BIN)/dagster dev -m neo_assets.definitions
+dev: $(READY)
+	$(UI)
 
 # The long profile of the invariant simulation (hundreds of examples; see docs/reliability.md).
-soak: $(STAMP)
+soak: $(READY)
 	HYPOTHESIS_PROFILE=soak $(BIN)/python -m pytest neo_assets_tests/drills/test_simulation.py -s -o timeout=0 -o faulthandler_timeout=0

@@ -8,16 +8,20 @@ from pathlib import Path
 
 import pytest
 
+from neo_assets.config.examples import ensure_sample_repo
+from neo_assets.config.settings import BUNDLED_TENANTS_FILE, load_settings
 from neo_assets.config.tenants import (
     ID_PATTERN,
     MAX_PROBLEMS_SHOWN,
     MAX_TENANTS_FILE_BYTES,
     ConfigProblem,
     ParserDecl,
+    PathVariableError,
     RepoDecl,
     Tenant,
     TenantsConfigError,
     TenantsFile,
+    expand_path_variables,
     is_git_work_tree,
     is_semver,
     is_valid_id,
@@ -234,6 +238,109 @@ def test_tilde_expands_to_home(site: Path, monkeypatch: pytest.MonkeyPatch) -> N
     text = one_tenant(repo_body(path="~/plain"))
     repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
     assert repo.path == (site / "repos" / "plain").resolve()
+
+
+def test_neo_home_variable_expands_to_the_set_neo_home(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    home = site / "elsewhere" / "home"
+    (home / "examples" / "sample").mkdir(parents=True)
+    monkeypatch.setenv("NEO_HOME", str(home))
+    text = one_tenant(repo_body(path='"${NEO_HOME}/examples/sample"'))
+    repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
+    assert repo.path == (home / "examples" / "sample").resolve()
+
+
+def test_neo_home_variable_follows_a_relative_neo_home_from_the_cwd(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As Settings.home_dir reads it: relative to the current directory, not to the file.
+    (site / "outside" / "data" / "sample").mkdir(parents=True)
+    monkeypatch.setenv("NEO_HOME", "data")
+    monkeypatch.chdir(site / "outside")
+    text = one_tenant(repo_body(path='"${NEO_HOME}/sample"'))
+    repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
+    assert repo.path == (site / "outside" / "data" / "sample").resolve()
+
+
+def test_neo_home_variable_defaults_to_dot_neo_in_the_cwd_when_unset(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (site / "outside" / ".neo" / "sample").mkdir(parents=True)
+    monkeypatch.delenv("NEO_HOME", raising=False)
+    monkeypatch.chdir(site / "outside")
+    text = one_tenant(repo_body(path='"${NEO_HOME}/sample"'))
+    repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
+    assert repo.path == (site / "outside" / ".neo" / "sample").resolve()
+
+
+def test_an_explicit_home_wins_over_the_environment(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The CLI and the Dagster resource pass their settings' home (the resource's may be
+    # overridden in run config), so the file follows the home everything else uses.
+    monkeypatch.setenv("NEO_HOME", str(site / "nowhere"))
+    text = one_tenant(repo_body(path='"${NEO_HOME}/plain"'))
+    repo = load_tenants(write_tenants(site, text), home=site / "repos").tenants[0].repos[0]
+    assert repo.path == (site / "repos" / "plain").resolve()
+
+
+def test_a_missing_neo_home_directory_names_what_neo_home_is(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEO_HOME", str(site / "empty-home"))
+    path = write_tenants(site, one_tenant(repo_body(path='"${NEO_HOME}/examples/x"')))
+    problem = problem_at(load_error(path), "tenants['acme'].repos['w'].path")
+    assert "does not exist" in problem.message
+    assert f"${{NEO_HOME}} is {str(site / 'empty-home')!r}" in problem.message
+
+
+def test_unreadable_settings_behind_neo_home_are_a_problem_not_a_crash(
+    site: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEO_EMBEDDING_DIMENSIONS", "many")
+    path = write_tenants(site, one_tenant(repo_body(path='"${NEO_HOME}/plain"')))
+    problem = problem_at(load_error(path), "tenants['acme'].repos['w'].path")
+    assert "settings cannot be read" in problem.message
+    assert "NEO_EMBEDDING_DIMENSIONS" in problem.message
+    assert "\n" not in problem.message
+    # A path that does not use ${NEO_HOME} never reads the settings.
+    assert load_tenants(write_tenants(site, one_tenant())).tenants[0].repos[0].slug == "w"
+
+
+def test_an_unknown_variable_names_the_file_tenant_repo_and_field(site: Path) -> None:
+    text = one_tenant(repo_body(slug="widgets", path='"${WORKSPACE}/widgets"'))
+    path = write_tenants(site, text)
+    error = load_error(path)
+    message = str(error)
+    assert str(path) in message
+    assert "tenants['acme'].repos['widgets'].path (line 4): " in message
+    assert "unknown variable ${WORKSPACE}" in message
+    assert "'${WORKSPACE}/widgets'" in message  # what was found
+
+
+def test_a_doubled_dollar_is_a_literal_dollar(site: Path) -> None:
+    (site / "repos" / "cost$centre").mkdir()
+    text = one_tenant(repo_body(path='"../repos/cost$$centre"'))
+    repo = load_tenants(write_tenants(site, text)).tenants[0].repos[0]
+    assert repo.path == (site / "repos" / "cost$centre").resolve()
+
+
+def test_the_shipped_example_finds_the_sample_made_under_neo_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # examples/tenants.yaml and `python -m neo_assets.config.examples` (both run by
+    # `make run`) must agree on where the sample repository lives.
+    home = tmp_path / "home"
+    monkeypatch.setenv("NEO_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    sample = ensure_sample_repo(load_settings().home_dir)
+    loaded = load_tenants(BUNDLED_TENANTS_FILE)
+    widgets = loaded.tenant("acme").repo("widgets")  # type: ignore[union-attr]
+    assert widgets is not None and widgets.path == sample.resolve()
+    assert widgets.path.is_relative_to(home.resolve())
+    itself = loaded.tenant("neo-self").repo("neo-assets")  # type: ignore[union-attr]
+    assert itself is not None and itself.path == BUNDLED_TENANTS_FILE.parent.parent.resolve()
 
 
 def test_same_slug_in_two_tenants_is_fine(site: Path) -> None:
@@ -593,6 +700,52 @@ CORPUS: list[tuple[str, str, str, tuple[str, ...], dict[str, object]]] = [
         one_tenant(repo_body(path="../repos/loop")),
         f"{REPO}.path",
         ("cannot be resolved",),
+        {},
+    ),
+    (
+        "path-unknown-variable",
+        one_tenant(repo_body(path='"${REPOS}/plain"')),
+        f"{REPO}.path",
+        (
+            "unknown variable ${REPOS}",
+            "${NEO_HOME} (the data root, NEO_HOME) is the only",
+            "not expanded",
+        ),
+        {},
+    ),
+    (
+        "path-home-variable",
+        one_tenant(repo_body(path='"${HOME}/plain"')),
+        f"{REPO}.path",
+        ("unknown variable ${HOME}", "write '~'"),
+        {},
+    ),
+    (
+        "path-misspelt-variable",
+        one_tenant(repo_body(path='"${neo_home}/plain"')),
+        f"{REPO}.path",
+        ("unknown variable ${neo_home}", "did you mean ${NEO_HOME}?"),
+        {},
+    ),
+    (
+        "path-unclosed-variable",
+        one_tenant(repo_body(path='"${NEO_HOME/plain"')),
+        f"{REPO}.path",
+        ("unclosed", "no closing '}'"),
+        {},
+    ),
+    (
+        "path-empty-variable",
+        one_tenant(repo_body(path='"${}/plain"')),
+        f"{REPO}.path",
+        ("empty variable reference ${}",),
+        {},
+    ),
+    (
+        "path-bare-dollar-variable",
+        one_tenant(repo_body(path='"$NEO_HOME/plain"')),
+        f"{REPO}.path",
+        ("'$NEO_HOME'", "write ${NEO_HOME}", "'$$'"),
         {},
     ),
     # --- ref
@@ -997,6 +1150,53 @@ def test_recursive_yaml_does_not_hang(site: Path) -> None:
 
 
 # --------------------------------------------------------------------------- predicates
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("../repos/plain", "../repos/plain"),
+        ("${NEO_HOME}", "/h"),
+        ("${NEO_HOME}/examples/${NEO_HOME}", "/h/examples//h"),
+        ("~/x", "~/x"),  # '~' is the path rule's, not this one's
+        ("a$$b", "a$b"),
+        ("$$${NEO_HOME}", "$/h"),
+        ("$${NEO_HOME}", "${NEO_HOME}"),  # an escaped '$' starts no reference
+    ],
+)
+def test_expand_path_variables(text: str, expected: str) -> None:
+    assert expand_path_variables(text, {"NEO_HOME": "/h"}.__getitem__) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "fragments"),
+    [
+        ("${HOME}/x", ("unknown variable ${HOME}", "write '~'")),
+        ("${NEO_HOM}/x", ("unknown variable ${NEO_HOM}", "did you mean ${NEO_HOME}?")),
+        ("${a b}/x", ("unknown variable '${a b}'",)),
+        ("${}/x", ("empty variable reference ${}",)),
+        ("${NEO_HOME/x", ("unclosed variable reference '${NEO_HOME/x'",)),
+        ("$NEO_HOME/x", ("'$NEO_HOME'", "write ${NEO_HOME}")),
+        ("x$", ("'$'", "'$$' for a literal '$'")),
+        ("${A}/${B}", ("unknown variable ${A}", "unknown variable ${B}")),  # every one
+    ],
+)
+def test_expand_path_variables_refuses_what_it_cannot_expand(
+    text: str, fragments: tuple[str, ...]
+) -> None:
+    looked_up: list[str] = []
+    with pytest.raises(PathVariableError) as caught:
+        expand_path_variables(text, lambda name: looked_up.append(name) or "/h")
+    for fragment in fragments:
+        assert fragment in str(caught.value)
+    assert looked_up == []
+
+
+def test_expand_path_variables_reads_the_value_only_when_used() -> None:
+    def unreadable(name: str) -> str:
+        raise AssertionError(f"read {name}")
+
+    assert expand_path_variables("/srv/repos/a", unreadable) == "/srv/repos/a"
 
 
 @pytest.mark.parametrize(

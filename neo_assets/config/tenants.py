@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 
@@ -61,6 +62,12 @@ TENANT_KEYS = ("id", "repos")
 REPO_KEYS = ("slug", "path", "ref", "parser", "cadence_minutes")
 PARSER_KEYS = ("id", "version", "exclude")
 
+
+# The variables a repo 'path' may use: the project's own, from its settings. The
+# environment at large is not read, so a file means the same wherever it is loaded with
+# the same settings, and a typo is refused instead of expanding to nothing.
+PATH_VARIABLES = ("NEO_HOME",)
+_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 
 _HOW_TO_CREATE = (
     "create it (copy examples/tenants.yaml and edit it), or set NEO_TENANTS_FILE to the "
@@ -195,6 +202,77 @@ def is_git_work_tree(path: Path) -> bool:
     """True when ``path`` is the top of a git work tree (has a ``.git`` directory, or a
     ``.git`` file as in linked worktrees and submodules); a plain directory otherwise."""
     return (path / ".git").exists()
+
+
+def _reference(name: str) -> str:
+    """``${NAME}`` as a message shows it: bare when it is a plain name, else quoted."""
+    if re.fullmatch(r"[A-Za-z0-9_]{1,64}", name, re.ASCII):
+        return "${" + name + "}"
+    return _short_repr("${" + name + "}")
+
+
+def _unknown_variable_hint(name: str) -> str:
+    if name == "HOME":
+        return " (write '~' for your home directory)"
+    close = difflib.get_close_matches(name.upper(), PATH_VARIABLES, n=1, cutoff=0.6)
+    return f" (did you mean ${{{close[0]}}}?)" if close else ""
+
+
+class PathVariableError(ValueError):
+    """A repo path's ``$`` references cannot be expanded; the message says why."""
+
+
+def expand_path_variables(text: str, value_of: Callable[[str], str]) -> str:
+    """``text`` with each ``${NAME}`` (NAME in PATH_VARIABLES) replaced by
+    ``value_of(NAME)`` and each ``$$`` by a literal ``$``; ``value_of`` is called only
+    for the names used. Raises PathVariableError listing every defect: an unknown or
+    empty name, an unclosed ``${``, a ``$`` that starts neither."""
+    out: list[str] = []
+    defects: list[str] = []
+    index = 0
+    while (dollar := text.find("$", index)) >= 0:
+        out.append(text[index:dollar])
+        following = text[dollar + 1 : dollar + 2]
+        if following == "$":
+            out.append("$")
+            index = dollar + 2
+        elif following == "{":
+            close = text.find("}", dollar + 2)
+            if close < 0:
+                defects.append(
+                    f"has an unclosed variable reference {_short_repr(text[dollar:])} "
+                    "(no closing '}')"
+                )
+                index = len(text)
+                break
+            name = text[dollar + 2 : close]
+            index = close + 1
+            if name in PATH_VARIABLES:
+                out.append(value_of(name))
+            elif name == "":
+                defects.append("has an empty variable reference ${}")
+            else:
+                defects.append(
+                    f"uses the unknown variable {_reference(name)}{_unknown_variable_hint(name)}"
+                )
+        else:
+            word = _NAME_RE.match(text, dollar + 1)
+            name = word.group() if word else ""
+            if name in PATH_VARIABLES:
+                instead = f"write ${{{name}}}, or '$$' for a literal '$'"
+            elif name == "HOME":
+                instead = "write '~' for your home directory, or '$$' for a literal '$'"
+            else:
+                instead = "write '$$' for a literal '$'"
+            defects.append(
+                f"has a '$' that starts no variable reference, {_short_repr('$' + name)} "
+                f"({instead})"
+            )
+            index = dollar + 1
+    out.append(text[index:])
+    if defects:
+        raise PathVariableError("; ".join(defects))
+    return "".join(out)
 
 
 # --------------------------------------------------------------------------- YAML
@@ -392,6 +470,13 @@ class _Validator:
     allowed_roots: tuple[Path, ...] | None
     check_paths: bool
     problems: list[ConfigProblem]
+    # ${NEO_HOME}'s value; None: read from the settings when a path first uses it.
+    home: Path | None = None
+
+    def neo_home(self) -> Path:
+        if self.home is None:
+            self.home = load_settings().home_dir
+        return self.home
 
     def add(self, location: str, message: str, line: int | None) -> None:
         self.problems.append(ConfigProblem(location, message, line))
@@ -640,7 +725,10 @@ class _Validator:
         return RepoDecl(slug=slug, path=path, ref=ref, parser=parser, cadence_minutes=cadence)
 
     def path(self, value: object, location: str, line: int | None) -> Path | None:
-        allowed = "a directory path (absolute, '~/...', or relative to the tenants file's folder)"
+        allowed = (
+            "a directory path (absolute, '~/...', '${NEO_HOME}/...', or relative to the "
+            "tenants file's folder)"
+        )
         text = self.string(value, location, line, "'path'", allowed)
         if text is None:
             return None
@@ -651,22 +739,50 @@ class _Validator:
                 line,
             )
             return None
-        declared = Path(os.path.expanduser(text))
-        relative_note = ""
+        used: list[str] = []
+
+        def value_of(name: str) -> str:
+            used.append(name)
+            return str(self.neo_home())
+
+        try:
+            expanded = expand_path_variables(text, value_of)
+        except PathVariableError as error:
+            self.add(
+                location,
+                f"'path' {error}; found {_found(text)}; allowed: {allowed}, where "
+                "${NEO_HOME} (the data root, NEO_HOME) is the only variable (environment "
+                "variables are not expanded) and '$$' is a literal '$'",
+                line,
+            )
+            return None
+        except SettingsError as error:
+            self.add(
+                location,
+                f"'path' uses ${{NEO_HOME}}, but the settings cannot be read "
+                f"({' '.join(str(error).split())}); found {_found(text)}; allowed: valid "
+                "NEO_* settings (fix the variable named)",
+                line,
+            )
+            return None
+        declared = Path(os.path.expanduser(expanded))
+        path_notes = ""
+        if used:
+            path_notes = f" (${{NEO_HOME}} is {str(self.neo_home())!r})"
         if not declared.is_absolute():
             declared = self.base_dir / declared
-            relative_note = f" (relative paths resolve against {str(self.base_dir)!r})"
+            path_notes += f" (relative paths resolve against {str(self.base_dir)!r})"
         try:
             resolved = declared.resolve()
         except (OSError, RuntimeError) as error:  # a symlink loop, a name too long
             self.add(
                 location,
-                f"'path' cannot be resolved ({error}); found {_found(text)}{relative_note}; "
+                f"'path' cannot be resolved ({error}); found {_found(text)}{path_notes}; "
                 f"allowed: {allowed}",
                 line,
             )
             return None
-        where = f"found {_found(text)}, which resolves to {str(resolved)!r}{relative_note}"
+        where = f"found {_found(text)}, which resolves to {str(resolved)!r}{path_notes}"
         if self.allowed_roots is not None and not any(
             resolved.is_relative_to(root) for root in self.allowed_roots
         ):
@@ -970,10 +1086,14 @@ def load_tenants(
     path: str | os.PathLike[str],
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
     check_paths: bool = True,
+    home: str | os.PathLike[str] | None = None,
 ) -> TenantsFile:
     """Read and validate a tenants file; raise ``TenantsConfigError`` with every problem.
 
-    - Relative repo paths resolve against the file's own folder; ``~`` expands.
+    - Relative repo paths resolve against the file's own folder; ``~`` expands, and so
+      does ``${NEO_HOME}``: to ``home`` when given (callers holding settings pass their
+      ``home_dir``), else to the settings' ``home_dir`` (NEO_HOME, default ``./.neo``
+      from the current directory). Any other ``${NAME}`` is a problem; ``$$`` is ``$``.
     - ``allowed_roots``: when given, a repo path (after resolving symlinks) outside all of
       them is refused.
     - ``check_paths``: when True (default) each repo path must be an existing, readable
@@ -1001,6 +1121,7 @@ def load_tenants(
         allowed_roots=roots,
         check_paths=check_paths,
         problems=problems,
+        home=None if home is None else Path(os.path.expanduser(os.fspath(home))).resolve(),
     )
     tenants = validator.top(data)
     if problems:

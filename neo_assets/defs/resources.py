@@ -30,7 +30,11 @@ class TenantsResource(dg.ConfigurableResource):
 
     def load(self) -> TenantsFile:
         settings = self.settings.load()
-        return load_tenants(settings.resolved_tenants_file, allowed_roots=settings.allowed_roots)
+        return load_tenants(
+            settings.resolved_tenants_file,
+            allowed_roots=settings.allowed_roots,
+            home=settings.home_dir,
+        )
 
 
 class StoreResource(dg.ConfigurableResource):

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 import dagster as dg
+import pytest
 
 from neo_assets.definitions import defs
 
@@ -56,3 +57,23 @@ def test_dagster_definitions_validate_passes(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation successful" in done.stdout + done.stderr
     assert isinstance(defs, dg.Definitions)
+
+
+def test_the_tenants_resource_expands_neo_home_to_its_settings_home(
+    tmp_path: Path, neo_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run may override the settings resource's home: the tenants file's ${NEO_HOME}
+    # must follow it, as the ledger and the store do, not the process's NEO_HOME.
+    from neo_assets.defs.resources import SettingsResource, TenantsResource
+
+    other = tmp_path / "other-home"
+    (other / "repos" / "a").mkdir(parents=True)
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(
+        "tenants:\n  - id: acme\n    repos:\n      - slug: a\n"
+        "        path: ${NEO_HOME}/repos/a\n        parser: {id: neo-code, version: 1.0.0}\n"
+    )
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
+    resource = TenantsResource(settings=SettingsResource(home=str(other)))
+    repo = resource.load().tenants[0].repos[0]
+    assert repo.path == (other / "repos" / "a").resolve()
