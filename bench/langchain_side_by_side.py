@@ -113,7 +113,7 @@ def main() -> int:
             rm.create_schema()
             current["stores"][mode] = (vs, rm)
         # Same Chroma on both sides: their clients' threads share one core as ours do.
-        core = chroma_core() if current["settings"].chroma_one_core else None
+        core = chroma_core() if current["settings"].store.chroma_one_core else None
         if core is not None:
             pin_chroma_threads(core)
 
@@ -166,7 +166,7 @@ def main() -> int:
         from neo_assets.sources.envelope import build_envelope, read_texts
         from neo_assets.sources.parsers.neo_code import chunk_file
 
-        env = build_envelope(repo, max_file_bytes=current["settings"].max_file_bytes)
+        env = build_envelope(repo, max_file_bytes=current["settings"].sweep.max_file_bytes)
         docs = []
         for path, text in read_texts(env, env.yielded_paths()):
             for ch in chunk_file("bench", "gen", path, text, "neo-code", "1.0.0"):
@@ -182,7 +182,7 @@ def main() -> int:
         read_parse_s = time.perf_counter() - t0
         t0 = time.perf_counter()
         # Their batch is ours (Chroma's per-add cost is then paid as often on both sides).
-        batch = current["settings"].resolved_batch_size
+        batch = current["settings"].embedding.resolved_batch_size
         result = index(docs, rm, vs, cleanup=mode, source_id_key="source", batch_size=batch)
         return time.perf_counter() - t0, read_parse_s, dict(result)
 

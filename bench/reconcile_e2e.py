@@ -209,7 +209,9 @@ def run(root: Path, rows: int) -> dict[str, Any]:
     assert report["reclaimed"] == len(plan.delete_ids), report["reclaimBlocked"]
 
     # Baseline for the delete stage: a raw delete_ids of as many rows, in one call.
-    scratch = open_store(persist_dir=settings.chroma_dir, url=None, collection_name="bench-scratch")
+    scratch = open_store(
+        persist_dir=settings.store.chroma_dir, url=None, collection_name="bench-scratch"
+    )
     n_del = max(1, report["reclaimed"])
     scratch_ids = [f"{i:064x}" for i in range(n_del)]
     scratch.add(

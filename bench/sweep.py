@@ -194,7 +194,7 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
         persist_dir=work / "raw-chroma",
         url=None,
         collection_name="raw-add-bench",
-        one_core=settings.chroma_one_core,
+        one_core=settings.store.chroma_one_core,
     )
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])

@@ -19,28 +19,28 @@ _ledgers: dict[str, Ledger] = {}
 
 def get_store(settings: Settings) -> ChromaStore:
     key = (
-        str(settings.chroma_dir),
-        settings.chroma_url,
-        settings.collection_name,
-        settings.chroma_one_core,
-        settings.chroma_gil_gap,
+        str(settings.store.chroma_dir),
+        settings.store.chroma_url,
+        settings.store.collection_name,
+        settings.store.chroma_one_core,
+        settings.store.chroma_gil_gap,
     )
     with _lock:
         store = _stores.get(key)
         if store is None:
             store = open_store(
-                persist_dir=None if settings.chroma_url else settings.chroma_dir,
-                url=settings.chroma_url,
-                collection_name=settings.collection_name,
-                one_core=settings.chroma_one_core,
-                gil_gap=settings.chroma_gil_gap,
+                persist_dir=None if settings.store.chroma_url else settings.store.chroma_dir,
+                url=settings.store.chroma_url,
+                collection_name=settings.store.collection_name,
+                one_core=settings.store.chroma_one_core,
+                gil_gap=settings.store.chroma_gil_gap,
             )
             _stores[key] = store
         return store
 
 
 def get_ledger(settings: Settings) -> Ledger:
-    url = settings.resolved_ledger_url
+    url = settings.store.resolved_ledger_url
     with _lock:
         ledger = _ledgers.get(url)
         if ledger is None:
@@ -54,12 +54,12 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
     from neo_assets.embedding.factory import build_provider as _build
 
     return _build(
-        settings.embedding_provider,
-        base_url=settings.embedding_base_url,
-        model=settings.embedding_model,
-        api_key=settings.embedding_api_key,
-        dimensions=settings.embedding_dimensions,
-        request_timeout_ms=settings.embedding_request_timeout_ms,
+        settings.embedding.provider,
+        base_url=settings.embedding.base_url,
+        model=settings.embedding.model,
+        api_key=settings.embedding.api_key,
+        dimensions=settings.embedding.dimensions,
+        request_timeout_ms=settings.embedding.request_timeout_ms,
     )
 
 

@@ -188,8 +188,8 @@ class SweepEnv:
             text,
             PARSER_ID,
             PARSER_VERSION,
-            max_chunk_chars=settings.max_chunk_chars,
-            window_lines=settings.window_lines,
+            max_chunk_chars=settings.sweep.max_chunk_chars,
+            window_lines=settings.sweep.window_lines,
         )
         return only.chunk_id
 

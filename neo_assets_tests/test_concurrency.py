@@ -364,7 +364,7 @@ def test_a_killed_holders_lease_expires_and_the_next_sweep_proceeds(
     ttl = 2.5
     monkeypatch.setenv("NEO_SWEEP_LEASE_TTL_S", str(ttl))
     monkeypatch.setenv("NEO_SWEEP_LEASE_WAIT_S", str(ttl + 20))
-    url = load_settings().resolved_ledger_url
+    url = load_settings().store.resolved_ledger_url
     ledger = runtime.get_ledger(load_settings())
     key = sweep_lease_key("acme", "widgets")
     holder = subprocess.Popen(

@@ -151,7 +151,7 @@ def test_sweep_stores_temporal_and_semantic_links_then_replaces_them(env: dict) 
     }
     # Semantic: exactly the pairs above the threshold, by the rows' own embeddings.
     semantic = _named(_links("acme", "widgets", "semantic"), ids)
-    expected = _all_pairs_cosine(ids, load_settings().links_semantic_threshold)
+    expected = _all_pairs_cosine(ids, load_settings().links.semantic_threshold)
     assert ("total_price", "total_cost") in expected and ("total_cost", "total_price") in expected
     assert ("total_price", "legacy_banner") not in expected
     assert set(semantic) == set(expected)
@@ -196,7 +196,7 @@ def test_sweep_stores_temporal_and_semantic_links_then_replaces_them(env: dict) 
     every = repo_links(runtime.get_ledger(load_settings()), "acme", "widgets")
     assert old_cost not in {r.chunk_id for r in every} | {r.neighbour_id for r in every}
     semantic2 = _named(_links("acme", "widgets", "semantic"), ids2)
-    assert set(semantic2) == set(_all_pairs_cosine(ids2, load_settings().links_semantic_threshold))
+    assert set(semantic2) == set(_all_pairs_cosine(ids2, load_settings().links.semantic_threshold))
     assert ("total_price", "total_cost_rounded") in semantic2
     assert (
         link_set(runtime.get_ledger(load_settings()), "acme", "widgets")["revision"] == repo.head()

@@ -2,24 +2,26 @@
 
 import pytest
 
-from neo_assets.config.settings import Settings, SettingsError, load_settings
+from neo_assets.config.settings import SettingsError, SweepSettings, load_settings
 
 
 def test_a_changed_variable_is_heard_by_the_next_load(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NEO_MAX_FILE_BYTES", "1000")
     first = load_settings()
-    assert first.max_file_bytes == 1000
+    assert first.sweep.max_file_bytes == 1000
     assert load_settings() is first  # unchanged environment: the same frozen object
     monkeypatch.setenv("NEO_MAX_FILE_BYTES", "2000")
-    assert load_settings().max_file_bytes == 2000
+    assert load_settings().sweep.max_file_bytes == 2000
     monkeypatch.delenv("NEO_MAX_FILE_BYTES")
-    assert load_settings().max_file_bytes == Settings.model_fields["max_file_bytes"].default
+    assert (
+        load_settings().sweep.max_file_bytes == SweepSettings.model_fields["max_file_bytes"].default
+    )
 
 
 def test_overrides_are_part_of_the_key(tmp_path) -> None:
     a = load_settings(home=tmp_path / "a")
     b = load_settings(home=tmp_path / "b")
-    assert a.home_dir != b.home_dir
+    assert a.store.home_dir != b.store.home_dir
     assert load_settings(home=tmp_path / "a") is a
 
 
@@ -35,27 +37,30 @@ def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting
 ) -> None:
     # Since each embedded add first lets the other threads go idle (concurrency/idle_gap.py), the
     # waves pay for the local hashing embedder too.
-    assert load_settings().parse_waves is True
-    assert (load_settings().parse_wave_files, load_settings().parse_first_wave_files) == (1000, 150)
+    assert load_settings().sweep.parse_waves is True
+    assert (
+        load_settings().sweep.parse_wave_files,
+        load_settings().sweep.parse_first_wave_files,
+    ) == (1000, 150)
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
-    assert load_settings().parse_waves is True
+    assert load_settings().sweep.parse_waves is True
     monkeypatch.setenv("NEO_PARSE_WAVES", "false")
-    assert load_settings().parse_waves is False
-    assert load_settings().chroma_gil_gap is True
+    assert load_settings().sweep.parse_waves is False
+    assert load_settings().store.chroma_gil_gap is True
     monkeypatch.setenv("NEO_CHROMA_GIL_GAP", "false")
-    assert load_settings().chroma_gil_gap is False
+    assert load_settings().store.chroma_gil_gap is False
 
 
 def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert load_settings().resolved_batch_size == 4096
+    assert load_settings().embedding.resolved_batch_size == 4096
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
-    assert load_settings().resolved_batch_size == 64
+    assert load_settings().embedding.resolved_batch_size == 64
     monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "100")
-    assert load_settings().resolved_batch_size == 100
+    assert load_settings().embedding.resolved_batch_size == 100
     monkeypatch.setenv("NEO_CHROMA_ONE_CORE", "false")
-    assert load_settings().chroma_one_core is False
+    assert load_settings().store.chroma_one_core is False
 
 
 def test_a_full_cache_forgets_its_oldest_settings_not_the_latest(tmp_path) -> None:

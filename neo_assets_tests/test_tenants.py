@@ -334,7 +334,7 @@ def test_the_shipped_example_finds_the_sample_made_under_neo_home(
     home = tmp_path / "home"
     monkeypatch.setenv("NEO_HOME", str(home))
     monkeypatch.chdir(tmp_path)
-    sample = ensure_sample_repo(load_settings().home_dir)
+    sample = ensure_sample_repo(load_settings().store.home_dir)
     loaded = load_tenants(BUNDLED_TENANTS_FILE)
     widgets = loaded.tenant("acme").repo("widgets")  # type: ignore[union-attr]
     assert widgets is not None and widgets.path == sample.resolve()

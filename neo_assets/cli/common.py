@@ -47,9 +47,9 @@ def load_config():  # noqa: ANN201 - (settings, tenants)
     try:
         settings = load_settings()
         tenants = load_tenants(
-            settings.resolved_tenants_file,
-            allowed_roots=settings.allowed_roots,
-            home=settings.home_dir,
+            settings.store.resolved_tenants_file,
+            allowed_roots=settings.store.allowed_roots,
+            home=settings.store.home_dir,
         )
     except (SettingsError, TenantsConfigError) as exc:
         raise UsageError(str(exc)) from None

@@ -62,7 +62,7 @@ def register(app: typer.Typer) -> None:
 
             settings = common.load_settings_or_usage()
             with ledger_for(settings, None) as ledger:
-                previous, lifted = lift(ledger, settings.collection_name, time.time())
+                previous, lifted = lift(ledger, settings.store.collection_name, time.time())
             doc = {
                 "lifted": lifted is not None,
                 "previousState": previous.state if previous is not None else None,
@@ -72,13 +72,13 @@ def register(app: typer.Typer) -> None:
             if not as_json:
                 if lifted is None:
                     common.err.print(
-                        f"{settings.collection_name}: not frozen (state "
+                        f"{settings.store.collection_name}: not frozen (state "
                         f"{previous.state if previous else 'never frozen'}); nothing to lift",
                         highlight=False,
                     )
                 else:
                     common.err.print(
-                        f"{settings.collection_name}: freeze lifted (was {previous.state}, "
+                        f"{settings.store.collection_name}: freeze lifted (was {previous.state}, "
                         f"trigger {previous.trigger}, {previous.attempts} re-probes)",
                         highlight=False,
                     )

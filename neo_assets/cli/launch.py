@@ -29,7 +29,7 @@ QUIET_CONSOLE = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def dagster_instance(settings: Any) -> dg.DagsterInstance:
     """The persistent Dagster instance under NEO_HOME (or DAGSTER_HOME), so CLI runs show
     in the UI. A dagster.yaml with telemetry off is placed there on first use."""
-    home = Path(os.environ.get("DAGSTER_HOME") or settings.dagster_home).resolve()
+    home = Path(os.environ.get("DAGSTER_HOME") or settings.store.dagster_home).resolve()
     home.mkdir(parents=True, exist_ok=True)
     target = home / "dagster.yaml"
     if not target.exists() and PROJECT_DAGSTER_YAML.exists():
@@ -329,7 +329,7 @@ def run_reconciliation(
         except Exception:  # the asset step failed: report the run, not a plan
             report = {
                 "tenantId": tenant_id,
-                "enabled": settings.reconciliation_enabled,
+                "enabled": settings.reconcile.enabled,
                 "orphans": {},
                 "reclaimed": 0,
                 "skippedUnstamped": 0,

@@ -69,7 +69,7 @@ def register(app: typer.Typer) -> None:
             settings, tenants = common.load_config()
             if tenant and not any(t.id == tenant for t in tenants.tenants):
                 raise common.UsageError(f"no tenant {tenant!r} in {tenants.path}")
-            if apply and not settings.reconciliation_enabled:
+            if apply and not settings.reconcile.enabled:
                 raise common.UsageError(
                     f"--apply refused: reconciliation is disabled; {ENABLE_HINT}"
                 )

@@ -59,12 +59,12 @@ class ChunkingFailed(Exception):
 def many_to_parse(plan: ChunkPlan, settings: Settings) -> bool:
     """Enough files to parse (``NEO_PARSE_WAVE_MIN_FILES``, 200) that helper processes pay
     for their start-up (and waves for a declaration each)."""
-    return len(plan.to_parse) >= settings.parse_wave_min_files
+    return len(plan.to_parse) >= settings.sweep.parse_wave_min_files
 
 
 def pipelined(plan: ChunkPlan, settings: Settings) -> bool:
     """Whether this plan's chunk stage runs in waves (``NEO_PARSE_WAVES``)."""
-    return settings.parse_waves and many_to_parse(plan, settings)
+    return settings.sweep.parse_waves and many_to_parse(plan, settings)
 
 
 class ChunkWaves:
@@ -92,8 +92,8 @@ class ChunkWaves:
         self.now = now
         # Small enough that the first write starts early, big enough that a wave's
         # declaration (one ledger transaction) and presence check stay cheap.
-        self.wave_files = settings.parse_wave_files
-        self.first_wave_files = settings.parse_first_wave_files
+        self.wave_files = settings.sweep.parse_wave_files
+        self.first_wave_files = settings.sweep.parse_first_wave_files
         self.guard = guard  # raises to refuse a declaration (the sweep lease was lost)
         # Its helper may have started while the envelope was read (concurrency/early_helpers.py).
         self.parser = parser if parser is not None else Parser(parse_identity(ctx, settings))

@@ -26,11 +26,11 @@ class EarlyHelpers:
 
     def new_files(self, count: int) -> None:
         """The envelope found ``count`` files with unseen content (``on_new_files``)."""
-        if self.started or count < self.settings.parse_wave_min_files:
+        if self.started or count < self.settings.sweep.parse_wave_min_files:
             return
         self.started = True
         prepare(self.embedder)
-        if self.settings.parse_waves:
+        if self.settings.sweep.parse_waves:
             self.parser = Parser(parse_identity(self.ctx, self.settings))
 
     def take_parser(self) -> Parser | None:

@@ -41,7 +41,7 @@ def ensure_sample_repo(home: Path) -> Path:
 
 def main() -> int:
     settings = load_settings()
-    path = ensure_sample_repo(settings.home_dir)
+    path = ensure_sample_repo(settings.store.home_dir)
     print(f"sample repository ready: {path}", file=sys.stderr)
     return 0
 

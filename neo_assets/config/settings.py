@@ -1,10 +1,13 @@
-"""Every tunable of the project: one typed leaf each, with its default and its NEO_* name.
+"""Every tunable of the project, in one section per capability (store, embedding, sweep,
+reconcile, health, links, alerts): one typed leaf each, with its default and its NEO_*
+name. A service takes only its section (``settings.embedding``, ``settings.links``, ...).
 
 Settings are read from the environment at the moment they are used (``load_settings()``
 is cheap), so an operator who changes a leaf between two runs is heard on the second.
 """
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
@@ -22,10 +25,19 @@ class SettingsError(ValueError):
     """A NEO_* variable holds a value the project cannot use; the message names it."""
 
 
-class Settings(BaseSettings):
+class _Section(BaseSettings):
+    """One capability's settings: each leaf read from NEO_<prefix><leaf>."""
+
     model_config = SettingsConfigDict(env_prefix="NEO_", extra="ignore", frozen=True)
 
-    # --- where things live
+
+def _blank_is_unset(value: object) -> object:
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+class StoreSettings(_Section):
+    """Where things live: the data root, the tenants file, Chroma and the ledger."""
+
     home: Path = Field(Path(".neo"), description="data root (chroma, ledger, dagster)")
     tenants_file: Path | None = Field(None, description="tenants.yaml; default ./tenants.yaml")
     # Repo paths must resolve under one of these (JSON, '["/srv/repos"]'); unset = anywhere.
@@ -41,95 +53,10 @@ class Settings(BaseSettings):
     # through the add (concurrency/idle_gap.py).
     chroma_gil_gap: bool = True
 
-    # --- embedding provider
-    embedding_provider: ProviderKind = "hashing"
-    embedding_base_url: str | None = None
-    embedding_model: str | None = None
-    embedding_api_key: str | None = None
-    embedding_dimensions: int = Field(384, ge=1, le=65536)
-    embedding_request_timeout_ms: int = Field(60_000, ge=1)
-    # Inputs per provider request; unset: 64 for a remote provider (its slot), 4096 for the
-    # local hashing embedder, whose cost per request is the store's per-add overhead
-    # (~60 ms a Chroma add: 8,000 rows in 512-row adds took ~1 s longer than in 2,048s),
-    # so that a full 1,000-file wave (~4,000 chunks) is one add.
-    embedding_batch_size: int | None = Field(None, ge=1, le=4096)
-    embedding_max_inflight: int = Field(2, ge=1, le=64)
-    embedding_context_tokens: int = Field(8192, ge=16)
-    embedding_admission_safety: float = Field(0.9, gt=0, le=1)
-    embedding_chars_per_token: float = Field(3.0, gt=0)
-    embedding_call_ceiling_ms: int = Field(60_000, ge=1)
-    embedding_strike_threshold: int = Field(2, ge=1)
-    embedding_circuit_threshold: int = Field(5, ge=1)
-    embedding_recovery_initial_s: float = Field(0.5, ge=0)
-    embedding_recovery_max_s: float = Field(30.0, ge=0)
-    embedding_recovery_max_wait_s: float = Field(120.0, ge=0)
-
-    # --- sources and parsing
-    max_file_bytes: int = Field(1_000_000, ge=1)
-    max_chunk_chars: int = Field(6000, ge=200)
-    window_lines: int = Field(60, ge=5)
-    # A sweep with at least MIN files to parse parses and declares them in waves of up to
-    # FILES while the lane embeds and writes the earlier waves (concurrency/chunk_waves.py); the
-    # first wave has FIRST_WAVE_FILES, so the first write starts early, and each later one
-    # up to core.waves.WAVE_GROWTH times the one before.
-    parse_waves: bool = True
-    parse_wave_min_files: int = Field(200, ge=1)
-    parse_wave_files: int = Field(1000, ge=1)
-    parse_first_wave_files: int = Field(150, ge=1)
-
-    # --- scheduling
-    default_cadence_minutes: int = Field(30, ge=1)
-    backoff_cap_minutes: int = Field(30, ge=1)
-    backoff_jitter_s: float = Field(30.0, ge=0)
-    # The per-repo sweep lease: expires TTL after its last renewal (a killed sweep's lease
-    # frees itself); a sweep waits at most WAIT for it, then is skipped (SWEEP_LEASE_HELD).
-    sweep_lease_ttl_s: float = Field(120.0, gt=0)
-    sweep_lease_wait_s: float = Field(150.0, ge=0)
-
-    # --- reconciliation
-    reconciliation_enabled: bool = False
-    reconciliation_stale_gap: int = Field(2, ge=1)
-    reconciliation_delete_batch: int = Field(500, ge=1)
-
-    # --- health canary and freeze re-probe
-    canary_timeout_ms: int = Field(30_000, ge=1)
-    canary_ttl_s: float = Field(300.0, ge=0)
-    # A failed canary is not probed again before 30 s, doubling per failure up to 10 min.
-    canary_backoff_initial_s: float = Field(30.0, ge=0)
-    canary_backoff_max_s: float = Field(600.0, ge=0)
-    recovery_freeze_reprobe_timeout_ms: int = Field(30_000, ge=1)
-    # The write path freezes when the circuit opened in this many consecutive sweeps (K).
-    recovery_freeze_circuit_sweeps: int = Field(3, ge=1)
-    # Freeze re-probes back off 60 s doubling up to 1 h; past the cap the record is
-    # `contained` and waits for `neo-assets unfreeze`.
-    recovery_freeze_reprobe_initial_s: float = Field(60.0, ge=0)
-    recovery_freeze_reprobe_max_s: float = Field(3600.0, ge=0)
-    recovery_freeze_reprobe_max_attempts: int = Field(12, ge=1)
-
-    # --- links
-    links_semantic_threshold: float = Field(0.7, ge=-1, le=1)
-    links_top_k: int = Field(20, ge=1)
-    links_temporal_window_s: float = Field(86_400.0, gt=0)  # files changed this close link
-    links_temporal_per_chunk: int = Field(20, ge=0, le=1000)  # temporal links kept per chunk
-
-    # --- alerts
-    alert_webhook_url: str | None = None
-    ui_base_url: str = "http://127.0.0.1:3000"  # the Dagster UI, for run links in alerts
-
-    @field_validator(
-        "chroma_url", "ledger_url", "embedding_base_url", "tenants_file", mode="before"
+    _blank = field_validator("chroma_url", "ledger_url", "tenants_file", mode="before")(
+        _blank_is_unset
     )
-    @classmethod
-    def _blank_is_unset(cls, value: object) -> object:
-        return None if isinstance(value, str) and not value.strip() else value
 
-    @property
-    def resolved_batch_size(self) -> int:
-        if self.embedding_batch_size is not None:
-            return self.embedding_batch_size
-        return 4096 if self.embedding_provider == "hashing" else 64
-
-    # --- derived locations
     @property
     def home_dir(self) -> Path:
         return self.home.expanduser().resolve()
@@ -154,6 +81,170 @@ class Settings(BaseSettings):
         return local.resolve() if local.exists() else BUNDLED_TENANTS_FILE
 
 
+class EmbeddingSettings(_Section):
+    """The embedding provider and the lane's limits (NEO_EMBEDDING_*)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_EMBEDDING_", extra="ignore", frozen=True)
+
+    provider: ProviderKind = "hashing"
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None
+    dimensions: int = Field(384, ge=1, le=65536)
+    request_timeout_ms: int = Field(60_000, ge=1)
+    # Inputs per provider request; unset: 64 for a remote provider (its slot), 4096 for the
+    # local hashing embedder, whose cost per request is the store's per-add overhead, so
+    # that a full 1,000-file wave (~4,000 chunks) is one add (docs/performance.md).
+    batch_size: int | None = Field(None, ge=1, le=4096)
+    max_inflight: int = Field(2, ge=1, le=64)
+    context_tokens: int = Field(8192, ge=16)
+    admission_safety: float = Field(0.9, gt=0, le=1)
+    chars_per_token: float = Field(3.0, gt=0)
+    call_ceiling_ms: int = Field(60_000, ge=1)
+    strike_threshold: int = Field(2, ge=1)
+    circuit_threshold: int = Field(5, ge=1)
+    recovery_initial_s: float = Field(0.5, ge=0)
+    recovery_max_s: float = Field(30.0, ge=0)
+    recovery_max_wait_s: float = Field(120.0, ge=0)
+
+    _blank = field_validator("base_url", mode="before")(_blank_is_unset)
+
+    @property
+    def resolved_batch_size(self) -> int:
+        if self.batch_size is not None:
+            return self.batch_size
+        return 4096 if self.provider == "hashing" else 64
+
+
+class SweepSettings(_Section):
+    """Sources, parsing and scheduling of sweeps."""
+
+    max_file_bytes: int = Field(1_000_000, ge=1)
+    max_chunk_chars: int = Field(6000, ge=200)
+    window_lines: int = Field(60, ge=5)
+    # A sweep with at least MIN files to parse parses and declares them in waves of up to
+    # FILES while the lane embeds and writes the earlier waves (concurrency/chunk_waves.py);
+    # the first wave has FIRST_WAVE_FILES, so the first write starts early, and each later
+    # one up to core.sweep.waves.WAVE_GROWTH times the one before.
+    parse_waves: bool = True
+    parse_wave_min_files: int = Field(200, ge=1)
+    parse_wave_files: int = Field(1000, ge=1)
+    parse_first_wave_files: int = Field(150, ge=1)
+    default_cadence_minutes: int = Field(30, ge=1)
+    backoff_cap_minutes: int = Field(30, ge=1)
+    backoff_jitter_s: float = Field(30.0, ge=0)
+    # The per-repo sweep lease: expires TTL after its last renewal (a killed sweep's lease
+    # frees itself); a sweep waits at most WAIT for it, then is skipped (SWEEP_LEASE_HELD).
+    sweep_lease_ttl_s: float = Field(120.0, gt=0)
+    sweep_lease_wait_s: float = Field(150.0, ge=0)
+
+
+class ReconcileSettings(_Section):
+    """Reconciliation (NEO_RECONCILIATION_*): classification always, deletion when enabled."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_RECONCILIATION_", extra="ignore", frozen=True)
+
+    enabled: bool = False
+    stale_gap: int = Field(2, ge=1)
+    delete_batch: int = Field(500, ge=1)
+
+
+class HealthSettings(_Section):
+    """The provider health canary and the freeze re-probe."""
+
+    canary_timeout_ms: int = Field(30_000, ge=1)
+    canary_ttl_s: float = Field(300.0, ge=0)
+    # A failed canary is not probed again before 30 s, doubling per failure up to 10 min.
+    canary_backoff_initial_s: float = Field(30.0, ge=0)
+    canary_backoff_max_s: float = Field(600.0, ge=0)
+    recovery_freeze_reprobe_timeout_ms: int = Field(30_000, ge=1)
+    # The write path freezes when the circuit opened in this many consecutive sweeps (K).
+    recovery_freeze_circuit_sweeps: int = Field(3, ge=1)
+    # Freeze re-probes back off 60 s doubling up to 1 h; past the cap the record is
+    # `contained` and waits for `neo-assets unfreeze`.
+    recovery_freeze_reprobe_initial_s: float = Field(60.0, ge=0)
+    recovery_freeze_reprobe_max_s: float = Field(3600.0, ge=0)
+    recovery_freeze_reprobe_max_attempts: int = Field(12, ge=1)
+
+
+class LinksSettings(_Section):
+    """Related-chunk links (NEO_LINKS_*)."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_LINKS_", extra="ignore", frozen=True)
+
+    semantic_threshold: float = Field(0.7, ge=-1, le=1)
+    top_k: int = Field(20, ge=1)
+    temporal_window_s: float = Field(86_400.0, gt=0)  # files changed this close link
+    temporal_per_chunk: int = Field(20, ge=0, le=1000)  # temporal links kept per chunk
+
+
+class AlertsSettings(_Section):
+    """Where alerts go and how they link the UI."""
+
+    alert_webhook_url: str | None = None
+    ui_base_url: str = "http://127.0.0.1:3000"  # the Dagster UI, for run links in alerts
+
+
+# Each section and the settings class that reads it; a section's leaves are NEO_ + its
+# prefix + the leaf, upper-cased (NEO_EMBEDDING_MODEL is EmbeddingSettings.model).
+SECTIONS: dict[str, type[_Section]] = {
+    "store": StoreSettings,
+    "embedding": EmbeddingSettings,
+    "sweep": SweepSettings,
+    "reconcile": ReconcileSettings,
+    "health": HealthSettings,
+    "links": LinksSettings,
+    "alerts": AlertsSettings,
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every section, read at one moment. A service takes only the section it needs."""
+
+    store: StoreSettings
+    embedding: EmbeddingSettings
+    sweep: SweepSettings
+    reconcile: ReconcileSettings
+    health: HealthSettings
+    links: LinksSettings
+    alerts: AlertsSettings
+
+
+def env_name(section: str, leaf: str) -> str:
+    """The NEO_* variable of one leaf of one section."""
+    prefix = SECTIONS[section].model_config.get("env_prefix", "NEO_")
+    return f"{prefix}{leaf}".upper()
+
+
+def _override_target(name: str) -> tuple[str, str]:
+    """(section, leaf) of an override named by its variable without NEO_ (``home``)."""
+    for section, cls in SECTIONS.items():
+        for leaf in cls.model_fields:
+            if env_name(section, leaf) == f"NEO_{name}".upper():
+                return section, leaf
+    raise TypeError(f"no setting NEO_{name.upper()}")
+
+
+def _read(**overrides: object) -> Settings:
+    by_section: dict[str, dict[str, object]] = {name: {} for name in SECTIONS}
+    for name, value in overrides.items():
+        section, leaf = _override_target(name)
+        by_section[section][leaf] = value
+    lines = []
+    parts: dict[str, _Section] = {}
+    for section, cls in SECTIONS.items():
+        try:
+            parts[section] = cls(**by_section[section])  # type: ignore[arg-type]
+        except ValidationError as exc:
+            for err in exc.errors():
+                leaf = ".".join(str(p) for p in err["loc"])
+                lines.append(f"{env_name(section, leaf)}: {err['msg']} (got {err.get('input')!r})")
+    if lines:
+        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
+    return Settings(**parts)  # type: ignore[arg-type]
+
+
 # Settings already read, by the NEO_* environment and overrides they were read from:
 # validating them costs ~15 ms, and every resource of every step asks for them.
 _loaded: dict[tuple[object, ...], Settings] = {}
@@ -174,14 +265,7 @@ def load_settings(**overrides: object) -> Settings:
     cached = _loaded.get(key)
     if cached is not None:
         return cached
-    try:
-        settings = Settings(**overrides)  # type: ignore[arg-type]
-    except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            leaf = ".".join(str(p) for p in err["loc"])
-            lines.append(f"NEO_{leaf.upper()}: {err['msg']} (got {err.get('input')!r})")
-        raise SettingsError("invalid settings:\n  " + "\n  ".join(lines)) from None
+    settings = _read(**overrides)
     if len(_loaded) >= _LOADED_MAX:
         # The oldest one goes (dicts keep insertion order). Clearing them all made a
         # settings object just read miss the cache when the very next read filled it.

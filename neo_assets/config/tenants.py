@@ -475,7 +475,7 @@ class _Validator:
 
     def neo_home(self) -> Path:
         if self.home is None:
-            self.home = load_settings().home_dir
+            self.home = load_settings().store.home_dir
         return self.home
 
     def add(self, location: str, message: str, line: int | None) -> None:

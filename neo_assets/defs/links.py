@@ -109,7 +109,7 @@ def chunk_links(
             LinkParams.from_settings(settings.load()),
             now=time.time(),
             # Per-machine derived data (rebuilt when missing), whichever ledger is used.
-            cache_dir=settings.load().home_dir / "links-cache",
+            cache_dir=settings.load().store.home_dir / "links-cache",
         )
     if report.stored:
         context.log.info(

@@ -88,7 +88,7 @@ def asset_check_alert_sensor(
 ) -> dg.SensorResult:
     cfg = settings.load()
     cursor = parse_cursor(context.cursor) or initial_cursor(time.time(), ALERT_LOOKBACK_S)
-    batches, full = read_pending(context.instance, cursor, cfg.ui_base_url, ALERT_READ_LIMIT)
+    batches, full = read_pending(context.instance, cursor, cfg.alerts.ui_base_url, ALERT_READ_LIMIT)
     pending = merge_pending(batches, full)
     sink = sink_from_settings(cfg)
     report = deliver_in_order(pending, sink)

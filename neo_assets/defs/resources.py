@@ -31,9 +31,9 @@ class TenantsResource(dg.ConfigurableResource):
     def load(self) -> TenantsFile:
         settings = self.settings.load()
         return load_tenants(
-            settings.resolved_tenants_file,
-            allowed_roots=settings.allowed_roots,
-            home=settings.home_dir,
+            settings.store.resolved_tenants_file,
+            allowed_roots=settings.store.allowed_roots,
+            home=settings.store.home_dir,
         )
 
 

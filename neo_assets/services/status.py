@@ -32,8 +32,8 @@ def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
 
 def retry_policy(settings: Settings) -> RetryPolicy:
     return RetryPolicy(
-        cap_seconds=60.0 * settings.backoff_cap_minutes,
-        max_jitter_seconds=settings.backoff_jitter_s,
+        cap_seconds=60.0 * settings.sweep.backoff_cap_minutes,
+        max_jitter_seconds=settings.sweep.backoff_jitter_s,
     )
 
 
@@ -45,13 +45,13 @@ def build_status(
         for repo in tenant.repos:
             row = ledger.repo_state(tenant.id, repo.slug)
             state = repo_state_from_row(row)
-            cadence_s = 60.0 * (repo.cadence_minutes or settings.default_cadence_minutes)
+            cadence_s = 60.0 * (repo.cadence_minutes or settings.sweep.default_cadence_minutes)
             key = partition_key(tenant.id, repo.slug)
             due = retry_due_at(
                 state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
             )
             generation = (row or {}).get("embedding_generation")
-            threshold = settings.embedding_strike_threshold
+            threshold = settings.embedding.strike_threshold
             fenced = (
                 {f["chunk_id"] for f in ledger.fences(tenant.id, repo.slug, generation)}
                 if generation
@@ -91,7 +91,7 @@ def build_status(
                 }
             )
     canary = health_store.latest_canary(ledger)
-    freeze = health_store.freeze_record(ledger, settings.collection_name)
+    freeze = health_store.freeze_record(ledger, settings.store.collection_name)
     return {
         "repos": repos,
         "canary": canary.to_doc() if canary is not None else None,

@@ -19,8 +19,8 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.services.sweep.run import frame_tally
 from neo_assets.embedding.providers.hashing import HashingProvider
+from neo_assets.services.sweep.run import frame_tally
 from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,

@@ -387,7 +387,9 @@ class World:
     def unfreeze(self) -> bool:
         """An operator lifts the write path's freeze; True when one was lifted."""
         settings = self.settings()
-        _, lifted = unfreeze(runtime.get_ledger(settings), settings.collection_name, time.time())
+        _, lifted = unfreeze(
+            runtime.get_ledger(settings), settings.store.collection_name, time.time()
+        )
         return lifted is not None
 
     def expected_declared(self, key: str) -> set[str]:
@@ -407,8 +409,8 @@ class World:
                 (repo.path / path).read_text(),
                 PARSER_ID,
                 f"1.0.{repo.parser_patch}",
-                max_chunk_chars=settings.max_chunk_chars,
-                window_lines=settings.window_lines,
+                max_chunk_chars=settings.sweep.max_chunk_chars,
+                window_lines=settings.sweep.window_lines,
             )
             ids[path] = {c.chunk_id for c in chunks}
         return ids
@@ -423,6 +425,6 @@ class World:
         for repo in self.repos.values():
             if repo.declared:
                 out[repo.key] = repo.head or resolve_revision(
-                    repo.path, exclude=repo.exclude, max_file_bytes=settings.max_file_bytes
+                    repo.path, exclude=repo.exclude, max_file_bytes=settings.sweep.max_file_bytes
                 )
         return out

@@ -218,7 +218,7 @@ def _launch(drill: Drill, point: str, nth: int, reached: Path) -> subprocess.Pop
 def _envelope_time() -> float | None:
     """When the envelope was last recorded, read straight from the ledger (SQLite WAL:
     a reader never blocks the child's writes)."""
-    engine = sa.create_engine(load_settings().resolved_ledger_url)
+    engine = sa.create_engine(load_settings().store.resolved_ledger_url)
     try:
         with engine.connect() as conn:
             return conn.execute(sa.select(t.envelopes.c.recorded_at)).scalar()

@@ -192,7 +192,7 @@ def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], Non
 
 @pytest.mark.skipif(not _root_can("chattr"), reason="needs root and chattr (the immutable flag)")
 def test_a_read_only_store_mid_sweep_defers_and_loses_nothing(site: Site) -> None:
-    chroma = load_settings().chroma_dir
+    chroma = load_settings().store.chroma_dir
     chroma.mkdir(parents=True, exist_ok=True)
 
     def chattr(flag: str) -> None:
@@ -211,7 +211,7 @@ def test_a_read_only_store_mid_sweep_defers_and_loses_nothing(site: Site) -> Non
 
 @pytest.mark.skipif(not _root_can("mount"), reason="needs root to mount a small tmpfs")
 def test_a_full_disk_mid_sweep_defers_and_loses_nothing(site: Site) -> None:
-    chroma = load_settings().chroma_dir
+    chroma = load_settings().store.chroma_dir
     chroma.mkdir(parents=True, exist_ok=True)
     mounted = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(chroma)], capture_output=True

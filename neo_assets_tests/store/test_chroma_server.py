@@ -48,7 +48,7 @@ def direct_collection(server: ChromaServer) -> chromadb.api.models.Collection.Co
     client = chromadb.HttpClient(
         host="127.0.0.1", port=server.port, settings=ChromaSettings(anonymized_telemetry=False)
     )
-    return client.get_collection(load_settings().collection_name)
+    return client.get_collection(load_settings().store.collection_name)
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_sweep_query_and_restart_on_a_chroma_server(
     settings = load_settings()
     store = runtime.get_store(settings)
     # One core for embedded Chroma's threads is on by default; a server's are its own.
-    assert settings.chroma_one_core and store.pin_core is None
+    assert settings.store.chroma_one_core and store.pin_core is None
     answer = asyncio.run(
         run_query(settings, store, ledger, "render a widget", tenant="acme", repo=None, k=10)
     )

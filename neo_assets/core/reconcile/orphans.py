@@ -95,7 +95,7 @@ ACTIONABLE_KINDS = frozenset(
 )
 PENDING_KINDS = frozenset({KIND_SUPERSEDED_PENDING, KIND_STALE_CONTENT_PENDING})
 
-# Mirrors settings.reconciliation_stale_gap's default; the shell passes the setting.
+# Mirrors settings.reconcile.stale_gap's default; the shell passes the setting.
 DEFAULT_STALE_GAP = 2
 TELEMETRY_EXAMPLE_IDS = 5
 

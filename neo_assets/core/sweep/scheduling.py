@@ -61,7 +61,7 @@ DUE_REASONS = frozenset(
     }
 )
 
-# Defaults mirror settings.backoff_cap_minutes (30) and settings.backoff_jitter_s (30).
+# Defaults mirror settings.sweep.backoff_cap_minutes (30) and settings.sweep.backoff_jitter_s (30).
 DEFAULT_BACKOFF_CAP_SECONDS = 30 * 60.0
 DEFAULT_MAX_JITTER_SECONDS = 30.0
 

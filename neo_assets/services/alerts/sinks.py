@@ -173,7 +173,7 @@ class WebhookSink:
 
 def sink_from_settings(settings: Settings) -> AlertSink:
     """The webhook when NEO_ALERT_WEBHOOK_URL is set, else ``$NEO_HOME/alerts.jsonl``."""
-    url = (settings.alert_webhook_url or "").strip()
+    url = (settings.alerts.alert_webhook_url or "").strip()
     if url:
-        return WebhookSink(url, settings.home_dir / WEBHOOK_JOURNAL_FILE)
-    return JsonlSink(settings.home_dir / ALERTS_FILE)
+        return WebhookSink(url, settings.store.home_dir / WEBHOOK_JOURNAL_FILE)
+    return JsonlSink(settings.store.home_dir / ALERTS_FILE)

@@ -42,7 +42,7 @@ def ledger_for(settings: Settings, ledger: Ledger | None) -> Iterator[Ledger]:
     if ledger is not None:
         yield ledger
         return
-    own = Ledger.open(settings.resolved_ledger_url)
+    own = Ledger.open(settings.store.resolved_ledger_url)
     try:
         yield own
     finally:
@@ -51,9 +51,9 @@ def ledger_for(settings: Settings, ledger: Ledger | None) -> Iterator[Ledger]:
 
 def canary_policy(settings: Settings) -> CanaryPolicy:
     return CanaryPolicy(
-        ttl_s=settings.canary_ttl_s,
-        backoff_initial_s=settings.canary_backoff_initial_s,
-        backoff_max_s=settings.canary_backoff_max_s,
+        ttl_s=settings.health.canary_ttl_s,
+        backoff_initial_s=settings.health.canary_backoff_initial_s,
+        backoff_max_s=settings.health.canary_backoff_max_s,
     )
 
 
@@ -62,8 +62,8 @@ def provider_identity(settings: Settings, provider: EmbeddingProvider) -> Provid
     return ProviderIdentity(
         provider=provider.name,
         model=provider.model,
-        endpoint=settings.embedding_base_url,
-        dimension=settings.embedding_dimensions,
+        endpoint=settings.embedding.base_url,
+        dimension=settings.embedding.dimensions,
     )
 
 

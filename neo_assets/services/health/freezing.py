@@ -24,10 +24,10 @@ _CAS_RETRIES = 20
 
 def freeze_policy(settings: Settings) -> FreezePolicy:
     return FreezePolicy(
-        circuit_sweeps=settings.recovery_freeze_circuit_sweeps,
-        reprobe_initial_s=settings.recovery_freeze_reprobe_initial_s,
-        reprobe_max_s=settings.recovery_freeze_reprobe_max_s,
-        max_attempts=settings.recovery_freeze_reprobe_max_attempts,
+        circuit_sweeps=settings.health.recovery_freeze_circuit_sweeps,
+        reprobe_initial_s=settings.health.recovery_freeze_reprobe_initial_s,
+        reprobe_max_s=settings.health.recovery_freeze_reprobe_max_s,
+        max_attempts=settings.health.recovery_freeze_reprobe_max_attempts,
     )
 
 
@@ -57,7 +57,7 @@ def observe_sweep(
 ) -> dict[str, Any] | None:
     """After the lane: move the circuit streak, and freeze when the evidence says so.
     Returns the freeze record's snapshot when this sweep froze (or found frozen) it."""
-    collection = settings.collection_name
+    collection = settings.store.collection_name
     policy = freeze_policy(settings)
     streak = store.note_circuit(ledger, collection, circuit_opened(summary), now)
     trigger = freeze_trigger(summary, streak, policy)

@@ -39,18 +39,18 @@ def build_probe_provider(settings: Settings) -> EmbeddingProvider:
     from neo_assets.embedding.factory import build_provider  # noqa: PLC0415
 
     return build_provider(
-        settings.embedding_provider,
-        base_url=settings.embedding_base_url,
-        model=settings.embedding_model,
-        api_key=settings.embedding_api_key,
-        dimensions=settings.embedding_dimensions,
-        request_timeout_ms=settings.embedding_request_timeout_ms,
+        settings.embedding.provider,
+        base_url=settings.embedding.base_url,
+        model=settings.embedding.model,
+        api_key=settings.embedding.api_key,
+        dimensions=settings.embedding.dimensions,
+        request_timeout_ms=settings.embedding.request_timeout_ms,
     )
 
 
 def read_deadline_ms(leaf: DeadlineLeaf) -> int:
     """The probe deadline, read from the environment now (``load_settings()`` at use)."""
-    return int(getattr(load_settings(), leaf))
+    return int(getattr(load_settings().health, leaf))
 
 
 def vector_facts(raw: Any) -> VectorFacts | None:

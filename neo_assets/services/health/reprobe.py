@@ -74,7 +74,7 @@ async def reprobe_async(
     upstream: CancelScope | None = None,
 ) -> ReprobeReport:
     """One re-probe cycle (module docstring)."""
-    collection = settings.collection_name
+    collection = settings.store.collection_name
     policy = freeze_policy(settings)
     record = store.freeze_record(ledger, collection)
     now = clock()
@@ -97,7 +97,7 @@ async def reprobe_async(
         operation_label=f"{REPROBE_OPERATION_LABEL}:attempt-{claimed.attempts}",
         upstream=upstream,
     )
-    expected = settings.embedding_dimensions
+    expected = settings.embedding.dimensions
     settled = settle_reprobe(claimed, outcome, expected, clock(), policy)
     lifted = settled.state == FREEZE_CLEAR
     if not store.write_freeze(ledger, settled, claimed.version, reset_streak=lifted):

@@ -84,10 +84,10 @@ class LinkParams:
     @classmethod
     def from_settings(cls, settings: Settings) -> "LinkParams":
         return cls(
-            window_seconds=settings.links_temporal_window_s,
-            per_chunk=settings.links_temporal_per_chunk,
-            threshold=settings.links_semantic_threshold,
-            top_k=settings.links_top_k,
+            window_seconds=settings.links.temporal_window_s,
+            per_chunk=settings.links.temporal_per_chunk,
+            threshold=settings.links.semantic_threshold,
+            top_k=settings.links.top_k,
         )
 
     @property

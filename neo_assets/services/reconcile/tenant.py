@@ -160,7 +160,7 @@ def reclaim(
     declaration, marker = snap.declaration, snap.marker
     tenant = find_tenant(tenants, tenant_id)
     out = _Reclaim()
-    for ids in _batches(plan.delete_ids, settings.reconciliation_delete_batch):
+    for ids in _batches(plan.delete_ids, settings.reconcile.delete_batch):
         current = _metadata_by_id(store, ids)
         now_marker = declaration_marker(ledger, tenant_id)
         if now_marker != marker:  # a sweep moved: judge against what it recorded
@@ -174,7 +174,7 @@ def reclaim(
             current,
             present,
             fenced,
-            settings.reconciliation_stale_gap,
+            settings.reconcile.stale_gap,
         )
         store.delete_ids(list(confirmed))
         out.batches += 1
@@ -216,7 +216,7 @@ def reconcile_tenant(
     started = time.perf_counter()
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     read_s = time.perf_counter() - started
-    gap = settings.reconciliation_stale_gap
+    gap = settings.reconcile.stale_gap
     plan = classify_orphans(snap.declaration, snap.rows, snap.present, snap.fenced, gap)
     plan_holes = plan_keeps_complete_sets(
         plan, snap.declaration, snap.rows, snap.present, snap.fenced
@@ -226,12 +226,10 @@ def reconcile_tenant(
 
     restamped = 0
     if write and plan.restamp_ids:
-        restamped = restamp_config_stale(
-            store, snap, plan, gap, settings.reconciliation_delete_batch
-        )
+        restamped = restamp_config_stale(store, snap, plan, gap, settings.reconcile.delete_batch)
     blocked = reclaim_blocked(
         write=write,
-        enabled=settings.reconciliation_enabled,
+        enabled=settings.reconcile.enabled,
         plan_holes=len(plan_holes),
         plan_foreign_rows=plan_foreign,
         actionable=len(plan.delete_ids),
@@ -245,7 +243,7 @@ def reconcile_tenant(
     report: dict[str, Any] = {
         "tenantId": tenant_id,
         "declared": find_tenant(tenants, tenant_id) is not None,
-        "enabled": settings.reconciliation_enabled,
+        "enabled": settings.reconcile.enabled,
         "write": write,
         "reclaimBlocked": blocked,
         "configVersion": snap.declaration.config_version,

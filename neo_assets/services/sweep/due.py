@@ -53,15 +53,15 @@ def evaluate(
     # Read once per evaluation (a ledger read, never a probe): the canary's latest healthy
     # sighting ends recovery episodes; a lifted freeze releases repos it deferred.
     healthy_at = health_store.latest_healthy_at(ledger)
-    freeze = health_store.freeze_record(ledger, settings.collection_name)
+    freeze = health_store.freeze_record(ledger, settings.store.collection_name)
     out = []
     for ctx in ctxs:
         revision = current_revision(
-            ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.max_file_bytes
+            ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.sweep.max_file_bytes
         )
         decl = repo_declaration_digest(ctx.repo.to_plain())
         row = ledger.repo_state(ctx.tenant_id, ctx.repo_slug)
-        cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+        cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
         observed = Observed(
             repo_key=partition_key(ctx.tenant_id, ctx.repo_slug),
             cadence_seconds=cadence_s,

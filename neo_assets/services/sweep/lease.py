@@ -35,8 +35,8 @@ class SweepLease:
             ledger,
             sweep_lease_key(ctx.tenant_id, ctx.repo_slug),
             run_id,
-            ttl_s=settings.sweep_lease_ttl_s,
-            wait_s=settings.sweep_lease_wait_s,
+            ttl_s=settings.sweep.sweep_lease_ttl_s,
+            wait_s=settings.sweep.sweep_lease_wait_s,
             release_on_exit=True,
         )
         self._entered = False

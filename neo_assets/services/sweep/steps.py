@@ -68,17 +68,17 @@ class RepoContext:
 
 def lane_settings(settings: Settings) -> LaneSettings:
     return LaneSettings(
-        batch_size=settings.resolved_batch_size,
-        max_inflight=settings.embedding_max_inflight,
-        strike_threshold=settings.embedding_strike_threshold,
-        circuit_threshold=settings.embedding_circuit_threshold,
-        recovery_initial_s=settings.embedding_recovery_initial_s,
-        recovery_max_s=settings.embedding_recovery_max_s,
-        recovery_max_wait_s=settings.embedding_recovery_max_wait_s,
-        context_tokens=settings.embedding_context_tokens,
-        admission_safety_factor=settings.embedding_admission_safety,
-        chars_per_token=settings.embedding_chars_per_token,
-        call_ceiling_ms=settings.embedding_call_ceiling_ms,
+        batch_size=settings.embedding.resolved_batch_size,
+        max_inflight=settings.embedding.max_inflight,
+        strike_threshold=settings.embedding.strike_threshold,
+        circuit_threshold=settings.embedding.circuit_threshold,
+        recovery_initial_s=settings.embedding.recovery_initial_s,
+        recovery_max_s=settings.embedding.recovery_max_s,
+        recovery_max_wait_s=settings.embedding.recovery_max_wait_s,
+        context_tokens=settings.embedding.context_tokens,
+        admission_safety_factor=settings.embedding.admission_safety,
+        chars_per_token=settings.embedding.chars_per_token,
+        call_ceiling_ms=settings.embedding.call_ceiling_ms,
     )
 
 
@@ -91,9 +91,9 @@ def current_generation(settings: Settings, provider_name: str, model: str, dims:
 
 def settings_generation(settings: Settings) -> str:
     """The embedding generation the settings declare, without building a provider."""
-    model = settings.embedding_model or _default_model(settings.embedding_provider)
+    model = settings.embedding.model or _default_model(settings.embedding.provider)
     return current_generation(
-        settings, settings.embedding_provider, model, settings.embedding_dimensions
+        settings, settings.embedding.provider, model, settings.embedding.dimensions
     )
 
 
@@ -157,7 +157,7 @@ def envelope_step(
         ctx.repo.path,
         ref=ctx.repo.ref,
         exclude=ctx.repo.parser.exclude,
-        max_file_bytes=settings.max_file_bytes,
+        max_file_bytes=settings.sweep.max_file_bytes,
         previous=previous,
         on_new_files=on_new_files,
     )
@@ -208,7 +208,8 @@ def envelope_step(
 def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
     """What, besides a file's bytes, decides its chunks: reuse needs both unchanged."""
     parser = ctx.repo.parser
-    return f"{parser.id}@{parser.version}:{settings.max_chunk_chars}:{settings.window_lines}"
+    sweep = settings.sweep
+    return f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
 
 
 def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
@@ -217,8 +218,8 @@ def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
         ctx.repo_slug,
         ctx.repo.parser.id,
         ctx.repo.parser.version,
-        settings.max_chunk_chars,
-        settings.window_lines,
+        settings.sweep.max_chunk_chars,
+        settings.sweep.window_lines,
     )
 
 
@@ -571,7 +572,7 @@ def embed_step(
         timings["write_s"] += time.perf_counter() - write_started
 
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
-    frozen = blocking_freeze(ledger, settings.collection_name)
+    frozen = blocking_freeze(ledger, settings.store.collection_name)
     if frozen is not None:
         # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN. The
         # waves are still declared: the generation is the declaration's, frozen or not.
@@ -740,15 +741,15 @@ def census_step(
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
     censuses = build_censuses(verdict.fence_rows)
-    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
     next_due = None
     if verdict.outcome != codes.OUTCOME_COMPLETE:
         next_due = next_due_at(
             now,
             cadence_s,
             failures,
-            60.0 * settings.backoff_cap_minutes,
-            stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+            60.0 * settings.sweep.backoff_cap_minutes,
+            stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
         )
     episode = previous.get("recovery_episode_opened_at")
     if verdict.outcome == codes.OUTCOME_COMPLETE:
@@ -800,7 +801,7 @@ def record_failed_sweep(
     The checkpoint and the censuses are left as they were."""
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = int(previous.get("consecutive_failures") or 0) + 1
-    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.default_cadence_minutes)
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
     ledger.record_sweep_result(
         ctx.tenant_id,
         ctx.repo_slug,
@@ -813,8 +814,8 @@ def record_failed_sweep(
                 now,
                 cadence_s,
                 failures,
-                60.0 * settings.backoff_cap_minutes,
-                stable_jitter_seconds(ctx.key, settings.backoff_jitter_s),
+                60.0 * settings.sweep.backoff_cap_minutes,
+                stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
             ),
             "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
             "updated_at": now,

@@ -66,12 +66,16 @@ DEADLINE_MS = 1500
 def freeze_at(env: HealthEnv, when: float, trigger: str = "dimension-mismatch") -> FreezeRecord:
     settings = env.settings
     return freeze_now(
-        env.ledger, settings.collection_name, FreezeTrigger(trigger), when, freeze_policy(settings)
+        env.ledger,
+        settings.store.collection_name,
+        FreezeTrigger(trigger),
+        when,
+        freeze_policy(settings),
     )
 
 
 def record(env: HealthEnv) -> FreezeRecord:
-    stored = store.freeze_record(env.ledger, env.settings.collection_name)
+    stored = store.freeze_record(env.ledger, env.settings.store.collection_name)
     assert stored is not None
     return stored
 
@@ -88,7 +92,7 @@ def assert_stayed_frozen(env: HealthEnv, report: ReprobeReport, code: str, at: f
     assert stored.next_probe_at == at + 60.0 and stored.lifted_at is None
     assert stored.last_probe is not None and stored.last_probe["code"] == code
     assert stored.last_probe["healthy"] is False
-    assert blocking_freeze(env.ledger, env.settings.collection_name) is not None
+    assert blocking_freeze(env.ledger, env.settings.store.collection_name) is not None
 
 
 # ------------------------------------------------------------------ inconclusive classes
@@ -190,7 +194,7 @@ def test_any_other_provider_failure_keeps_the_freeze(env: HealthEnv) -> None:
 def test_an_operator_who_unfreezes_during_a_probe_is_not_overwritten(env: HealthEnv) -> None:
     freeze_at(env, T0)
     env.set(recovery_freeze_reprobe_timeout_ms=DEADLINE_MS)
-    collection = env.settings.collection_name
+    collection = env.settings.store.collection_name
 
     async def race() -> ReprobeReport:
         base = env.requests()
@@ -275,7 +279,7 @@ def test_the_cap_contains_and_unfreeze_lifts(env: HealthEnv) -> None:
     assert doc["freeze"]["state"] == FREEZE_CLEAR
     lifted = record(env)
     assert lifted.state == FREEZE_CLEAR and lifted.lifted_by == LIFTED_BY_OPERATOR
-    assert blocking_freeze(env.ledger, env.settings.collection_name) is None
+    assert blocking_freeze(env.ledger, env.settings.store.collection_name) is None
     again = _cli(["unfreeze", "--json"])
     assert again.returncode == 0 and json.loads(again.stdout)["lifted"] is False
 
