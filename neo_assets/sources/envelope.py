@@ -37,11 +37,10 @@ import shutil
 import stat
 import subprocess
 import threading
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, Literal, NamedTuple
+from typing import IO
 
 from neo_assets.core import codes
 from neo_assets.core.sources.envelope_reuse import (
@@ -54,7 +53,13 @@ from neo_assets.core.sources.path_rules import (
     decode_text,
     is_excluded,
     is_safe_relative_path,
-    looks_binary,
+)
+from neo_assets.sources.model import (
+    Envelope,
+    FileEntry,
+    SourceError,
+    classify_content,
+    yielded_entry,
 )
 
 # Variables that would point git at another repository, index or object store.
@@ -75,67 +80,6 @@ _GIT_REDIRECT_VARS = (
 READ_AHEAD_BYTES = 32 * 1024 * 1024
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC
-
-
-class SourceError(Exception):
-    """A repository could not be enveloped or read; ``code`` is a codes.SOURCE_* constant."""
-
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
-        self.code = code
-        self.message = message
-
-
-class FileEntry(NamedTuple):
-    """One path of the tree. ``blob`` is the git object id (git) or the sha256 of the
-    content (dir; empty when the content was not read). ``changed_at`` is the commit time
-    of the last commit touching the path (git) or its mtime (dir), epoch seconds; None
-    when unobserved. ``skip_detail`` says why, in words, for unreadable and .git paths.
-    A tuple: every sweep builds one per path, twice (listed and recorded)."""
-
-    path: str
-    size: int
-    blob: str
-    yielded: bool
-    skip_reason: str | None
-    changed_at: float | None
-    skip_detail: str | None = None
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """The authority on path membership at one revision; entries sorted by path."""
-
-    kind: Literal["git", "dir"]
-    root: str
-    revision: str
-    entries: tuple[FileEntry, ...]
-    # git: the bytes of text blobs read while classifying them, by object id (a blob
-    # never changes); ``read_texts`` takes them from here instead of asking git again.
-    read_ahead: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    # git: the digest of the rules that listed it (core/sources/envelope_reuse.py); "" for dir.
-    rules: str = ""
-
-    def yielded_paths(self) -> tuple[str, ...]:
-        return tuple(e.path for e in self.entries if e.yielded)
-
-    def all_paths(self) -> tuple[str, ...]:
-        return tuple(e.path for e in self.entries)
-
-    def entry(self, path: str) -> FileEntry | None:
-        return self._index().get(path)
-
-    def skip_counts(self) -> dict[str, int]:
-        """Skipped paths per reason (only reasons that occur), sorted by reason."""
-        counts = Counter(e.skip_reason for e in self.entries if e.skip_reason is not None)
-        return dict(sorted(counts.items()))
-
-    def _index(self) -> dict[str, FileEntry]:
-        cached = self.__dict__.get("_by_path")
-        if cached is None:
-            cached = {e.path: e for e in self.entries}
-            object.__setattr__(self, "_by_path", cached)
-        return cached
 
 
 # --------------------------------------------------------------------------- dispatch
@@ -257,10 +201,6 @@ def _decode_path(raw: bytes) -> tuple[str, str | None]:
 
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _classify_content(data: bytes) -> str | None:
-    return codes.SKIP_BINARY if looks_binary(data) else None
 
 
 # --------------------------------------------------------------------------- git
@@ -659,7 +599,7 @@ def _git_envelope(
         if data is None:
             rows[path] = (raw, oid, size, codes.SKIP_UNREADABLE, "git object missing")
             return
-        verdict = _classify_content(data)
+        verdict = classify_content(data)
         rows[path] = (raw, oid, size, verdict, None)
         if verdict is None:
             with kept:
@@ -805,7 +745,7 @@ def _last_change_times(top: str, sha: str, wanted: set[bytes]) -> dict[bytes, fl
 
 
 def _git_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
-    entries = [_yielded_entry(envelope, path) for path in paths]
+    entries = [yielded_entry(envelope, path) for path in paths]
     kept = envelope.read_ahead
     # What the envelope kept is handed over once (then dropped: its memory is the
     # sweep's); the rest is asked of git, in order, through one cat-file.
@@ -836,13 +776,6 @@ def _git_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[
                 yield path, decode_text(data)
         finally:
             answers.close()  # a reader that stopped early stops git at once
-
-
-def _yielded_entry(envelope: Envelope, path: str) -> FileEntry:
-    entry = envelope.entry(path)
-    if entry is None or not entry.yielded:
-        raise ValueError(f"{path!r} is not a yielded path of the envelope of {envelope.root}")
-    return entry
 
 
 # --------------------------------------------------------------------------- plain dir
@@ -986,7 +919,7 @@ def _classify_dir_item(
         return skip(data)
     if len(data) > cap:
         return skip(codes.SKIP_TOO_LARGE)  # grew after it was listed
-    reason = _classify_content(data)
+    reason = classify_content(data)
     return FileEntry(path, len(data), _sha256(data), reason is None, reason, st.st_mtime)
 
 
@@ -1002,7 +935,7 @@ def _dir_read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[
     root_fd = os.open(envelope.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         for path in paths:
-            entry = _yielded_entry(envelope, path)
+            entry = yielded_entry(envelope, path)
             parent, _, name = path.rpartition("/")
             try:
                 dir_fd = _open_dir_under(root_fd, parent)

@@ -13,13 +13,12 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.sources.envelope import (
-    Envelope,
-    SourceError,
     _CatFile,
     build_envelope,
     read_texts,
     resolve_revision,
 )
+from neo_assets.sources.model import Envelope, SourceError
 from neo_assets_tests.gitrepo import GitRepo
 
 CAP = 1000
