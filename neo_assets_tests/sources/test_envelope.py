@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.sources.envelope import (
-    _CatFile,
-    build_envelope,
-    read_texts,
-    resolve_revision,
-)
+from neo_assets.sources.envelope import build_envelope, read_texts, resolve_revision
+from neo_assets.sources.git_reader import _CatFile
 from neo_assets.sources.model import Envelope, SourceError
 from neo_assets_tests.gitrepo import GitRepo
 
@@ -204,12 +200,12 @@ def test_resolve_revision_matches_the_envelope(rich: dict[str, object], plain: P
 def test_the_top_and_the_commit_are_one_git_process_and_errors_stay_precise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.envelope as envelope_mod
+    import neo_assets.sources.git_reader as git_reader
 
     repo = GitRepo(tmp_path / "r")
     repo.write("a.txt", "a\n")
     sha = repo.commit("c")
-    calls = _spy(monkeypatch, envelope_mod, "_git", lambda _top, *args: args[:2])
+    calls = _spy(monkeypatch, git_reader, "_git", lambda _top, *args: args[:2])
     assert resolve_revision(repo.path, max_file_bytes=CAP) == sha
     assert resolve_revision(repo.path, ref="main", max_file_bytes=CAP) == sha
     assert calls == [("rev-parse", "--show-toplevel")] * 2  # one process each
@@ -619,9 +615,9 @@ def _spy(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, note) -> lis
 
 
 def _asking(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
-    import neo_assets.sources.envelope as envelope_mod
+    import neo_assets.sources.git_reader as git_reader
 
-    return _spy(monkeypatch, envelope_mod, "_blob_sizes", lambda _top, oids: set(oids))
+    return _spy(monkeypatch, git_reader, "_blob_sizes", lambda _top, oids: set(oids))
 
 
 def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blobs(
@@ -659,9 +655,9 @@ def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blo
 
 
 def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import neo_assets.sources.envelope as envelope_mod
+    import neo_assets.sources.git_reader as git_reader
 
-    return _spy(monkeypatch, envelope_mod, "_git", lambda _top, *args: args[0])
+    return _spy(monkeypatch, git_reader, "_git", lambda _top, *args: args[0])
 
 
 def test_the_same_commit_under_the_same_rules_is_the_recorded_envelope_unlisted(
@@ -862,10 +858,10 @@ def test_the_blobs_read_to_classify_them_are_handed_to_the_first_read(
 def test_a_read_ahead_over_budget_keeps_some_and_reads_the_rest_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.envelope as envelope_module
+    import neo_assets.sources.git_reader as git_reader
 
     repo = _shared_blob_repo(tmp_path / "r")
-    monkeypatch.setattr(envelope_module, "READ_AHEAD_BYTES", 10)  # a.py's 6 bytes fit
+    monkeypatch.setattr(git_reader, "READ_AHEAD_BYTES", 10)  # a.py's 6 bytes fit
     env = build_envelope(repo.path, max_file_bytes=CAP)
     assert sum(len(b) for b in env.read_ahead.values()) <= 10 and env.read_ahead
     asked = _counting_git_reads(monkeypatch)
@@ -921,23 +917,23 @@ def _many_files(tmp_path: Path, n: int) -> GitRepo:
 def test_many_blobs_are_read_by_two_readers_with_the_same_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.envelope as envelope_module
+    import neo_assets.sources.git_reader as git_reader
 
-    repo = _many_files(tmp_path, envelope_module.PARALLEL_READ_MIN + 44)
+    repo = _many_files(tmp_path, git_reader.PARALLEL_READ_MIN + 44)
     # One object missing, late in the listing: the second reader's part.
     late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
     (repo.path / ".git" / "objects" / late[:2] / late[2:]).unlink()
     readers: list[str] = []
-    opened = envelope_module._CatFile.__init__
+    opened = git_reader._CatFile.__init__
 
     def counting(self, top: str) -> None:  # noqa: ANN001
         readers.append(top)
         opened(self, top)
 
-    monkeypatch.setattr(envelope_module._CatFile, "__init__", counting)
+    monkeypatch.setattr(git_reader._CatFile, "__init__", counting)
     both = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
-    assert len(readers) == envelope_module.BLOB_READERS == 2
-    monkeypatch.setattr(envelope_module, "BLOB_READERS", 1)
+    assert len(readers) == git_reader.BLOB_READERS == 2
+    monkeypatch.setattr(git_reader, "BLOB_READERS", 1)
     readers.clear()
     one = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
     assert len(readers) == 1
@@ -951,17 +947,17 @@ def test_many_blobs_are_read_by_two_readers_with_the_same_verdicts(
 def test_a_blob_reader_that_fails_fails_the_envelope(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.envelope as envelope_module
+    import neo_assets.sources.git_reader as git_reader
 
-    repo = _many_files(tmp_path, envelope_module.PARALLEL_READ_MIN + 44)
+    repo = _many_files(tmp_path, git_reader.PARALLEL_READ_MIN + 44)
     late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
-    answer = envelope_module._CatFile._answer
+    answer = git_reader._CatFile._answer
 
     def dying(self, oid: str) -> bytes | None:  # noqa: ANN001
         if oid == late:
             raise SourceError(codes.SOURCE_UNREADABLE, f"git cat-file stopped answering at {oid}")
         return answer(self, oid)
 
-    monkeypatch.setattr(envelope_module._CatFile, "_answer", dying)
+    monkeypatch.setattr(git_reader._CatFile, "_answer", dying)
     with pytest.raises(SourceError, match="stopped answering"):
         build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
