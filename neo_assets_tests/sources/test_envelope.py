@@ -16,54 +16,7 @@ from neo_assets.sources.envelope import build_envelope, read_texts, resolve_revi
 from neo_assets.sources.git_reader import _CatFile
 from neo_assets.sources.model import Envelope, SourceError
 from neo_assets_tests.gitrepo import GitRepo
-
-CAP = 1000
-T1 = 1_700_000_000.0
-T2 = 1_700_003_600.0
-SECRET = b"TOP-SECRET outside the repository\n"
-
-
-def reasons(envelope: Envelope) -> dict[str, str | None]:
-    return {e.path: e.skip_reason for e in envelope.entries}
-
-
-@pytest.fixture(scope="module")
-def outside(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    d = tmp_path_factory.mktemp("outside")
-    (d / "secret.txt").write_bytes(SECRET)
-    return d
-
-
-@pytest.fixture(scope="module")
-def rich(tmp_path_factory: pytest.TempPathFactory, outside: Path) -> dict[str, object]:
-    """A repository with two commits, a dirty work tree and every kind of entry."""
-    repo = GitRepo(tmp_path_factory.mktemp("rich") / "repo")
-    repo.write("src/app.py", "VALUE = 1\n")
-    repo.write("README.md", "# Title\n")
-    repo.write("vendor/lib.js", "var x = 1;\n")
-    repo.write("vendor/deep/more.js", "var y = 2;\n")
-    repo.write("assets/logo.bin", b"\x89PNG\r\n\x1a\n\x00\x00\x00binary")
-    repo.write("big.txt", "x" * (CAP + 1))
-    repo.write("exact.txt", "y" * CAP)
-    repo.write("latin1.txt", b"caf\xe9 cr\xe8me \xff\n")
-    repo.write("dos sier/naïve é.md", "# Ünïcode\n")
-    repo.write("bin/run.sh", "#!/bin/sh\necho hi\n")
-    os.chmod(repo.path / "bin/run.sh", 0o755)
-    repo.symlink("leak", outside / "secret.txt")
-    repo.symlink("inner-link", "src/app.py")
-    first = repo.commit("first", when=T1)
-    repo.write("src/app.py", "VALUE = 2\n")
-    repo.add_gitlink("third_party/sub", first)
-    second = repo.commit("second", when=T2)
-    # dirty work tree: a modified tracked file, an untracked file, a deleted file
-    repo.write("src/app.py", "VALUE = 'dirty'\n")
-    repo.write("untracked.py", "print('never seen')\n")
-    repo.remove("README.md")
-    envelope = build_envelope(repo.path, exclude=["vendor/**"], max_file_bytes=CAP)
-    return {"repo": repo, "first": first, "second": second, "envelope": envelope}
-
-
-# --------------------------------------------------------------------------- git
+from neo_assets_tests.sources.trees import CAP, SECRET, T1, T2, reasons
 
 
 def test_git_envelope_is_the_commit_not_the_work_tree(rich: dict[str, object]) -> None:
@@ -350,33 +303,6 @@ def test_invalid_settings_are_refused_before_reading(tmp_path: Path) -> None:
         build_envelope(tmp_path, exclude=[], max_file_bytes=0)
     with pytest.raises(ValueError, match="exclude glob"):
         build_envelope(tmp_path, exclude=["!keep"], max_file_bytes=CAP)
-
-
-# --------------------------------------------------------------------------- plain dir
-
-
-@pytest.fixture
-def plain(tmp_path: Path, outside: Path) -> Path:
-    root = tmp_path / "plain"
-    (root / "src").mkdir(parents=True)
-    (root / "src/app.py").write_text("VALUE = 1\n")
-    (root / "vendor").mkdir()
-    (root / "vendor/lib.js").write_text("var x;\n")
-    (root / "blob.bin").write_bytes(b"\x00\x01\x02")
-    (root / "big.txt").write_text("x" * (CAP + 1))
-    (root / "latin1.txt").write_bytes(b"caf\xe9\n")
-    (root / "dos sier").mkdir()
-    (root / "dos sier/é.md").write_text("# é\n")
-    os.symlink(outside / "secret.txt", root / "leak")
-    os.symlink("src/app.py", root / "inner-link")
-    os.symlink(".", root / "src/loop")  # a directory loop
-    os.symlink("..", root / "src/up")
-    os.symlink(outside, root / "outside-dir")
-    os.mkfifo(root / "pipe")
-    (root / "nested/.git").mkdir(parents=True)
-    (root / "nested/.git/config").write_text("[core]\n")
-    (root / "nested/kept.txt").write_text("kept\n")
-    return root
 
 
 @pytest.mark.timeout(30)
