@@ -3,7 +3,8 @@
 from collections.abc import Sequence
 from pathlib import Path
 
-from neo_assets.sources.envelope import SourceError, resolve_revision
+from neo_assets.sources.envelope import resolve_revision
+from neo_assets.sources.model import SourceError
 
 
 def current_revision(

@@ -42,7 +42,7 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
-from neo_assets.sources.envelope import SourceError
+from neo_assets.sources.model import SourceError
 from neo_assets_tests.drills.harness import (
     CliResult,
     child_env,

@@ -38,7 +38,8 @@ from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
-from neo_assets.sources.envelope import Envelope, FileEntry, build_envelope, read_texts
+from neo_assets.sources.envelope import build_envelope, read_texts
+from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook

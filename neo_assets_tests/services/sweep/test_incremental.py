@@ -18,7 +18,7 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
-from neo_assets.sources import envelope as envelope_mod
+from neo_assets.sources import git_reader
 from neo_assets.store.ledger import Ledger
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -44,13 +44,13 @@ def env(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     reads: list[str] = []
     # Every blob git hands back, whether asked one by one (read) or ahead (read_many).
-    original = envelope_mod._CatFile._answer
+    original = git_reader._CatFile._answer
 
     def counting_answer(self, oid):  # noqa: ANN001, ANN202
         reads.append(oid)
         return original(self, oid)
 
-    monkeypatch.setattr(envelope_mod._CatFile, "_answer", counting_answer)
+    monkeypatch.setattr(git_reader._CatFile, "_answer", counting_answer)
     return {"repo": repo, "tenants": tenants, "reads": reads, "tmp": tmp_path}
 
 
