@@ -12,11 +12,13 @@ import neo_assets.defs.health as health_defs
 import neo_assets.defs.links as links_defs
 import neo_assets.defs.operations as operations_defs
 import neo_assets.defs.reconcile as reconciliation_defs
+from neo_assets.defs import status as status_defs
 from neo_assets.defs import sweep_defs
 from neo_assets.defs.resources import default_resources
 
 defs = dg.Definitions.merge(
     sweep_defs.defs,
+    status_defs.defs,
     operations_defs.defs,
     health_defs.defs,
     reconciliation_defs.defs,

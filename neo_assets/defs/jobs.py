@@ -1,4 +1,4 @@
-"""Jobs: the per-repo sweep and the status snapshot."""
+"""The per-repo sweep job."""
 
 import dagster as dg
 
@@ -13,10 +13,4 @@ sweep_job = dg.define_asset_job(
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",
     tags={"neo/kind": "sweep"},
-)
-
-status_job = dg.define_asset_job(
-    "status",
-    selection=dg.AssetSelection.assets("kb_status"),
-    description="Refresh the operator's per-repo snapshot.",
 )

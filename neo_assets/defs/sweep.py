@@ -6,7 +6,7 @@ multi-asset, so lineage and per-asset history stay in the UI while the sweep pay
 Dagster's per-step cost (events, resource set-up, IO-manager round trips) once, and the
 envelope and chunk frames pass in memory instead of being pickled between steps. Each
 asset is materialized as soon as its stage ends, so a failure later in the sweep still
-leaves the earlier stages visible. ``kb_status`` is the unpartitioned operator snapshot.
+leaves the earlier stages visible.
 
 Each stage only wires I/O to a step in ``neo_assets.services.sweep.steps`` and describes the
 result as metadata the UI can show and plot.
@@ -18,7 +18,6 @@ from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
-import pandas as pd
 
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
@@ -30,9 +29,7 @@ from neo_assets.defs.metadata import (
     embeddings_summary,
     envelope_summary,
     preview_records,
-    preview_table,
     run_seconds,
-    status_summary,
     strikes_table,
     sweep_numbers,
 )
@@ -44,7 +41,6 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.services.status import build_status
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
 from neo_assets.services.sweep.run import (
@@ -308,35 +304,3 @@ def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, starte
         )
 
     return progress
-
-
-@dg.asset(
-    group_name="status",
-    kinds={"pandas"},
-    owners=OWNERS,
-    deps=[dg.AssetKey("fence_census")],
-    description="The operator's snapshot: one row per declared repo (checkpoint, outcome, "
-    "cause, next due time, censuses, strikes, rows).",
-)
-def kb_status(
-    settings: SettingsResource,
-    tenants: TenantsResource,
-    store: StoreResource,
-    ledger: LedgerResource,
-) -> dg.Output[pd.DataFrame]:
-    snapshot = build_status(settings.load(), tenants.load(), ledger.get(), store.get())
-    frame = pd.DataFrame(snapshot["repos"])
-    return dg.Output(
-        frame,
-        metadata={
-            "repos": len(frame),
-            "dagster/row_count": len(frame),
-            "summary": status_summary(frame),
-            "preview": preview_table(
-                frame, ["tenantId", "repoSlug", "outcome", "deferredCauseCode", "rows"]
-            ),
-            # The provider's health and the write path's freeze, beside the repos.
-            "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),
-            "freeze": dg.MetadataValue.json(snapshot.get("freeze") or {}),
-        },
-    )
