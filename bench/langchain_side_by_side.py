@@ -17,7 +17,6 @@ above 1 means ours is faster).
 """
 
 import argparse
-import contextlib
 import gc
 import json
 import os
@@ -69,21 +68,11 @@ def main() -> int:
 
     from neo_assets import runtime
     from neo_assets.concurrency.chroma_threads import chroma_core, pin_chroma_threads
-    from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
-    from neo_assets.concurrency.prelude import SweepPrelude
     from neo_assets.config.settings import load_settings
     from neo_assets.config.tenants import load_tenants
-    from neo_assets.embedding.lifecycle import prepare
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
-    from neo_assets.services.sweep.steps import (
-        EmbedContext,
-        RepoContext,
-        census_step,
-        chunk_step,
-        embed_step,
-        envelope_step,
-        plan_chunks,
-    )
+    from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
+    from neo_assets.services.sweep.steps import RepoContext
 
     tenant = load_tenants(tenants_path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
@@ -122,36 +111,25 @@ def main() -> int:
         ledger = runtime.get_ledger(settings)
         store = runtime.get_store(settings)
         t0 = time.perf_counter()
-        now = time.time()
-        provider = HashingProvider()
-        # The sweep asset's wiring (defs/sweep.py sweep_repo), without Dagster.
-        with contextlib.closing(
-            SweepPrelude(ctx, settings, ledger, provider, lambda: store)
-        ) as prelude:
-            env = envelope_step(ctx, settings, ledger, now, on_new_files=prelude.helpers.new_files)
-            presence = prelude.envelope_read()
-            plan = plan_chunks(ctx, settings, ledger, env, prelude.recorded)
-            if many_to_parse(plan, settings):
-                prepare(provider)
-            run = EmbedContext(provider, present_ids=presence.present_ids)
-            if pipelined(plan, settings):  # parsed in waves beside the lane
-                parser = prelude.helpers.take_parser()
-                with ChunkWaves(ctx, settings, ledger, env, plan, now, parser=parser) as waves:
-                    waves.start_ahead()  # as the asset does (no Dagster event to overlap)
-                    summary = embed_step(
-                        ctx,
-                        settings,
-                        presence.store(),
-                        ledger,
-                        env,
-                        waves.kept_frame(),
-                        run,
-                        waves=waves,
-                    )
-            else:
-                chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
-                summary = embed_step(ctx, settings, presence.store(), ledger, env, chunks, run)
-            census_step(ctx, settings, ledger, env, summary, now)
+        summaries: list[object] = []
+
+        def keep_summary(event: object) -> None:
+            if isinstance(event, StageEnded) and event.stage == "kb_embeddings":
+                summaries.append(event.summary)
+
+        # The sweep the asset runs (services/sweep/run.py), without Dagster.
+        run_sweep(
+            SweepInputs(
+                ctx=ctx,
+                settings=settings,
+                ledger=ledger,
+                open_store=lambda: store,
+                provider=HashingProvider(),
+                run_id=f"bench-{time.monotonic_ns()}",
+            ),
+            keep_summary,
+        )
+        summary = summaries[-1]
         return time.perf_counter() - t0, summary
 
     class HashingEmbeddings(Embeddings):

@@ -14,7 +14,7 @@ IMPORTING = sorted(p.stem for p in (ROOT / "bench").glob("*.py") if "from bench.
 
 
 def test_the_benchmarks_that_import_another_are_found() -> None:
-    assert {"langchain_side_by_side", "waves"} <= set(IMPORTING)
+    assert {"langchain_side_by_side"} <= set(IMPORTING)
 
 
 @pytest.mark.parametrize("name", IMPORTING)

@@ -32,20 +32,12 @@ def test_an_invalid_variable_is_refused_every_time(monkeypatch: pytest.MonkeyPat
             load_settings()
 
 
-def test_waves_are_on_by_default_for_every_provider_and_obey_an_explicit_setting(
+def test_helpers_start_from_200_files_and_the_gil_gap_obeys_an_explicit_setting(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    # Since each embedded add first lets the other threads go idle (concurrency/idle_gap.py), the
-    # waves pay for the local hashing embedder too.
-    assert load_settings().sweep.parse_waves is True
-    assert (
-        load_settings().sweep.parse_wave_files,
-        load_settings().sweep.parse_first_wave_files,
-    ) == (1000, 150)
-    monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
-    assert load_settings().sweep.parse_waves is True
-    monkeypatch.setenv("NEO_PARSE_WAVES", "false")
-    assert load_settings().sweep.parse_waves is False
+    assert load_settings().sweep.helper_min_files == 200
+    monkeypatch.setenv("NEO_HELPER_MIN_FILES", "5")
+    assert load_settings().sweep.helper_min_files == 5
     assert load_settings().store.chroma_gil_gap is True
     monkeypatch.setenv("NEO_CHROMA_GIL_GAP", "false")
     assert load_settings().store.chroma_gil_gap is False

@@ -203,7 +203,7 @@ def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
     if not Path("/proc/self/task").is_dir():
         pytest.skip("needs /proc")
     # Every sweep here counts as big: the hashing helper starts before the files parse.
-    monkeypatch.setenv("NEO_PARSE_WAVE_MIN_FILES", "1")
+    monkeypatch.setenv("NEO_HELPER_MIN_FILES", "1")
     started: list[object] = []
     closed: list[object] = []
     from neo_assets.embedding.providers import hashing
@@ -228,8 +228,7 @@ def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
     assert all(p in closed for p in started)  # closed by the sweep, not left to exit
     assert _helper_children() == []
 
-    # A (serial) chunk stage that fails after the helper started still closes it.
-    monkeypatch.setenv("NEO_PARSE_WAVES", "false")
+    # A chunk stage that fails after the helper started still closes it.
     a = two_tenants["a"]
     a.write("more.py", "def more():\n    return 3\n")
     a.commit("more", when=1_700_000_300)

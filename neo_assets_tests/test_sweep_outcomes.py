@@ -64,32 +64,19 @@ def server(server_module: FaultServerSupervisor) -> Iterator[FaultServerSupervis
     server_module.reset()
 
 
-# Every outcome holds whether the chunk stage ran before the lane (serial) or fed it wave
-# by wave while it embedded (concurrency/chunk_waves.py; here a wave from 1 file, 2 per wave).
-@pytest.fixture(params=["serial", "waves"])
+@pytest.fixture
 def make_env(
-    request: pytest.FixtureRequest,
     neo_home: Path,
     tmp_path: Path,
     server: FaultServerSupervisor,
     monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[Callable[[dict[str, str]], SweepEnv]]:
     made: list[SweepEnv] = []
-    waves = {
-        "NEO_PARSE_WAVES": "true",
-        "NEO_PARSE_WAVE_MIN_FILES": "1",
-        "NEO_PARSE_WAVE_FILES": "2",
-    }
 
     def make(files: dict[str, str]) -> SweepEnv:
         env = SweepEnv.create(tmp_path, server, files)
         for name, value in env.env_vars().items():
             monkeypatch.setenv(name, value)
-        for name, value in waves.items():
-            if request.param == "waves":
-                monkeypatch.setenv(name, value)
-            else:
-                monkeypatch.setenv("NEO_PARSE_WAVES", "false")
         made.append(env)
         return env
 

@@ -14,7 +14,6 @@ never outlives the process that started it.
 """
 
 import contextlib
-import fcntl
 import os
 import pickle
 import select
@@ -31,14 +30,6 @@ _READY = b"R"
 _OK = b"\x00"
 _ERR = b"\x01"
 _LEN = struct.Struct("!Q")
-
-# How much each pipe to and from a helper holds (Linux; capped by fs.pipe-max-size, 1 MiB
-# by default). An answer (a wave's vectors: 4,000 rows are 6 MB) crosses a default 64 KiB
-# pipe in ~100 reads, and each read waits for the GIL again: when the sweep's other thread
-# is declaring the next wave at that moment, for up to a switch interval (5 ms) each. A
-# 3.7 MB answer took 29 ms to read so. With 1 MiB pipes it is a few reads, and a request
-# (a wave's texts) is written whole without waiting for the helper to read it.
-PIPE_BYTES = 1 << 20
 
 # A helper does its work on one thread. numpy's BLAS would otherwise start a thread per
 # core at import, and that start-up (~0.1 s of CPU) competed with the sweep it helps.
@@ -83,10 +74,6 @@ def serve(handle: Callable[[Any], Any], stdin: BinaryIO, stdout: BinaryIO) -> No
             _write_frame(stdout, _ERR, f"{type(exc).__name__}: {exc}".encode())
 
 
-# How much lower a helper's CPU priority is than its parent's (see HelperProcess).
-HELPER_NICENESS = 10
-
-
 def run_helper(handle: Callable[[Any], Any]) -> None:
     """A helper module's main: serve this process's stdin and stdout (at the lower CPU
     priority its parent gave it, see ``HelperProcess``), then end the process at once.
@@ -118,35 +105,9 @@ def keep_helpers_on(cores: Iterable[int] | None) -> None:
         helper._pin()
 
 
-def _widen(*pipes: BinaryIO | None) -> None:
-    """Grow each pipe to PIPE_BYTES, or as far as the system lets (it stays as it was
-    where it cannot grow: only slower)."""
-    setsize = getattr(fcntl, "F_SETPIPE_SZ", None)
-    if setsize is None:
-        return
-    try:
-        most = int(Path("/proc/sys/fs/pipe-max-size").read_text())
-    except (OSError, ValueError):
-        most = PIPE_BYTES
-    for pipe in pipes:
-        if pipe is not None:
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(pipe.fileno(), setsize, min(PIPE_BYTES, most))
-
-
 class HelperProcess:
     """One child running ``python -m module *args``, started without waiting for it.
-    Thread-safe, one request at a time.
-
-    The child runs ``HELPER_NICENESS`` below its parent's CPU priority, from its start:
-    - at work, a helper works ahead (the next wave's parse or hashing) while its parent
-      is inside Chroma's ``add``, whose threads share one core; at equal priority the
-      helpers' bursts took that core from them, and the adds of a first sweep of 2,000
-      files took 7.3-7.6 s against 6.5-7.0 s (4 interleaved pairs; docs/performance.md);
-    - booting, it competes with the envelope its parent is reading (git and this
-      process), which is on the sweep's critical path while the helper is not yet.
-    The parent lowers it right after the spawn, so the interpreter's start-up and imports
-    run niced too (a child lowering itself could only do so once they are done)."""
+    Thread-safe, one request at a time."""
 
     def __init__(self, module: str, *args: str) -> None:
         self._lock = threading.Lock()
@@ -168,10 +129,6 @@ class HelperProcess:
             cwd=package_root,
             env={**os.environ, **_ONE_THREAD_ENV, "PYTHONPATH": path},
         )
-        with contextlib.suppress(OSError):  # never a reason not to help
-            niceness = min(19, os.getpriority(os.PRIO_PROCESS, 0) + HELPER_NICENESS)
-            os.setpriority(os.PRIO_PROCESS, self._proc.pid, niceness)
-        _widen(self._proc.stdin, self._proc.stdout)
         with _live_lock:
             _live.add(self)
         self._pin()

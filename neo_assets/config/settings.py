@@ -122,14 +122,9 @@ class SweepSettings(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1)
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
-    # A sweep with at least MIN files to parse parses and declares them in waves of up to
-    # FILES while the lane embeds and writes the earlier waves (concurrency/chunk_waves.py);
-    # the first wave has FIRST_WAVE_FILES, so the first write starts early, and each later
-    # one up to core.sweep.waves.WAVE_GROWTH times the one before.
-    parse_waves: bool = True
-    parse_wave_min_files: int = Field(200, ge=1)
-    parse_wave_files: int = Field(1000, ge=1)
-    parse_first_wave_files: int = Field(150, ge=1)
+    # A sweep with at least this many files to parse starts its helper processes (the
+    # parse helper, the hashing embedder's) on the other core; fewer do not pay for them.
+    helper_min_files: int = Field(200, ge=1)
     default_cadence_minutes: int = Field(30, ge=1)
     backoff_cap_minutes: int = Field(30, ge=1)
     backoff_jitter_s: float = Field(30.0, ge=0)

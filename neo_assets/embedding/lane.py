@@ -73,7 +73,7 @@ resolved itself (a batch that was isolated, a death whose members all got throug
 import asyncio
 import dataclasses
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -284,64 +284,27 @@ class _Lane:
         self.write_failed = False
         self.total_batches = 0
         self.done_batches = 0
-        # Work that arrives while the lane runs (``feed``): waves of items, admitted as
-        # they come; suspects wait until the feed has ended (they go after healthy work).
-        self.waves: asyncio.Queue[list[LaneItem] | None] = asyncio.Queue(maxsize=2)
-        self.feed_open = False
-        self.feed_error: BaseException | None = None
         self._fences: Mapping[str, FenceRecord] | None = None
 
     # -------------------------------------------------------------- entry
-    async def run(
-        self, items: Sequence[LaneItem], feed: AsyncIterator[list[LaneItem]] | None = None
-    ) -> dict[str, Any]:
+    async def run(self, items: Sequence[LaneItem]) -> dict[str, Any]:
         self._admit(items)
         self._report_progress()
         writer = asyncio.create_task(self._writer())
-        feeder = None
-        if feed is not None:
-            self.feed_open = True
-            feeder = asyncio.create_task(self._feed(feed))
-        failing = False
         try:
             await self._drive()
         except _Stop as stop:
             self.stop = stop
         except BaseException:
-            failing = True
             for task in self.inflight:
                 task.cancel()
             writer.cancel()
-            if feeder is not None:
-                feeder.cancel()
             raise
         finally:
             if self.inflight:
                 await self._abandon_inflight()
-            if feeder is not None and not feeder.done():
-                if failing:
-                    feeder.cancel()
-                    await asyncio.gather(feeder, return_exceptions=True)
-                else:
-                    # A stop: the feed is taken to its end, never cancelled mid-wave (a
-                    # wave being declared must not land after the sweep). What it still
-                    # yields is admitted, so deferred with the stop's code below. After a
-                    # stop of its own (circuit, refusals, a write error) the whole
-                    # generation is thus declared and accounted for, as with the serial
-                    # chunk stage; after an upstream abort the feed ends at its next wave.
-                    while self.feed_open:
-                        wave = await self.waves.get()
-                        if wave is None:
-                            self.feed_open = False
-                        else:
-                            self._admit(wave)
-                    await feeder
         await self.write_q.put(None)
         await writer
-        if self.feed_error is not None:
-            # What feeds the lane failed (e.g. a file did not parse): what was fed is
-            # written and accounted for; the caller sees the failure itself.
-            raise self.feed_error
         if self.stop is None and self.internal_stop is not None:
             self.stop = self.internal_stop
         if self.stop is not None:
@@ -351,7 +314,7 @@ class _Lane:
 
     # -------------------------------------------------------------- admission
     def _admit(self, items: Sequence[LaneItem]) -> None:
-        if self._fences is None:  # read once per sweep, not once per wave
+        if self._fences is None:  # read once per sweep
             self._fences = self.book.fence_records(self.generation)
             self.strikes = dict(self.book.strike_records(self.generation))
         fences = self._fences
@@ -403,36 +366,11 @@ class _Lane:
                 self.batches.append(batch)
         self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
 
-    async def _feed(self, feed: AsyncIterator[list[LaneItem]]) -> None:
-        try:
-            async for wave in feed:
-                await self.waves.put(wave)  # bounded: the feed stays at most 2 waves ahead
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - handed to run(), which re-raises it
-            self.feed_error = exc
-        finally:
-            await self.waves.put(None)
-
-    async def _take_waves(self, *, wait: bool) -> None:
-        """Admit the waves that have arrived; with ``wait``, wait for one first."""
-        while self.feed_open and (wait or not self.waves.empty()):
-            wave = await self.waves.get()
-            wait = False
-            if wave is None:
-                self.feed_open = False
-                if self.feed_error is not None:
-                    raise _Stop(codes.PARSE_FAILED, f"not embedded: {self.feed_error}")
-                return
-            self._admit(wave)
-            self._report_progress()
-
     # -------------------------------------------------------------- the driver
     async def _drive(self) -> None:
         max_inflight = self.settings.max_inflight
         while True:
             self._check_stop()
-            await self._take_waves(wait=False)
             if self.need_recovery is not None or self.isolations:
                 if self.inflight:
                     await self._settle_inflight(wait_all=True)
@@ -448,9 +386,6 @@ class _Lane:
                 continue
             if self.inflight:
                 await self._settle_inflight(wait_all=False)
-                continue
-            if self.feed_open:
-                await self._take_waves(wait=True)
                 continue
             if self.suspects:
                 item = self.suspects.popleft()
@@ -1052,14 +987,10 @@ async def embed_chunks(
     cancel_scope: CancelScope,
     clock: Callable[[], float],
     progress: Progress | None = None,
-    feed: AsyncIterator[list[LaneItem]] | None = None,
 ) -> dict[str, Any]:
-    """Embed ``items`` (chunks the collection lacks) at ``generation``, then each wave
-    ``feed`` yields while the lane runs (admitted as it arrives, embedded and written
-    beside the earlier work); return the summary (module docstring). Never raises for a
-    provider or store failure: every failure is a row. An exception of the feed is
-    raised once what was fed is written. ``asyncio.CancelledError`` propagates after
-    cancelling the lane's own tasks."""
+    """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
+    (module docstring). Never raises for a provider or store failure: every failure is a
+    row. ``asyncio.CancelledError`` propagates after cancelling the lane's own tasks."""
     lane = _Lane(
         provider=provider,
         settings=settings,
@@ -1070,4 +1001,4 @@ async def embed_chunks(
         clock=clock,
         progress=progress,
     )
-    return await lane.run(items, feed)
+    return await lane.run(items)

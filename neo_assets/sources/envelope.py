@@ -34,7 +34,7 @@ dir_reader.py.
 """
 
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from neo_assets.core import codes
@@ -51,7 +51,6 @@ def build_envelope(
     exclude: Sequence[str] = (),
     max_file_bytes: int,
     previous: "Envelope | None" = None,
-    on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
     """Envelope ``root``: git when it is the top of a work tree, a plain directory
     otherwise (see the module docstring). ``ref`` is only allowed for git roots.
@@ -63,17 +62,11 @@ def build_envelope(
     listed with (a changed glob is heard at once); at the same commit under the same
     rules, ``previous`` is the envelope and the tree is not listed again; at another
     commit under the same rules, ``previous`` is carried by what git diff-tree lists
-    between the two commits (only the changed paths are listed and classified).
-
-    ``on_new_files`` (git only) hears how many candidate files have content the previous
-    envelope does not know, before they are read: a sweep can start what parsing them
-    will need while the envelope is still reading."""
+    between the two commits (only the changed paths are listed and classified)."""
     top, commit = _dispatch(root, ref, exclude, max_file_bytes)
     if commit is not None:
         reuse = previous if previous is not None and previous.kind == "git" else None
-        return git_envelope(
-            top, ref or "HEAD", commit, tuple(exclude), max_file_bytes, reuse, on_new_files
-        )
+        return git_envelope(top, ref or "HEAD", commit, tuple(exclude), max_file_bytes, reuse)
     return dir_envelope(top, tuple(exclude), max_file_bytes)
 
 

@@ -353,7 +353,6 @@ def git_envelope(
     exclude: tuple[str, ...],
     cap: int,
     previous: Envelope | None = None,
-    on_new_files: Callable[[int], None] | None = None,
 ) -> Envelope:
     rules = envelope_rules(exclude, cap)
     if previous is not None and recorded_envelope_holds(
@@ -363,8 +362,6 @@ def git_envelope(
         revision=sha,
         rules=rules,
     ):
-        if on_new_files is not None:
-            on_new_files(0)
         return replace(previous, root=top, read_ahead={})
     # Content verdicts of the previous envelope, by object id: a blob's bytes never change.
     known: dict[str, FileEntry] = {}
@@ -435,8 +432,6 @@ def git_envelope(
         # by git; in a whole listing, the same blob at the same path keeps its date.
         if seen.changed_at is not None and seen.path == path and delta is None:
             reused_times[raw] = seen.changed_at
-    if on_new_files is not None:
-        on_new_files(len(unread))
     read_ahead: dict[str, bytes] = {}
     budget = [READ_AHEAD_BYTES]
     kept = threading.Lock()

@@ -100,10 +100,8 @@ def install(point: str, nth: int) -> None:
     elif point == "envelope-recorded":
         _after(Ledger, "record_envelope", point, nth)
     elif point == "parse":
-        from neo_assets.concurrency import chunk_waves
-
         real = steps.read_texts
-        due = _counting(nth)  # files read across calls: the serial stage or the waves
+        due = _counting(nth)  # files read across calls
 
         def read_texts(*args: Any, **kwargs: Any) -> Iterator[tuple[str, str]]:
             for item in real(*args, **kwargs):
@@ -112,7 +110,6 @@ def install(point: str, nth: int) -> None:
                     _die(point)
 
         steps.read_texts = read_texts
-        chunk_waves.read_texts = read_texts
     elif point == "generation-recorded":
         _after(Ledger, "record_generation", point, nth)
     elif point == "mid-write":

@@ -16,12 +16,10 @@ import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from neo_assets import runtime
-from neo_assets.concurrency.chunk_waves import ChunkWaves, pipelined
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.core import codes
@@ -80,10 +78,6 @@ def sim_env(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_EMBEDDING_RECOVERY_MAX_WAIT_S": "1.0",
         "NEO_BACKOFF_JITTER_S": "0",
         "NEO_SWEEP_LEASE_TTL_S": "5",
-        # A sweep drawn "in waves" (and every Dagster sweep) parses 2 files a wave.
-        "NEO_PARSE_WAVES": "true",
-        "NEO_PARSE_WAVE_MIN_FILES": "1",
-        "NEO_PARSE_WAVE_FILES": "2",
     }
 
 
@@ -274,12 +268,9 @@ class World:
         assert decl is not None, f"{key} is not declared"
         return RepoContext(tenant, decl)
 
-    def sweep(
-        self, key: str, ending: str = "whole", k: int = 1, waves: bool = False
-    ) -> dict[str, Any] | None:
+    def sweep(self, key: str, ending: str = "whole", k: int = 1) -> dict[str, Any] | None:
         """One sweep of a declared repo, ended as ``ending`` says; the census result, or
-        None when the sweep "crashed" before its census. With ``waves`` the chunk stage
-        runs in waves beside the lane (``crash-after-chunks``: after ``k`` waves)."""
+        None when the sweep "crashed" before its census."""
         if ending == "dagster":
             return self._sweep_dagster(key)
         repo = self.repos[key]
@@ -293,19 +284,9 @@ class World:
             return None
         repo.settled = False
         plan = plan_chunks(ctx, settings, ledger, envelope)
-        chunk_waves: ChunkWaves | None = None
-        if waves and pipelined(plan, settings):
-            chunk_waves = ChunkWaves(ctx, settings, ledger, envelope, plan, now)
-            chunks = chunk_waves.kept_frame()
-            if ending == "crash-after-chunks":
-                with chunk_waves:
-                    for _wave in islice(chunk_waves, k):
-                        pass  # k waves declared, then the process dies
-                return None
-        else:
-            chunks = chunk_step(ctx, settings, ledger, envelope, now, plan=plan)
-            if ending == "crash-after-chunks":
-                return None
+        chunks = chunk_step(ctx, settings, ledger, envelope, now, plan=plan)
+        if ending == "crash-after-chunks":
+            return None
         scope = CancelScope(label="sweep")
         progress: Callable[[int, int, int], None] | None = None
         guard: Callable[[], None] | None = None
@@ -323,26 +304,21 @@ class World:
                 if writes[0] > k:
                     raise OSError(28, "No space left on device (simulated store failure)")
 
-        try:
-            summary = embed_step(
-                ctx,
-                settings,
-                store,
-                ledger,
-                envelope,
-                chunks,
-                EmbedContext(
-                    provider=runtime.build_provider(settings),
-                    cancel_scope=scope,
-                    clock=self.now,
-                    progress=progress,
-                    guard=guard,
-                ),
-                waves=chunk_waves,
-            )
-        finally:
-            if chunk_waves is not None:
-                chunk_waves.close()
+        summary = embed_step(
+            ctx,
+            settings,
+            store,
+            ledger,
+            envelope,
+            chunks,
+            EmbedContext(
+                provider=runtime.build_provider(settings),
+                cancel_scope=scope,
+                clock=self.now,
+                progress=progress,
+                guard=guard,
+            ),
+        )
         if ending == "cancel-then-crash":
             return None
         result = census_step(ctx, settings, ledger, envelope, summary, self.now())

@@ -165,12 +165,6 @@ def drill(
         # Reclaim in small batches, so a kill lands between two of them.
         "NEO_RECONCILIATION_ENABLED": "true",
         "NEO_RECONCILIATION_DELETE_BATCH": "25",
-        # Waves of 6 from 8 files to parse: the first sweep and every parser bump parse
-        # and declare in waves (so the external kills land between and inside waves); a
-        # move that parses a few files goes through the serial chunk stage.
-        "NEO_PARSE_WAVES": "true",
-        "NEO_PARSE_WAVE_MIN_FILES": "8",
-        "NEO_PARSE_WAVE_FILES": "6",
         "NEO_TENANTS_FILE": str(root / "tenants.yaml"),
     }
     drill = Drill(

@@ -241,26 +241,24 @@ class Simulation(RuleBasedStateMachine):
         key=st.sampled_from(REPOS),
         ending=st.sampled_from(SWEEP_ENDINGS[1:-1]),
         k=st.integers(0, 3),
-        waves=st.booleans(),
     )
-    def sweep_interrupted(self, key: str, ending: str, k: int, waves: bool) -> None:
+    def sweep_interrupted(self, key: str, ending: str, k: int) -> None:
         self.begin()
-        self._sweep(key, ending, k, waves)
+        self._sweep(key, ending, k)
 
     @rule(
         key=st.sampled_from(REPOS),
         ending=st.sampled_from(SWEEP_ENDINGS[1:-1]),
         k=st.integers(0, 3),
-        waves=st.booleans(),
     )
-    def sweep_interrupted_again(self, key: str, ending: str, k: int, waves: bool) -> None:
+    def sweep_interrupted_again(self, key: str, ending: str, k: int) -> None:
         self.begin()
-        self._sweep(key, ending, k, waves)
+        self._sweep(key, ending, k)
 
-    @rule(key=st.sampled_from(REPOS), dagster=st.integers(0, 7), waves=st.booleans())
-    def sweep_maybe_through_dagster(self, key: str, dagster: int, waves: bool) -> None:
+    @rule(key=st.sampled_from(REPOS), dagster=st.integers(0, 7))
+    def sweep_maybe_through_dagster(self, key: str, dagster: int) -> None:
         self.begin()
-        self._sweep(key, "dagster" if dagster == 7 else "whole", 0, waves)
+        self._sweep(key, "dagster" if dagster == 7 else "whole", 0)
 
     def _declared_by_path(self, repo: Any) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
@@ -268,32 +266,17 @@ class Simulation(RuleBasedStateMachine):
             out.setdefault(c.source_path, set()).add(c.chunk_id)
         return out
 
-    def _sweep(self, key: str, ending: str, k: int, waves: bool = False) -> None:
+    def _sweep(self, key: str, ending: str, k: int) -> None:
         repo = self.world.repos[key]
         if not repo.declared:
             return
         before = self.others(repo.tenant)
-        declared_before = self._declared_by_path(repo)
-        result = self.world.sweep(key, ending, k, waves)
+        result = self.world.sweep(key, ending, k)
         self.assert_others_unchanged(repo.tenant, before)
         # The model: the envelope yields exactly the files the declaration does not exclude.
         got = yielded_paths(self.ledger(), repo.tenant, repo.slug)
         assert got == repo.yielded(), (key, got, repo.yielded())
-        cut_between_waves = waves and ending in (
-            "crash-after-chunks",
-            "cancel-then-census",
-            "cancel-then-crash",
-        )
-        if cut_between_waves:
-            # In waves, a sweep cut short declared path by path: each path holds what a
-            # full parse gives, what it held before, or nothing yet (never a mix).
-            expected = self.world.expected_declared_by_path(key)
-            after = self._declared_by_path(repo)
-            for path in set(after) | set(expected) | set(declared_before):
-                allowed = [expected.get(path), declared_before.get(path), None]
-                assert after.get(path) in allowed, (key, path)
-            self.step("waves_cut")
-        elif ending != "crash-after-envelope":
+        if ending != "crash-after-envelope":
             # ... and the declared generation is what a full parse of those files gives,
             # however much of it the sweep reused from the previous one.
             declared = {c.chunk_id for c in self.ledger().declared_chunks(repo.tenant, repo.slug)}

@@ -14,7 +14,7 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -280,8 +280,6 @@ def sweep(
     scope: CancelScope | None = None,
     generation: str = GEN,
     during: Callable[[CancelScope, ScriptedProvider], Awaitable[None]] | None = None,
-    feed: AsyncIterator[list[LaneItem]] | None = None,
-    fed: Callable[[], Sequence[LaneItem]] = list,
 ) -> Sweep:
     book = book if book is not None else InMemoryFenceBook()
     store = store if store is not None else Store()
@@ -300,7 +298,6 @@ def sweep(
             cancel_scope=cancel_scope,
             clock=lambda: 1_700_000_000.0,
             progress=lambda d, t, e: progress.append((d, t, e)),
-            feed=feed,
         )
         if during is None:
             return await asyncio.wait_for(lane, 60)
@@ -310,7 +307,7 @@ def sweep(
 
     summary = asyncio.run(main())
     result = Sweep(summary, provider, store, book, progress)
-    check_invariants(result, [*items, *fed()])  # fed: what the feed yielded
+    check_invariants(result, items)
     return result
 
 
@@ -901,136 +898,3 @@ def test_a_stored_fence_with_an_unknown_disposition_is_not_a_fence() -> None:
     result = sweep(corpus(2), provider, book=book)
     assert result.counts["already_fenced"] == 0
     assert result.counts["embedded"] == 2
-
-
-# ---------------------------------------------------------------------------- waves (feed)
-class Waves:
-    """A feed: waves of items arriving while the lane runs (as parsed files would)."""
-
-    def __init__(
-        self,
-        waves: list[list[LaneItem]],
-        *,
-        pause_s: float = 0.01,
-        fail_after: int | None = None,
-        scope: CancelScope | None = None,
-    ) -> None:
-        self.scope = scope  # like the sweep's feed: an upstream abort ends it
-        self.waves = waves
-        self.pause_s = pause_s
-        self.fail_after = fail_after
-        self.yielded = 0
-        self.closed = False
-
-    def yielded_items(self) -> list[LaneItem]:
-        return [i for w in self.waves[: self.yielded] for i in w]
-
-    async def __call__(self) -> AsyncIterator[list[LaneItem]]:
-        try:
-            for wave in self.waves:
-                if self.scope is not None and self.scope.cancelled:
-                    return
-                if self.fail_after is not None and self.yielded == self.fail_after:
-                    raise ValueError("wave 2 did not parse")
-                await asyncio.sleep(self.pause_s)
-                self.yielded += 1
-                yield wave
-        finally:
-            self.closed = True
-
-
-def _waves(
-    start: int, sizes: list[int], marks: dict[int, str] | None = None
-) -> list[list[LaneItem]]:
-    items = corpus(start + sum(sizes), marks)[start:]
-    out, at = [], 0
-    for size in sizes:
-        out.append(items[at : at + size])
-        at += size
-    return out
-
-
-def test_waves_that_arrive_while_the_lane_runs_are_all_embedded_and_written() -> None:
-    waves = Waves(_waves(10, [64, 64, 30]))
-    provider = ScriptedProvider(dimensions=DIM, latency_s=0.01)
-    result = sweep(corpus(10), provider, feed=waves(), fed=waves.yielded_items)
-    assert waves.yielded == 3 and waves.closed
-    assert result.counts["embedded"] == 10 + 158
-    assert result.store.written == {i.chunk_id for i in corpus(168)}
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
-    # The total grows as waves arrive; the last report is everything, done.
-    totals = [t for _, t, _ in result.progress]
-    assert totals == sorted(totals) and result.progress[-1][0] == result.progress[-1][1]
-
-
-def test_a_lane_with_nothing_up_front_waits_for_its_first_wave() -> None:
-    waves = Waves(_waves(0, [40, 40]), pause_s=0.05)
-    result = sweep([], ScriptedProvider(dimensions=DIM), feed=waves(), fed=waves.yielded_items)
-    assert result.counts["embedded"] == 80 and result.counts["offered"] == 80
-
-
-def test_a_known_suspect_waits_until_the_last_wave_is_done() -> None:
-    book = InMemoryFenceBook()
-    items = corpus(130, {5: "KILL"})
-    sweep(items, ScriptedProvider({"KILL": "kill"}, dimensions=DIM), book=book)  # a strike
-    waves = Waves(_waves(200, [64, 64]), pause_s=0.02)
-    provider = ScriptedProvider({"KILL": "kill"}, dimensions=DIM)
-    second = sweep(items[:10], provider, book=book, feed=waves(), fed=waves.yielded_items)
-    assert provider.requests[-1] == [items[5].text]  # alone, after every wave's work
-    assert all(items[5].text not in r for r in provider.requests[:-1])
-    assert second.counts["embedded"] == 9 + 128
-
-
-def test_a_feed_that_fails_is_raised_once_what_it_fed_is_settled() -> None:
-    waves = Waves(_waves(10, [64, 64, 64]), fail_after=2)
-    store = Store()
-    with pytest.raises(ValueError, match="wave 2 did not parse"):
-        sweep(corpus(10), ScriptedProvider(dimensions=DIM), feed=waves(), store=store)
-    fed = {i.chunk_id for w in waves.waves[:2] for i in w} | {i.chunk_id for i in corpus(10)}
-    assert store.written <= fed  # nothing past the failure was ever written
-    assert waves.closed
-
-
-def test_a_lane_that_stops_on_its_own_still_takes_its_feed_and_defers_it() -> None:
-    # Nothing listening, for good: the lane stops (deferred with the refusal). The feed is
-    # still taken to its end (its waves are declared by then), and every input it fed is
-    # deferred with the stop's code, as if it had all been there from the start.
-    waves = Waves(_waves(10, [64] * 5), pause_s=0.05)
-    provider = ScriptedProvider(dimensions=DIM, always_down=True)
-    result = sweep(
-        corpus(10),
-        provider,
-        settings=fast_settings(recovery_max_wait_s=0.2),
-        feed=waves(),
-        fed=waves.yielded_items,
-    )
-    assert waves.closed and waves.yielded == 5
-    assert result.counts["embedded"] == 0
-    assert result.counts["deferred"] == 10 + 5 * 64
-    stop_codes = {r["code"] for r in result.live()}
-    assert len(stop_codes) == 1  # one stop, one code, for what was there and what came
-    assert sum(r["details"]["chunkCount"] for r in result.live()) == 10 + 5 * 64
-    assert classify_sweep_outcome(result.summary).outcome != codes.OUTCOME_COMPLETE
-
-
-def test_an_upstream_abort_ends_the_feed_at_its_next_wave_and_defers_what_it_fed() -> None:
-    scope = CancelScope(label="test-sweep")
-    waves = Waves(_waves(10, [64] * 40), pause_s=0.05, scope=scope)
-
-    async def abort_soon(scope: CancelScope, _provider: ScriptedProvider) -> None:
-        await asyncio.sleep(0.2)
-        scope.cancel(codes.ABORT_ERR)
-
-    result = sweep(
-        corpus(10),
-        ScriptedProvider(dimensions=DIM, latency_s=0.02),
-        scope=scope,
-        feed=waves(),
-        fed=waves.yielded_items,
-        during=abort_soon,
-    )
-    assert waves.closed and waves.yielded < 40  # it ended early: not drained to the end
-    fed = 10 + 64 * waves.yielded
-    assert result.counts["offered"] == fed  # everything it yielded was taken
-    assert result.counts["embedded"] + result.counts["deferred"] == fed
-    assert classify_sweep_outcome(result.summary).outcome != codes.OUTCOME_COMPLETE

@@ -583,36 +583,6 @@ def test_a_read_ahead_over_budget_keeps_some_and_reads_the_rest_in_order(
     assert asked == [2]  # only what the envelope did not keep
 
 
-def test_on_new_files_hears_how_many_candidates_have_unseen_content_before_they_are_read(
-    tmp_path: Path,
-) -> None:
-    repo = GitRepo(tmp_path / "repo")
-    for i in range(5):
-        repo.write(f"m{i}.py", f"X = {i}\n")
-    repo.write("big.txt", "x" * (CAP + 1))  # too large: never read, never counted
-    repo.write("vendor/v.js", "var v;\n")  # excluded
-    repo.commit("first", when=T1)
-    heard: list[int] = []
-    first = build_envelope(
-        repo.path, exclude=["vendor/**"], max_file_bytes=CAP, on_new_files=heard.append
-    )
-    assert heard == [5]
-
-    repo.write("m0.py", "X = 'changed'\n")
-    repo.write("new.py", "Y = 1\n")
-    repo.commit("second", when=T2)
-    heard.clear()
-    again = build_envelope(
-        repo.path,
-        exclude=["vendor/**"],
-        max_file_bytes=CAP,
-        previous=first,
-        on_new_files=heard.append,
-    )
-    assert heard == [2]  # the changed file and the new one; the other four are known
-    assert again == build_envelope(repo.path, exclude=["vendor/**"], max_file_bytes=CAP)
-
-
 def _many_files(tmp_path: Path, n: int) -> GitRepo:
     repo = GitRepo(tmp_path / "many")
     for i in range(n):

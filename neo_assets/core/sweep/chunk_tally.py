@@ -1,10 +1,6 @@
-"""What the UI shows of a chunk generation, counted as its rows go by.
-
-The chunk stage in waves declares the generation wave by wave and hands each wave to the
-lane; keeping every parsed row (its text included) until the end only to count them held
-the whole generation in memory, which the ledger already stores. A tally keeps the
-counts, the distinct paths and the few rows of the preview.
-"""
+"""What the UI shows of a chunk generation, counted as its rows go by: the counts, the
+distinct paths and the few rows of the preview, never the rows' text (the ledger stores
+the generation)."""
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -30,7 +26,6 @@ class ChunkTally:
     preview: list[dict[str, Any]] = field(default_factory=list)
     parsed_paths: int = 0
     reused_paths: int = 0
-    waves: int = 0
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Count chunk rows (mappings with at least ``source_path`` and ``kind``)."""

@@ -15,8 +15,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
-from neo_assets.concurrency.prelude import SweepPrelude
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
@@ -129,92 +127,47 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES))
         mark = time.perf_counter()
-        # Helpers, the recorded generation and the store's listing of the repo's rows start
-        # before and beside the envelope (concurrency/prelude.py).
-        prelude = stack.enter_context(
-            contextlib.closing(SweepPrelude(ctx, cfg, book, inputs.provider, inputs.open_store))
-        )
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
-            envelope = envelope_step(
-                ctx, cfg, book, inputs.clock(), on_new_files=prelude.helpers.new_files
-            )
-        presence = prelude.envelope_read()
+            envelope = envelope_step(ctx, cfg, book, inputs.clock())
         stage_s["envelope_s"] = time.perf_counter() - mark
-        mark = time.perf_counter()
-        waves: ChunkWaves | None = None
-        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-            plan = plan_chunks(ctx, cfg, book, envelope, prelude.recorded)
-            if many_to_parse(plan, cfg):
-                prepare(inputs.provider)  # a big sweep: its helpers start while files parse
-            if pipelined(plan, cfg):
-                # Many files to parse: they are parsed and declared wave by wave while the
-                # lane embeds and writes the earlier waves (concurrency/chunk_waves.py).
-                waves = stack.enter_context(
-                    ChunkWaves(
-                        ctx,
-                        cfg,
-                        book,
-                        envelope,
-                        plan,
-                        inputs.clock(),
-                        guard=lease.check,
-                        parser=prelude.helpers.take_parser(),
-                    )
-                )
-                # The first wave is parsed and declared while the caller records the
-                # envelope's end (below), instead of after it.
-                waves.start_ahead()
-        stage_s["chunks_s"] = time.perf_counter() - mark
         yield StageEnded("repo_envelope", envelope)
 
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[1:]))
-        if waves is not None:
-            chunks = waves.kept_frame()
-        else:
-            mark = time.perf_counter()
-            with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
-                chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
-            stage_s["chunks_s"] += time.perf_counter() - mark
-            yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
+        mark = time.perf_counter()
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+            plan = plan_chunks(ctx, cfg, book, envelope)
+            if len(plan.to_parse) >= cfg.sweep.helper_min_files:
+                prepare(inputs.provider)  # its helper starts while the files parse
+            chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
+        stage_s["chunks_s"] = time.perf_counter() - mark
+        yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
 
-        unfinished = SWEEP_STAGES[1:] if waves is not None else SWEEP_STAGES[2:]
         if not lease.held:
-            return (yield from _skipped(ctx, lease.info, unfinished))
+            return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
         started = time.monotonic()
         with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED):
             try:
                 summary = embed_step(
                     ctx,
                     cfg,
-                    presence.store(),
+                    inputs.open_store(),
                     book,
                     envelope,
                     chunks,
                     EmbedContext(
-                        provider=inputs.provider,
-                        progress=inputs.progress,
-                        guard=lease.check,
-                        present_ids=presence.present_ids,
+                        provider=inputs.provider, progress=inputs.progress, guard=lease.check
                     ),
-                    waves=waves,
                 )
             except SweepAborted as aborted:
                 # Record the sweep as the lane left it (deferred, cause aborted), then end.
                 census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
                 raise aborted.interrupt from None
-            finally:
-                if waves is not None:
-                    waves.close()
         del chunks  # the declared generation is in the ledger; the census needs no frame
         summary["seconds"] = time.monotonic() - started
         stage_s["embed_s"] = summary["seconds"]
         if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
-            return (yield from _skipped(ctx, lease.info, unfinished))
-        if waves is not None:
-            # Its stage ended inside the lane's run (the last wave declared): reported now,
-            # before the embeddings it fed.
-            yield StageEnded("chunk_generation", envelope, tally=waves.finished_tally())
+            return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
         yield StageEnded("kb_embeddings", envelope, summary=summary)
 
         mark = time.perf_counter()
@@ -253,7 +206,7 @@ def _skipped(
 
 
 def frame_tally(chunks: Any) -> ChunkTally:
-    """The serial chunk stage's frame, tallied as the waves tally theirs."""
+    """The chunk stage's frame, tallied for the UI."""
     tally = ChunkTally(
         chunks=len(chunks),
         parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),

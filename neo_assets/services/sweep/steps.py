@@ -7,7 +7,7 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 import asyncio
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -22,9 +22,7 @@ from neo_assets.core import codes
 from neo_assets.core.embedding import (
     LaneSettings,
     admission_band,
-    cancellation_code,
     embedding_generation,
-    error_row,
 )
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
@@ -145,14 +143,11 @@ def envelope_step(
     settings: Settings,
     ledger: Ledger,
     now: float,
-    *,
-    on_new_files: Callable[[int], None] | None = None,
 ) -> EnvelopeResult:
     """List the repo at its revision, record the envelope and the tenant's configVersion.
 
     The previous envelope lets git skip re-reading blobs it has already classified, so
-    the cost follows what changed, not the repo's size. ``on_new_files``: see
-    ``build_envelope``."""
+    the cost follows what changed, not the repo's size."""
     previous = previous_envelope(ledger, ctx)
     env = build_envelope(
         ctx.repo.path,
@@ -160,7 +155,6 @@ def envelope_step(
         exclude=ctx.repo.parser.exclude,
         max_file_bytes=settings.sweep.max_file_bytes,
         previous=previous,
-        on_new_files=on_new_files,
     )
     tenant_digest = declaration_digest(ctx.tenant.to_plain())
     version = ledger.config_version(ctx.tenant_id, tenant_digest, now)
@@ -245,7 +239,12 @@ def _parse(
 ) -> list[dict[str, Any]]:
     blob_of = {e.path: e.blob for e in env.entries}
     identity = parse_identity(ctx, settings)
-    rows, _helped = parse_files(identity, read_texts(env, paths), len(paths))
+    rows, _helped = parse_files(
+        identity,
+        read_texts(env, paths),
+        len(paths),
+        help_min_files=settings.sweep.helper_min_files,
+    )
     return parsed_row_dicts(rows, blob_of)
 
 
@@ -325,11 +324,6 @@ def plan_chunks(
     )
 
 
-# Never a declaration's digest (those are 64 hex digits): a generation whose waves have
-# not all been declared.
-GENERATION_IN_PROGRESS = "generation-in-progress"
-
-
 def record_parsed(
     ctx: RepoContext,
     ledger: Ledger,
@@ -338,23 +332,16 @@ def record_parsed(
     parsed: list[dict[str, Any]],
     replace_paths: set[str] | None,
     now: float,
-    *,
-    in_progress: bool = False,
 ) -> None:
     """Declare ``parsed`` in the ledger: replacing ``replace_paths``' chunks, or the whole
-    generation when None. ``in_progress``: more waves are to come, so the generation is
-    recorded under a digest no declaration has (GENERATION_IN_PROGRESS): until its last
-    wave, reconciliation has no authority over the repo, since a yielded path not reached
-    yet would read as declared empty and its rows as reclaimable."""
+    generation when None."""
     ledger.record_generation(
         ctx.tenant_id,
         ctx.repo_slug,
         revision=envelope.revision,
         parser_id=ctx.repo.parser.id,
         parser_version=ctx.repo.parser.version,
-        declaration_digest=GENERATION_IN_PROGRESS
-        if in_progress
-        else envelope.repo_declaration_digest,
+        declaration_digest=envelope.repo_declaration_digest,
         chunks=(
             DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
             for r in parsed
@@ -458,13 +445,6 @@ class EmbedContext:
     progress: Callable[[int, int, int], None] | None = None
     # Called before every batch write; raises to refuse it (e.g. the sweep lease was lost).
     guard: Callable[[], None] | None = None
-    # Which of some ids the store holds; the store's own lookup when None (the sweep
-    # passes concurrency/early_presence.py's, which looked the recorded ids up early).
-    present_ids: Callable[[Iterable[str]], set[str]] | None = None
-
-
-# At most this long the first write of a sweep in waves waits for the second wave.
-FIRST_WRITE_LEAD_S = 2.0
 
 
 def embed_step(
@@ -475,73 +455,25 @@ def embed_step(
     envelope: EnvelopeResult,
     chunks: pd.DataFrame,
     run: EmbedContext,
-    waves: Iterator[pd.DataFrame] | None = None,
 ) -> dict[str, Any]:
     """Embed what the collection lacks at the current generation, minus what is fenced.
 
-    Each finished batch is added to Chroma at once, stamped from the declaration.
-    ``waves``, when given, yields more chunk frames (each already declared) while the
-    lane runs: what each lacks joins the lane as it comes, so the parsing of later files
-    overlaps the embedding and writing of earlier ones.
-    """
+    Each finished batch is added to Chroma at once, stamped from the declaration."""
     started = time.perf_counter()
     provider = run.provider
     generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
     ids = chunks["chunk_id"].tolist()
-    lookup = run.present_ids or store.present_ids
+    lookup = store.present_ids
     present = lookup(ids)
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
     items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
     tally = {"chunks": len(ids), "already_present": len(present)}
 
-    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0, "waves_s": 0.0}
+    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
     timings["present_check_s"] = time.perf_counter() - started
 
-    fed_all = [waves is None]  # did the waves run to their end?
-    # The first write waits (briefly) until the feed is a wave ahead: a wave's items are
-    # hashed while the previous wave is written only if it was declared before that write
-    # began (an embedded add holds the GIL). Without the lead, the second wave was declared
-    # only after the first add, and the lane stalled while it was hashed (~0.3 s).
-    lead = threading.Event()
-    declared_waves = [0]
-    if waves is None:
-        lead.set()
-
-    def next_wave(source: Iterator[pd.DataFrame]) -> list[LaneItem] | None:
-        """The next declared wave's items the collection lacks (None when no more)."""
-        wave_started = time.perf_counter()
-        frame = next(source, None)
-        if frame is None:
-            fed_all[0] = True
-            return None
-        declared_waves[0] += 1
-        if declared_waves[0] >= 2:
-            lead.set()
-        wave_ids = frame["chunk_id"].tolist()
-        wave_present = lookup(wave_ids)
-        tally["chunks"] += len(wave_ids)
-        tally["already_present"] += len(wave_present)
-        rows = _embeddable_by_id(frame[~frame["chunk_id"].isin(wave_present)])
-        by_id.update(rows)
-        timings["waves_s"] += time.perf_counter() - wave_started
-        return [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in rows.items()]
-
-    async def feed(source: Iterator[pd.DataFrame]) -> AsyncIterator[list[LaneItem]]:
-        # In a worker thread: a wave's parse waits on the helper process and its
-        # declaration on the ledger, neither on the lane's event loop. An upstream abort
-        # ends it before its next wave (the lane waits for the one in progress).
-        try:
-            while not run.cancel_scope.cancelled:
-                wave = await asyncio.to_thread(next_wave, source)
-                if wave is None:
-                    return
-                yield wave
-        finally:
-            lead.set()  # the feed ended (or failed): nothing more to wait for
-
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
-        lead.wait(FIRST_WRITE_LEAD_S)
         if run.guard is not None:
             run.guard()
         write_started = time.perf_counter()
@@ -575,13 +507,8 @@ def embed_step(
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
     frozen = blocking_freeze(ledger, settings.store.collection_name)
     if frozen is not None:
-        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN. The
-        # waves are still declared: the generation is the declaration's, frozen or not.
+        # The write path is frozen: embed nothing, defer with KB_COLLECTION_FROZEN.
         asyncio.run(provider.aclose())
-        if waves is not None:
-            source = iter(waves)
-            while (wave := next_wave(source)) is not None:
-                items.extend(wave)
         summary = frozen_summary(
             [i.chunk_id for i in items], fence_book.fence_records(generation), generation, frozen
         )
@@ -596,25 +523,10 @@ def embed_step(
                 fence_book,
                 write_batch,
                 run,
-                None if waves is None else feed(iter(waves)),
             ),
             run.cancel_scope,
         )
         summary["vectorEvidence"] = recorder.evidence()
-        if not fed_all[0] and run.cancel_scope.cancelled:
-            # Aborted before every file was parsed and declared: the work never offered is
-            # still this sweep's, so it cannot end complete (its rows say nothing of it).
-            cause = run.cancel_scope.cause
-            summary.setdefault("errors", []).append(
-                error_row(
-                    cancellation_code(cause),
-                    "aborted before every file was parsed and declared: the rest is "
-                    "neither declared nor embedded",
-                    [],
-                    "parse-waves",
-                    cause,
-                )
-            )
         if interrupt is not None:
             summary["counts"]["already_present"] = tally["already_present"]
             summary["generation"] = generation
@@ -709,12 +621,10 @@ async def _embed(
     fence_book: LedgerFenceBook,
     write_batch: Callable[[list[LaneItem], np.ndarray], None],
     run: EmbedContext,
-    feed: AsyncIterator[list[LaneItem]] | None = None,
 ) -> dict[str, Any]:
     try:
         return await embed_chunks(
             items,
-            feed=feed,
             provider=provider,
             settings=lane_settings(settings),
             generation=generation,
