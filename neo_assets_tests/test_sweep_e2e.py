@@ -236,7 +236,7 @@ def test_a_big_sweep_starts_its_helpers_early_and_leaves_none_behind(
     def broken_parse(*args, **kwargs):
         raise RuntimeError("parser crashed")
 
-    monkeypatch.setattr("neo_assets.services.sweep.steps.parse_files", broken_parse)
+    monkeypatch.setattr("neo_assets.concurrency.speedups.parse_files", broken_parse)
     results = {r["tenantId"]: r for r in _sweep(two_tenants)}
     assert results["acme"]["outcome"] == "failed"
     assert len({id(p) for p in started}) == 3 and started[-1] in closed

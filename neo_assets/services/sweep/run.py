@@ -15,10 +15,11 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
-from neo_assets.embedding.lifecycle import close_provider, prepare
+from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services.sweep.lease import SweepLease, skipped_result
 from neo_assets.services.sweep.steps import (
@@ -104,6 +105,9 @@ class SweepInputs:
     run_id: str
     progress: Progress | None = None
     clock: Callable[[], float] = time.time
+    # What the sweep does on the other core (concurrency/speedups.py): from the settings
+    # when None; ``SERIAL`` for none of it.
+    speedups: Speedups | None = None
     # Seconds inside each stage: the sweep's own work, without its caller's event handling.
     stage_s: dict[str, float] = field(default_factory=dict)
 
@@ -137,9 +141,11 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         mark = time.perf_counter()
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
             plan = plan_chunks(ctx, cfg, book, envelope)
-            if len(plan.to_parse) >= cfg.sweep.helper_min_files:
-                prepare(inputs.provider)  # its helper starts while the files parse
-            chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
+            speedups = inputs.speedups or Speedups.from_settings(cfg)
+            speedups.ready_provider(inputs.provider, len(plan.to_parse))
+            chunks = chunk_step(
+                ctx, cfg, book, envelope, inputs.clock(), plan=plan, speedups=speedups
+            )
         stage_s["chunks_s"] = time.perf_counter() - mark
         yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
 

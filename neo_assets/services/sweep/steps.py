@@ -15,7 +15,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import pandas as pd
 
-from neo_assets.concurrency.parse_helper import ParseIdentity, Row, parse_files
+from neo_assets.concurrency.parse_helper import ParseIdentity, Row
+from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
@@ -235,16 +236,15 @@ def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str,
 
 
 def _parse(
-    ctx: RepoContext, settings: Settings, env: Envelope, paths: list[str]
+    ctx: RepoContext,
+    settings: Settings,
+    env: Envelope,
+    paths: list[str],
+    speedups: Speedups | None = None,
 ) -> list[dict[str, Any]]:
     blob_of = {e.path: e.blob for e in env.entries}
-    identity = parse_identity(ctx, settings)
-    rows, _helped = parse_files(
-        identity,
-        read_texts(env, paths),
-        len(paths),
-        help_min_files=settings.sweep.helper_min_files,
-    )
+    speedups = speedups or Speedups.from_settings(settings)
+    rows = speedups.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
     return parsed_row_dicts(rows, blob_of)
 
 
@@ -369,6 +369,7 @@ def chunk_step(
     envelope: EnvelopeResult,
     now: float,
     plan: ChunkPlan | None = None,
+    speedups: Speedups | None = None,
 ) -> pd.DataFrame:
     """Record the declared generation (path -> chunk ids), parsing only what changed.
 
@@ -377,7 +378,7 @@ def chunk_step(
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
     if plan is None:
         plan = plan_chunks(ctx, settings, ledger, envelope)
-    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse)
+    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse, speedups)
     chunks = chunks_frame(parsed, plan.kept)
     previous = plan.previous
     unchanged = (
