@@ -95,15 +95,20 @@ def json_key_spans(text: str) -> list[KeySpan] | None:
     opened: int | None = None
     closed: int | None = None
     expect_key = False
+    comment_line: int | None = None  # a comment right before the next key goes with it
     while i < n:
         c = text[i]
         if c == "\n":
             line += 1
         elif c == "/" and text.startswith("//", i):
+            if depth == 1 and expect_key and comment_line is None:
+                comment_line = line
             j = text.find("\n", i)
             i = n if j < 0 else j
             continue
         elif c == "/" and text.startswith("/*", i):
+            if depth == 1 and expect_key and comment_line is None:
+                comment_line = line
             j = text.find("*/", i + 2)
             end = n if j < 0 else j + 2
             line += text.count("\n", i, end)
@@ -115,11 +120,13 @@ def json_key_spans(text: str) -> list[KeySpan] | None:
                 j += 2 if text[j] == "\\" else 1
             token = text[i : j + 1]
             if depth == 1 and expect_key:
+                start = line if comment_line is None else comment_line
                 try:
-                    starts.append((str(json.loads(token)), line))
+                    starts.append((str(json.loads(token)), start))
                 except ValueError:
-                    starts.append((token.strip('"'), line))
+                    starts.append((token.strip('"'), start))
                 expect_key = False
+                comment_line = None
             line += token.count("\n")
             i = j + 1
             continue
