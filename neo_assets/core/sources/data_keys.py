@@ -35,10 +35,19 @@ def _with_comments_above(
 
 
 def _spans(starts: list[tuple[str, int]], end: int, head: int) -> list[KeySpan]:
+    """Spans from each start to the line before the next; keys starting on one line
+    (minified JSON, ``a: 1, b: 2``) share one span named by its keys."""
+    merged: list[tuple[list[str], int]] = []
+    for name, start in starts:
+        if merged and merged[-1][1] >= start:
+            merged[-1][0].append(name)
+        else:
+            merged.append(([name], start))
     spans: list[KeySpan] = []
-    for k, (name, start) in enumerate(starts):
-        stop = starts[k + 1][1] - 1 if k + 1 < len(starts) else end
-        spans.append((name, head if k == 0 else start, stop))
+    for k, (names, start) in enumerate(merged):
+        stop = merged[k + 1][1] - 1 if k + 1 < len(merged) else end
+        label = ", ".join(names[:3]) + (f", ... ({len(names)} keys)" if len(names) > 3 else "")
+        spans.append((label, head if k == 0 else start, stop))
     return spans
 
 
