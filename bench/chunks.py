@@ -223,15 +223,21 @@ def measure(files: list[tuple[str, str]], version: str) -> dict[str, Any]:
             body = "".join(lines[ref.start - 1 : ref.end]).rstrip("\r\n")
             if any(body in c.content for c in result.chunks):
                 continue
+            # parts of one unit that together span the function (a class chunk's range
+            # spans its carved-out methods too, so only parts are looked at)
             touching = [
                 c
                 for c in result.chunks
-                if c.kind != "module" and c.start_line <= ref.end and c.end_line >= ref.start
+                if "[part " in c.name and c.start_line <= ref.end and c.end_line >= ref.start
             ]
-            if touching and all("[part " in c.name for c in touching):
-                if len({c.qualified_name for c in touching}) == 1:
-                    in_parts += 1
-                    continue
+            if (
+                touching
+                and len({c.qualified_name for c in touching}) == 1
+                and min(c.start_line for c in touching) <= ref.start
+                and max(c.end_line for c in touching) >= ref.end
+            ):
+                in_parts += 1
+                continue
             cut += 1
     return {
         "files": len(files),

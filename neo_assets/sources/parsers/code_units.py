@@ -13,7 +13,8 @@ module remainder, as line sets (parser 2.x).
   the methods of an object literal assigned to a name are methods of that name
   (``api.get``); a class's ``static config = {...}`` (or ``static get config()``) is a
   ``class-config`` unit ``Class.config``. Class fields holding arrow functions are
-  methods.
+  methods, and so are the methods of the objects ``Object.assign(Target, {...})``
+  merges into ``Target``.
 - Comments, decorators and attributes directly above a unit (no blank line between,
   not trailing the previous statement) belong to it; so do ``export`` / ``template``
   wrappers. Functions nested in a function stay inside it.
@@ -329,6 +330,8 @@ class _Walk:
                     text_of(inner.child_by_field_name("left")).replace(" ", ""),
                     inner.child_by_field_name("right"),
                 )
+            if inner.type == "call_expression":
+                return self.js_assign_role(inner)
             return None
         if t in ("lexical_declaration", "variable_declaration"):
             declarators = [c for c in node.named_children if c.type == "variable_declarator"]
@@ -360,6 +363,17 @@ class _Walk:
             if value is not None and value.type in JS_FUNCTION_VALUES:
                 return _Role("function", name)
         return None
+
+    def js_assign_role(self, call: Node) -> _Role | None:
+        """``Object.assign(Target, {...})``: the object's methods are Target's."""
+        if text_of(call.child_by_field_name("function")).replace(" ", "") != "Object.assign":
+            return None
+        arguments = call.child_by_field_name("arguments")
+        args = arguments.named_children if arguments is not None else []
+        objects = tuple(a for a in args[1:] if a.type == "object")
+        if not args or not objects or args[0].type not in ("identifier", "member_expression"):
+            return None
+        return _Role("object", text_of(args[0]).replace(" ", ""), objects)
 
     def js_value_role(self, name: str, value: Node | None) -> _Role | None:
         if value is None or not name:

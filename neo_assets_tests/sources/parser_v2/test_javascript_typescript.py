@@ -201,3 +201,23 @@ def test_tsx_and_language_metadata() -> None:
 def test_nested_class_expression_members() -> None:
     text = "class Outer {\n  static Inner = class {\n    m() {}\n  }\n  n() {}\n}\n"
     assert ("method", "Outer.n", 5, 5) in outline("a.js", text)
+
+
+def test_object_assign_methods_belong_to_the_target() -> None:
+    text = (
+        "let Neo = globalThis.Neo || {};\n"
+        "\n"
+        "Object.assign(Neo, {\n"
+        "    /**\n"
+        "     * @param {Object} cls\n"
+        "     */\n"
+        "    setupClass(cls) {\n"
+        "        return cls;\n"
+        "    },\n"
+        "    ntype: 'neo'\n"
+        "});\n"
+    )
+    assert outline("src/Neo.mjs", text) == [
+        ("module", "src/Neo.mjs", 1, 11),
+        ("method", "Neo.setupClass", 4, 9),
+    ]
