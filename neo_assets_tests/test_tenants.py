@@ -884,6 +884,13 @@ CORPUS: list[tuple[str, str, str, tuple[str, ...], dict[str, object]]] = [
         {},
     ),
     (
+        "version-neo-code-unknown-major",
+        one_tenant(repo_body(parser=parser_body(version="3.0.0"))),
+        f"{REPO}.parser.version",
+        ("neo-code has no parser version '3.0.0'", "0.x, 1.x, 2.x"),
+        {},
+    ),
+    (
         "exclude-string",
         one_tenant(repo_body(parser=parser_body(exclude='"vendor/**"'))),
         f"{REPO}.parser.exclude",

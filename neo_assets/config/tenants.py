@@ -27,6 +27,7 @@ import yaml
 from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.core.sources.parser_versions import unsupported_version_problem
 
 # The documented form; matching uses fullmatch + ASCII so "acme\n", " acme", a Cyrillic
 # "а" or a fullwidth "１" can never pass (``match`` + ``$`` accepts a trailing newline).
@@ -870,6 +871,11 @@ class _Validator:
         exclude: tuple[str, ...] = ()
         if raw.get("exclude") is not None:
             exclude = self.exclude(raw["exclude"], f"{location}.exclude", _key_line(raw, "exclude"))
+        if parser_id == "neo-code" and version is not None:
+            problem = unsupported_version_problem(version)
+            if problem is not None:
+                self.add(f"{location}.version", problem, _key_line(raw, "version"))
+                return None
         if len(self.problems) != before or parser_id is None or version is None:
             return None
         return ParserDecl(id=parser_id, version=version, exclude=exclude)

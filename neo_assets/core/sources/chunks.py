@@ -19,13 +19,18 @@ CHUNK_FIELDS = (
     "parser_version",
     "start_line",
     "end_line",
+    "language",
+    "qualified_name",
+    "parent",
 )
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """A chunk as stored. ``chunk_id`` covers every field except the line range (lines
-    move when code above moves; identity is the content's, not its position)."""
+    """A chunk as stored. ``chunk_id`` covers the identity fields only: not the line
+    range (lines move when code above moves; identity is the content's, not its
+    position) and not the metadata after it (``language``, ``qualified_name``,
+    ``parent``: what an agent reads about the chunk, derived from the same input)."""
 
     chunk_id: str
     tenant_id: str
@@ -38,6 +43,9 @@ class Chunk:
     parser_version: str
     start_line: int
     end_line: int
+    language: str = ""  # "python", "go", "markdown", ... ("" from parser 1.x)
+    qualified_name: str = ""  # the unit's name qualified by module/package ("" from 1.x)
+    parent: str | None = None  # the enclosing unit's name: a method's class, ...
 
 
 def make_chunk(
@@ -52,6 +60,9 @@ def make_chunk(
     content: str,
     start_line: int,
     end_line: int,
+    language: str = "",
+    qualified_name: str = "",
+    parent: str | None = None,
 ) -> Chunk:
     """A Chunk whose id is the contract's chunk id over its identity fields."""
     return Chunk(
@@ -68,6 +79,9 @@ def make_chunk(
         parser_version=parser_version,
         start_line=start_line,
         end_line=end_line,
+        language=language,
+        qualified_name=qualified_name,
+        parent=parent,
     )
 
 

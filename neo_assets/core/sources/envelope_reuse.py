@@ -20,7 +20,7 @@ from neo_assets.core import codes
 
 # Bump when the classification of a listed path (decoding, exclusion, modes, the cap,
 # the binary test) changes: every recorded envelope is then listed afresh once.
-RULES_VERSION = "1"
+RULES_VERSION = "2"  # 2: binary sniffing by magic numbers and control bytes
 
 
 def envelope_rules(exclude: Sequence[str], max_file_bytes: int) -> str:

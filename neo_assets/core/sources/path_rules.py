@@ -159,9 +159,81 @@ def is_excluded(path: str, exclude_globs: Sequence[str]) -> bool:
     return False
 
 
+# Leading bytes of formats that are never source text, even when their first 8 KiB hold
+# no NUL (a PDF or Illustrator file often opens with kilobytes of XMP text).
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"%PDF-", "pdf"),
+    (b"%!PS", "postscript"),  # PostScript, EPS and pre-PDF Adobe Illustrator
+    (b"\xc5\xd0\xd3\xc6", "postscript"),  # DOS EPS binary header
+    (b"\x89PNG\r\n\x1a\n", "png"),
+    (b"\xff\xd8\xff", "jpeg"),
+    (b"GIF87a", "gif"),
+    (b"GIF89a", "gif"),
+    (b"II*\x00", "tiff"),
+    (b"MM\x00*", "tiff"),
+    (b"8BPS", "psd"),
+    (b"\x00\x00\x01\x00", "ico"),
+    (b"RIFF", "riff"),  # WebP, WAV, AVI
+    (b"ID3", "mp3"),
+    (b"OggS", "ogg"),
+    (b"fLaC", "flac"),
+    (b"PK\x03\x04", "zip"),  # also jar, docx, xlsx, apk, epub
+    (b"PK\x05\x06", "zip"),
+    (b"\x1f\x8b", "gzip"),
+    (b"BZh", "bzip2"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"7z\xbc\xaf\x27\x1c", "7z"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"Rar!\x1a\x07", "rar"),
+    (b"\x7fELF", "elf"),
+    (b"\xfe\xed\xfa\xce", "mach-o"),
+    (b"\xfe\xed\xfa\xcf", "mach-o"),
+    (b"\xce\xfa\xed\xfe", "mach-o"),
+    (b"\xcf\xfa\xed\xfe", "mach-o"),
+    (b"\xca\xfe\xba\xbe", "mach-o"),  # fat binary; Java class files share it
+    (b"\x00asm", "wasm"),
+    (b"SQLite format 3\x00", "sqlite"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "ole"),  # .doc, .xls, .msi
+    (b"wOFF", "woff"),
+    (b"wOF2", "woff"),
+    (b"\x00\x01\x00\x00\x00", "truetype"),
+    (b"OTTO", "opentype"),
+    (b"PAR1", "parquet"),
+    (b"\x1bLua", "lua-bytecode"),
+)
+# Control bytes that text does carry: tab, line feed, vertical tab, form feed, carriage
+# return, backspace and escape (ANSI colours in logs).
+_TEXT_CONTROLS = frozenset(b"\t\n\x0b\x0c\r\x08\x1b")
+_CONTROL_BYTES = bytes(b for b in range(32) if b not in _TEXT_CONTROLS) + b"\x7f"
+# More than this share of other control bytes in the sniffed head: not text.
+CONTROL_BYTE_RATIO = 0.10
+_IDENTITY = bytes.maketrans(b"", b"")
+
+
+def binary_signature(head: bytes) -> str | None:
+    """Why the first 8 KiB are not text: a format's magic number (``"pdf"``, ``"png"``,
+    ...), ``"nul"`` (a NUL byte, git's own heuristic) or ``"control-bytes"`` (more than
+    CONTROL_BYTE_RATIO of bytes that text does not carry); None for text."""
+    sniff = head[:BINARY_SNIFF_BYTES]
+    for magic, name in _MAGIC:
+        if sniff.startswith(magic):
+            return name
+    if sniff.startswith(b"MZ") and len(sniff) >= 64 and _controls(sniff[:64]) > 0:
+        return "pe"  # a DOS/PE header is mostly control bytes; "MZ..." prose is not
+    if b"\x00" in sniff:
+        return "nul"
+    if sniff and _controls(sniff) > CONTROL_BYTE_RATIO * len(sniff):
+        return "control-bytes"
+    return None
+
+
+def _controls(data: bytes) -> int:
+    return len(data) - len(data.translate(_IDENTITY, _CONTROL_BYTES))
+
+
 def looks_binary(head: bytes) -> bool:
-    """True when the first 8 KiB hold a NUL byte (git's own heuristic)."""
-    return b"\x00" in head[:BINARY_SNIFF_BYTES]
+    """True when the first 8 KiB are not text (see ``binary_signature``)."""
+    return binary_signature(head) is not None
 
 
 def decode_text(data: bytes) -> str:

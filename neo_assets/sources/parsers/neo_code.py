@@ -22,8 +22,10 @@ final line break dropped; a chunk left empty is not emitted. Lines are counted a
 counts them (``\\n``, ``\\r\\n`` and ``\\r`` end a line). The output is a pure function of
 (source_path, text, limits): same input, same chunks in the same order.
 
-All parser versions share this behaviour; the version is part of each chunk id, so a
-version bump re-identifies every chunk.
+This is parser version 1.x (and 0.x), kept byte for byte: a 1.x declaration produces
+exactly these chunks. Version 2.x is the syntax-aware parser (neo_code_v2.py);
+``chunk_file`` dispatches on the declared version (core/sources/parser_versions.py). The
+version is part of each chunk id, so a version bump re-identifies every chunk.
 """
 
 import ast
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neo_assets.core.sources.chunks import Chunk, dedupe_chunks, make_chunk
+from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 
 PARSER_ID = "neo-code"
 
@@ -104,6 +107,16 @@ def parse_file(
     return out
 
 
+@dataclass(frozen=True)
+class ChunkedFile:
+    """A file's chunks, its language ("" from 1.x) and, when it was windowed instead of
+    read by its structure, why (2.x: ``"syntax-errors"``, ``"grammar-unusable"``, ...)."""
+
+    chunks: list[Chunk]
+    language: str
+    fallback_reason: str | None
+
+
 def chunk_file(
     tenant_id: str,
     repo_slug: str,
@@ -116,13 +129,64 @@ def chunk_file(
     window_lines: int = 60,
 ) -> list[Chunk]:
     """The file's chunks with contract ids; identical chunks (same kind, name and
-    content) collapse to the first."""
+    content) collapse to the first. The declared version picks the parser: 1.x this
+    module's, 2.x neo_code_v2's."""
+    return chunk_file_result(
+        tenant_id,
+        repo_slug,
+        source_path,
+        text,
+        parser_id,
+        parser_version,
+        max_chunk_chars=max_chunk_chars,
+        window_lines=window_lines,
+    ).chunks
+
+
+def chunk_file_result(
+    tenant_id: str,
+    repo_slug: str,
+    source_path: str,
+    text: str,
+    parser_id: str,
+    parser_version: str,
+    *,
+    max_chunk_chars: int = 6000,
+    window_lines: int = 60,
+) -> ChunkedFile:
+    """``chunk_file`` with the file's language and fallback reason, for callers that
+    count windowed files."""
     if parser_id != PARSER_ID:
         raise ValueError(f"chunk_file of {PARSER_ID!r} cannot produce chunks for {parser_id!r}")
+    if parser_generation(parser_version) == GENERATION_UNITS:
+        from neo_assets.sources.parsers.neo_code_v2 import parse_file_v2
+
+        result = parse_file_v2(
+            source_path, text, max_chunk_chars=max_chunk_chars, window_lines=window_lines
+        )
+        chunks = dedupe_chunks(
+            make_chunk(
+                tenant_id=tenant_id,
+                repo_slug=repo_slug,
+                source_path=source_path,
+                parser_id=parser_id,
+                parser_version=parser_version,
+                kind=p.kind,
+                name=p.name,
+                content=p.content,
+                start_line=p.start_line,
+                end_line=p.end_line,
+                language=result.language,
+                qualified_name=p.qualified_name,
+                parent=p.parent,
+            )
+            for p in result.chunks
+        )
+        return ChunkedFile(chunks, result.language, result.fallback_reason)
     parsed = parse_file(
         source_path, text, max_chunk_chars=max_chunk_chars, window_lines=window_lines
     )
-    return dedupe_chunks(
+    chunks = dedupe_chunks(
         make_chunk(
             tenant_id=tenant_id,
             repo_slug=repo_slug,
@@ -137,6 +201,7 @@ def chunk_file(
         )
         for p in parsed
     )
+    return ChunkedFile(chunks, "", None)
 
 
 def module_name(source_path: str) -> str:

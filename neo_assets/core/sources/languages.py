@@ -1,0 +1,83 @@
+"""Which language or format a path is, by its name: the ``language`` of its chunks and
+the structure parser 2.x reads it with. Pure rules over the path string.
+
+The family decides the reader: ``code`` (a tree-sitter grammar), ``python`` (``ast``),
+``docs`` (sections by heading), ``data`` (top-level keys), ``style`` (rule blocks) and
+``text`` (line windows). Suffixes are matched case-insensitively on the last path
+segment; a few files are known by their whole name (``Makefile`` is text, ``Dockerfile``
+too, ``.bashrc`` is bash).
+"""
+
+from dataclasses import dataclass
+
+FAMILY_CODE = "code"
+FAMILY_PYTHON = "python"
+FAMILY_DOCS = "docs"
+FAMILY_DATA = "data"
+FAMILY_STYLE = "style"
+FAMILY_TEXT = "text"
+
+
+@dataclass(frozen=True)
+class LanguageOf:
+    language: str  # the chunk's ``language``: "go", "typescript", "markdown", "text", ...
+    family: str  # FAMILY_*
+
+
+_BY_SUFFIX: dict[str, LanguageOf] = {}
+
+
+def _add(family: str, language: str, *suffixes: str) -> None:
+    for suffix in suffixes:
+        _BY_SUFFIX[suffix] = LanguageOf(language, family)
+
+
+_add(FAMILY_PYTHON, "python", ".py", ".pyi")
+_add(FAMILY_CODE, "javascript", ".js", ".mjs", ".cjs", ".jsx")
+_add(FAMILY_CODE, "typescript", ".ts", ".mts", ".cts")
+_add(FAMILY_CODE, "tsx", ".tsx")
+_add(FAMILY_CODE, "go", ".go")
+_add(FAMILY_CODE, "rust", ".rs")
+_add(FAMILY_CODE, "java", ".java")
+_add(FAMILY_CODE, "c", ".c", ".h")
+_add(FAMILY_CODE, "cpp", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp")
+_add(FAMILY_CODE, "csharp", ".cs")
+_add(FAMILY_CODE, "ruby", ".rb", ".rake", ".gemspec")
+_add(FAMILY_CODE, "php", ".php")
+_add(FAMILY_CODE, "bash", ".sh", ".bash", ".zsh")
+_add(FAMILY_DOCS, "markdown", ".md", ".markdown")
+_add(FAMILY_DOCS, "rst", ".rst", ".rest")
+_add(FAMILY_DOCS, "asciidoc", ".adoc", ".asciidoc", ".asc")
+_add(FAMILY_DATA, "json", ".json", ".jsonc", ".json5")
+_add(FAMILY_DATA, "yaml", ".yaml", ".yml")
+_add(FAMILY_DATA, "toml", ".toml")
+_add(FAMILY_STYLE, "css", ".css")
+_add(FAMILY_STYLE, "scss", ".scss", ".less")
+
+_BY_NAME: dict[str, LanguageOf] = {
+    "rakefile": LanguageOf("ruby", FAMILY_CODE),
+    "gemfile": LanguageOf("ruby", FAMILY_CODE),
+    ".bashrc": LanguageOf("bash", FAMILY_CODE),
+    ".bash_profile": LanguageOf("bash", FAMILY_CODE),
+    ".zshrc": LanguageOf("bash", FAMILY_CODE),
+    ".profile": LanguageOf("bash", FAMILY_CODE),
+}
+
+TEXT = LanguageOf("text", FAMILY_TEXT)
+
+
+def language_of(source_path: str) -> LanguageOf:
+    """The language and family of ``source_path``; TEXT for anything unknown."""
+    base = source_path.rsplit("/", 1)[-1].lower()
+    known = _BY_NAME.get(base)
+    if known is not None:
+        return known
+    dot = base.rfind(".")
+    if dot <= 0:
+        return TEXT
+    return _BY_SUFFIX.get(base[dot:], TEXT)
+
+
+def code_languages() -> tuple[str, ...]:
+    """Every language read through a tree-sitter grammar, sorted."""
+    return tuple(sorted({v.language for v in _BY_SUFFIX.values() if v.family == FAMILY_CODE}))

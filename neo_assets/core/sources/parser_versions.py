@@ -1,0 +1,42 @@
+"""Which behaviour of the ``neo-code`` parser a declared version selects.
+
+The version is declared per repo in tenants.yaml and is part of every chunk id. Major
+version 1 (and the 0.x of early declarations) is the original parser, byte for byte:
+Python through ``ast``, Markdown sections, windows for everything else. Major version 2
+is the syntax-aware parser (tree-sitter code units, docs and data by structure, metadata
+on every chunk). Any other major is refused: chunks of a parser that does not exist
+must not be written under its name.
+"""
+
+import re
+
+GENERATION_WINDOWS = 1
+GENERATION_UNITS = 2
+SUPPORTED_MAJORS = {0: GENERATION_WINDOWS, 1: GENERATION_WINDOWS, 2: GENERATION_UNITS}
+
+_MAJOR_RE = re.compile(r"(0|[1-9]\d*)\.")
+
+
+def parser_generation(version: str) -> int:
+    """GENERATION_WINDOWS or GENERATION_UNITS for a semantic version; ValueError for a
+    major this parser does not have."""
+    match = _MAJOR_RE.match(version) if isinstance(version, str) else None
+    if match is None:
+        raise ValueError(f"neo-code parser version must be MAJOR.MINOR.PATCH, got {version!r}")
+    major = int(match.group(1))
+    if major not in SUPPORTED_MAJORS:
+        raise ValueError(
+            f"neo-code has no parser version {version!r}; found major {major}; allowed: "
+            f"{', '.join(f'{m}.x' for m in sorted(SUPPORTED_MAJORS))} "
+            "(1.x windows and Python/Markdown units, 2.x syntax-aware units)"
+        )
+    return SUPPORTED_MAJORS[major]
+
+
+def unsupported_version_problem(version: str) -> str | None:
+    """Why ``version`` cannot be declared for neo-code, or None when it can."""
+    try:
+        parser_generation(version)
+    except ValueError as exc:
+        return str(exc)
+    return None
