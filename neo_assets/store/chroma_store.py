@@ -7,7 +7,7 @@ instead of reaching for the network.
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +97,7 @@ class ChromaStore:
     # Before each embedded add, wait for the process's other threads to go idle
     # (concurrency/idle_gap.py); None for a server, whose add does not hold our GIL.
     gil_gap: GilGap | None = None
+    closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._pin_threads()
@@ -110,6 +111,18 @@ class ChromaStore:
     def _pin_threads(self) -> None:
         if self.pin_core is not None:
             pin_chroma_threads(self.pin_core)
+
+    def close(self) -> None:
+        """Release the client: a persistent Chroma's files are closed when the last client
+        of its directory in this process closes (Chroma counts them). Idempotent."""
+        self.client.close()
+        self.closed = True
+
+    def __enter__(self) -> "ChromaStore":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     @property
     def max_batch(self) -> int:
