@@ -16,8 +16,10 @@ from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
+from neo_assets.services.handles import open_ledger
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
+from neo_assets.store.ledger import Ledger
 
 PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 
@@ -107,10 +109,22 @@ def run_sweeps(
     console: Console | None = None,
 ) -> list[dict[str, Any]]:
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
-    from neo_assets import runtime
+    with open_ledger(settings) as ledger:
+        return _sweep_each(settings, tenants, instance, ledger, tenant, repo, force, console)
+
+
+def _sweep_each(
+    settings: Settings,
+    tenants: TenantsFile,
+    instance: Any,
+    ledger: Ledger,
+    tenant: str | None,
+    repo: str | None,
+    force: bool,
+    console: Console | None,
+) -> list[dict[str, Any]]:
     from neo_assets.definitions import defs
 
-    ledger = runtime.get_ledger(settings)
     dues = evaluate(
         declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force
     )
@@ -239,13 +253,14 @@ def refresh_links(
 ) -> list[dict[str, Any]]:
     """Run the links job for each of ``ctxs`` whose links are due (what ``links_sensor``
     does in the UI), one run each; a failed links run is reported, never a failed sweep."""
-    from neo_assets import runtime
     from neo_assets.definitions import defs
     from neo_assets.services.links.due import evaluate_links
 
     job = defs.resolve_job_def("links")
     out: list[dict[str, Any]] = []
-    for due in evaluate_links(ctxs, settings, runtime.get_ledger(settings)):
+    with open_ledger(settings) as ledger:
+        dues = evaluate_links(ctxs, settings, ledger)
+    for due in dues:
         if due.reason is None:
             continue
         result = job.execute_in_process(
