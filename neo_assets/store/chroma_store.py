@@ -83,7 +83,24 @@ def make_client(*, persist_dir: Path | None = None, url: str | None = None) -> A
     if persist_dir is None:
         raise ValueError("a persistent Chroma needs a directory (NEO_HOME)")
     persist_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(persist_dir), settings=chroma_settings)
+    try:
+        return chromadb.PersistentClient(path=str(persist_dir), settings=chroma_settings)
+    except Exception:
+        _forget_unstarted_system(str(persist_dir))
+        raise
+
+
+def _forget_unstarted_system(identifier: str) -> None:
+    """Chroma (1.5) registers a directory's system before starting it and keeps it when the
+    start fails (a read-only directory): every later client of that directory in the process
+    then fails on the half-built system (``no attribute 'bindings'``), even once the
+    directory is writable again. Forgotten here while no client holds it, so the next open
+    starts afresh."""
+    from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
+
+    with SharedSystemClient._refcount_lock:  # noqa: SLF001 - no public way to undo this
+        if not SharedSystemClient._identifier_to_refcount.get(identifier):  # noqa: SLF001
+            SharedSystemClient._identifier_to_system.pop(identifier, None)  # noqa: SLF001
 
 
 @dataclass
