@@ -1,6 +1,7 @@
 """The CLI's one way into Dagster: sweeps, links and reconciliations run as jobs of the
 persistent instance (under NEO_HOME, or DAGSTER_HOME), so every run shows in the UI."""
 
+import contextlib
 import os
 import shutil
 import time
@@ -16,7 +17,7 @@ from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
-from neo_assets.services.handles import open_ledger
+from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
 from neo_assets.store.ledger import Ledger
@@ -109,8 +110,8 @@ def run_sweeps(
     console: Console | None = None,
 ) -> list[dict[str, Any]]:
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
-    with open_ledger(settings) as ledger:
-        return _sweep_each(settings, tenants, instance, ledger, tenant, repo, force, console)
+    with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
+        return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
 
 def _sweep_each(
@@ -118,6 +119,7 @@ def _sweep_each(
     tenants: TenantsFile,
     instance: Any,
     ledger: Ledger,
+    held: contextlib.ExitStack,
     tenant: str | None,
     repo: str | None,
     force: bool,
@@ -133,6 +135,8 @@ def _sweep_each(
     missing = [k for k in keys if k not in known]
     if missing:
         instance.add_dynamic_partitions(TENANT_REPOS, missing)
+    if any(d.reason for d in dues):  # runs to come: their sweeps, links and status runs
+        held.enter_context(store_kept_open(settings))
     job = defs.resolve_job_def("sweep")
     if dues:
         ensure_pool(instance)
@@ -327,32 +331,36 @@ def run_reconciliation(
     if missing:
         instance.add_dynamic_partitions(TENANTS, missing)
     job = defs.resolve_job_def(RECONCILE_JOB)
-    reports: list[dict[str, Any]] = []
-    for tenant_id in tenant_ids:
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=tenant_id,
-            run_config={
-                **QUIET_CONSOLE,
-                "ops": {RECONCILE_ASSET: {"config": {"classify_only": not apply}}},
-            },
-            raise_on_error=False,
-            tags={"neo/tenant": tenant_id, "neo/launched-by": "cli"},
-        )
-        try:
-            report = dict(result.output_for_node(RECONCILE_ASSET))
-        except Exception:  # the asset step failed: report the run, not a plan
-            report = {
-                "tenantId": tenant_id,
-                "enabled": settings.reconciliation_enabled,
-                "orphans": {},
-                "reclaimed": 0,
-                "skippedUnstamped": 0,
-                "error": _innermost_failure(result),
-            }
-        report.pop("reclaimedPaths", None)
-        report["checks"] = _checks(result)
-        report["runId"] = result.run_id
-        report["success"] = bool(result.success)
-        reports.append(report)
-    return reports
+    with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
+        return [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
+
+
+def _reconcile_one(
+    settings: Settings, instance: Any, job: Any, tenant_id: str, apply: bool
+) -> dict[str, Any]:
+    result = job.execute_in_process(
+        instance=instance,
+        partition_key=tenant_id,
+        run_config={
+            **QUIET_CONSOLE,
+            "ops": {RECONCILE_ASSET: {"config": {"classify_only": not apply}}},
+        },
+        raise_on_error=False,
+        tags={"neo/tenant": tenant_id, "neo/launched-by": "cli"},
+    )
+    try:
+        report = dict(result.output_for_node(RECONCILE_ASSET))
+    except Exception:  # the asset step failed: report the run, not a plan
+        report = {
+            "tenantId": tenant_id,
+            "enabled": settings.reconciliation_enabled,
+            "orphans": {},
+            "reclaimed": 0,
+            "skippedUnstamped": 0,
+            "error": _innermost_failure(result),
+        }
+    report.pop("reclaimedPaths", None)
+    report["checks"] = _checks(result)
+    report["runId"] = result.run_id
+    report["success"] = bool(result.success)
+    return report
