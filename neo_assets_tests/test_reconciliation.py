@@ -516,7 +516,12 @@ def test_each_kind_reported_config_stale_restamped_unstamped_skipped_disabled_de
             dagster_run=run,
             resources=default_resources(),
         ) as context:
-            return reconciliation_sensor(context)
+            result = reconciliation_sensor(context)
+        assert isinstance(result, dg.SensorResult)
+        # The CLI's sweeps registered every declared partition: nothing to sync.
+        assert result.dynamic_partitions_requests == []
+        (request,) = result.run_requests
+        return request
 
     request = evaluate(latest_globex)
     assert isinstance(request, dg.RunRequest)

@@ -15,7 +15,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
-from neo_assets.defs.partitions import TENANT_REPOS
+from neo_assets.defs.partition_sync import sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
 from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.services.sweep.due import declared_repos, evaluate
@@ -110,6 +110,8 @@ def run_sweeps(
     console: Console | None = None,
 ) -> list[dict[str, Any]]:
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
+
+    sync_partitions(instance, tenants)
     with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
         return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
@@ -130,11 +132,6 @@ def _sweep_each(
     dues = evaluate(
         declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force
     )
-    keys = [d.key for d in dues]
-    known = set(instance.get_dynamic_partitions(TENANT_REPOS))
-    missing = [k for k in keys if k not in known]
-    if missing:
-        instance.add_dynamic_partitions(TENANT_REPOS, missing)
     if any(d.reason for d in dues):  # runs to come: their sweeps, links and status runs
         held.enter_context(store_kept_open(settings))
     job = defs.resolve_job_def("sweep")
@@ -323,13 +320,10 @@ def run_reconciliation(
     classify-only (no write of any kind); with it, the run re-stamps and, as the setting
     alone decides, reclaims. Returns one report per tenant, with its checks' verdicts."""
     from neo_assets.definitions import defs
-    from neo_assets.defs.reconcile import RECONCILE_JOB, TENANTS
+    from neo_assets.defs.reconcile import RECONCILE_JOB
 
     tenant_ids = [t.id for t in tenants.tenants if tenant is None or t.id == tenant]
-    known = set(instance.get_dynamic_partitions(TENANTS))
-    missing = [t for t in tenant_ids if t not in known]
-    if missing:
-        instance.add_dynamic_partitions(TENANTS, missing)
+    sync_partitions(instance, tenants)
     job = defs.resolve_job_def(RECONCILE_JOB)
     with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
         return [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
