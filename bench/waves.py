@@ -32,11 +32,11 @@ DIMS = 384
 
 
 def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[str, Any]:
-    from neo_assets import runtime
     from neo_assets.concurrency.chunk_waves import ChunkWaves, many_to_parse, pipelined
     from neo_assets.config.settings import load_settings
     from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.lifecycle import prepare
+    from neo_assets.services import handles
     from neo_assets.services.sweep.steps import (
         EmbedContext,
         RepoContext,
@@ -47,31 +47,30 @@ def first_sweep(work: Path, name: str, tenants_path: Path, waves: bool) -> dict[
         plan_chunks,
     )
 
-    runtime.reset_caches()
     os.environ["NEO_HOME"] = str(work / name)
     os.environ["NEO_PARSE_WAVES"] = "true" if waves else "false"
     settings = load_settings()
     tenant = load_tenants(tenants_path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
-    ledger, store = runtime.get_ledger(settings), runtime.get_store(settings)
-    run = EmbedContext(provider=runtime.build_provider(settings))
-    t0 = time.perf_counter()
-    now = time.time()
-    env = envelope_step(ctx, settings, ledger, now)
-    plan = plan_chunks(ctx, settings, ledger, env)
-    if many_to_parse(plan, settings):
-        prepare(run.provider)  # as the sweep does: its helpers start while the files parse
-    if waves:
-        assert pipelined(plan, settings)
-        with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
-            summary = embed_step(
-                ctx, settings, store, ledger, env, chunk_waves.kept_frame(), run, chunk_waves
-            )
-    else:
-        chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
-        summary = embed_step(ctx, settings, store, ledger, env, chunks, run)
-    result = census_step(ctx, settings, ledger, env, summary, now)
-    seconds = time.perf_counter() - t0
+    with handles.open_ledger(settings) as ledger, handles.open_store(settings) as store:
+        run = EmbedContext(provider=handles.build_provider(settings))
+        t0 = time.perf_counter()
+        now = time.time()
+        env = envelope_step(ctx, settings, ledger, now)
+        plan = plan_chunks(ctx, settings, ledger, env)
+        if many_to_parse(plan, settings):
+            prepare(run.provider)  # as the sweep does: its helpers start while the files parse
+        if waves:
+            assert pipelined(plan, settings)
+            with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
+                summary = embed_step(
+                    ctx, settings, store, ledger, env, chunk_waves.kept_frame(), run, chunk_waves
+                )
+        else:
+            chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
+            summary = embed_step(ctx, settings, store, ledger, env, chunks, run)
+        result = census_step(ctx, settings, ledger, env, summary, now)
+        seconds = time.perf_counter() - t0
     assert result["outcome"] == "complete", result
     return {
         "waves": waves,

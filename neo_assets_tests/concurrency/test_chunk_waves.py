@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from neo_assets import runtime
 from neo_assets.concurrency.chunk_waves import (
     AHEAD_READY_WAIT_S,
     ChunkingFailed,
@@ -21,6 +20,7 @@ from neo_assets.core import codes
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.defs.sweep import frame_tally
 from neo_assets.embedding.providers.hashing import HashingProvider
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,
@@ -31,7 +31,9 @@ from neo_assets.services.sweep.steps import (
     plan_chunks,
 )
 from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 FILES = 30
@@ -43,7 +45,7 @@ def _text(i: int, extra: str = "") -> str:
 
 
 @pytest.fixture
-def repo(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+def repo(kb: KbHandles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     git = GitRepo(tmp_path / "r")
     for i in range(FILES):
         git.write(f"pkg/mod_{i:03d}.py", _text(i))
@@ -55,13 +57,19 @@ def repo(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dic
     monkeypatch.setenv("NEO_PARSE_WAVE_MIN_FILES", "5")
     monkeypatch.setenv("NEO_PARSE_WAVE_FILES", "7")
     t = load_tenants(tenants).tenants[0]
-    return {"git": git, "ctx": RepoContext(tenant=t, repo=t.repos[0])}
+    return {"git": git, "ctx": RepoContext(tenant=t, repo=t.repos[0]), "kb": kb}
 
 
 def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
+    """One sweep's stages against the NEO_HOME of the moment, with handles of its own."""
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
-    store = runtime.get_store(settings)
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        return _stages(ctx, settings, store, ledger, waves=waves)
+
+
+def _stages(
+    ctx: RepoContext, settings: Any, store: ChromaStore, ledger: Ledger, *, waves: bool
+) -> dict[str, Any]:
     now = time.time()
     env = envelope_step(ctx, settings, ledger, now)
     plan = plan_chunks(ctx, settings, ledger, env)
@@ -69,7 +77,7 @@ def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
     if waves:
         assert pipelined(plan, settings)
         with ChunkWaves(ctx, settings, ledger, env, plan, now) as chunk_waves:
-            summary = _embed_in_waves(ctx, chunk_waves, run)
+            summary = _embed_in_waves(store, ledger, ctx, chunk_waves, run)
             chunks = chunk_waves.finished_tally()
     else:
         chunks = chunk_step(ctx, settings, ledger, env, now, plan=plan)
@@ -79,14 +87,15 @@ def _sweep(ctx: RepoContext, *, waves: bool) -> dict[str, Any]:
     return {"chunks": chunks, "summary": summary, "result": result}
 
 
-def _embed_in_waves(ctx: RepoContext, waves: ChunkWaves, run: EmbedContext) -> dict[str, Any]:
+def _embed_in_waves(
+    store: ChromaStore, ledger: Ledger, ctx: RepoContext, waves: ChunkWaves, run: EmbedContext
+) -> dict[str, Any]:
     """The embedding stage fed by ``waves`` (what the sweep asset does in waves)."""
-    settings = load_settings()
     return embed_step(
         ctx,
-        settings,
-        runtime.get_store(settings),
-        runtime.get_ledger(settings),
+        load_settings(),
+        store,
+        ledger,
         waves.envelope,
         waves.kept_frame(),
         run,
@@ -95,16 +104,17 @@ def _embed_in_waves(ctx: RepoContext, waves: ChunkWaves, run: EmbedContext) -> d
 
 
 def _declared(ctx: RepoContext) -> set[tuple[str, str, str]]:
-    ledger = runtime.get_ledger(load_settings())
-    return {
-        (dc.chunk_id, dc.source_path, dc.blob)
-        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug)
-    }
+    with open_ledger(load_settings()) as ledger:
+        return {
+            (dc.chunk_id, dc.source_path, dc.blob)
+            for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug)
+        }
 
 
 def _rows(ctx: RepoContext) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]]:
-    store = runtime.get_store(load_settings())
-    rows = store.get_rows(sorted(i for i, _, _ in _declared(ctx)), include_documents=True)
+    ids = sorted(i for i, _, _ in _declared(ctx))
+    with open_store(load_settings()) as store:
+        rows = store.get_rows(ids, include_documents=True)
     return {
         rid: (
             r["document"],
@@ -115,7 +125,6 @@ def _rows(ctx: RepoContext) -> dict[str, tuple[str, tuple[tuple[str, Any], ...]]
 
 
 def _fresh_home(tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    runtime.reset_caches()
     monkeypatch.setenv("NEO_HOME", str(tmp_path / name))
 
 
@@ -149,7 +158,7 @@ def test_no_row_is_written_before_its_declaration(
     repo: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ctx = repo["ctx"]
-    ledger = runtime.get_ledger(load_settings())
+    ledger = repo["kb"].ledger
     undeclared_at_write: list[str] = []
     original = ChromaStore.add
 
@@ -230,7 +239,7 @@ def test_a_sweep_cut_between_waves_leaves_what_the_next_sweep_completes(
 ) -> None:
     ctx = repo["ctx"]
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
+    ledger = repo["kb"].ledger
     env = envelope_step(ctx, settings, ledger, time.time())
     plan = plan_chunks(ctx, settings, ledger, env)
     with ChunkWaves(ctx, settings, ledger, env, plan, time.time()) as waves:
@@ -254,7 +263,7 @@ def test_a_lost_lease_stops_the_waves_without_declaring_more(
 ) -> None:
     ctx = repo["ctx"]
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
+    ledger = repo["kb"].ledger
     env = envelope_step(ctx, settings, ledger, time.time())
     plan = plan_chunks(ctx, settings, ledger, env)
     checks = [0]
@@ -265,7 +274,9 @@ def test_a_lost_lease_stops_the_waves_without_declaring_more(
             raise RuntimeError("lease lost")
 
     with ChunkWaves(ctx, settings, ledger, env, plan, time.time(), guard=guard) as waves:
-        summary = _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
+        summary = _embed_in_waves(
+            repo["kb"].store, ledger, ctx, waves, EmbedContext(provider=HashingProvider())
+        )
     assert waves.lost and waves.waves_declared == 2
     assert len(_declared(ctx)) == PER_FILE * 14
     assert summary["counts"]["embedded"] == PER_FILE * 14
@@ -283,7 +294,7 @@ def test_an_abort_before_the_first_wave_defers_the_sweep_never_completes_it(
 
     ctx = repo["ctx"]
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
+    ledger = repo["kb"].ledger
     now = time.time()
     env = envelope_step(ctx, settings, ledger, now)
     plan = plan_chunks(ctx, settings, ledger, env)
@@ -294,7 +305,7 @@ def test_an_abort_before_the_first_wave_defers_the_sweep_never_completes_it(
 
     with ChunkWaves(ctx, settings, ledger, env, plan, now) as waves:
         run = EmbedContext(provider=HashingProvider(), cancel_scope=scope, progress=abort_at_once)
-        summary = _embed_in_waves(ctx, waves, run)
+        summary = _embed_in_waves(repo["kb"].store, ledger, ctx, waves, run)
     verdict = classify_sweep_outcome(summary)
     assert verdict.outcome == codes.OUTCOME_DEFERRED and not verdict.advance_checkpoint
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_ABORTED
@@ -321,7 +332,7 @@ def test_reconciliation_has_no_authority_over_a_generation_cut_between_waves(
     tenant = load_tenants(bumped).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
+    ledger = repo["kb"].ledger
     env = envelope_step(ctx, settings, ledger, time.time())
     plan = plan_chunks(ctx, settings, ledger, env)
     with ChunkWaves(ctx, settings, ledger, env, plan, time.time()) as waves:
@@ -360,9 +371,8 @@ def test_the_first_write_waits_until_the_second_wave_is_declared(
     assert declared_at_writes and declared_at_writes[0] >= 2
 
 
-def _plan_waves(ctx: RepoContext, **kwargs: Any) -> ChunkWaves:
+def _plan_waves(ledger: Ledger, ctx: RepoContext, **kwargs: Any) -> ChunkWaves:
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
     env = envelope_step(ctx, settings, ledger, time.time())
     plan = plan_chunks(ctx, settings, ledger, env)
     return ChunkWaves(ctx, settings, ledger, env, plan, time.time(), **kwargs)
@@ -373,8 +383,8 @@ def test_a_first_wave_started_ahead_is_declared_before_anyone_iterates(
 ) -> None:
     """What the asset does while Dagster records the envelope: the first wave is parsed
     and declared on a thread; the sweep that then iterates is the same as without it."""
-    ctx = repo["ctx"]
-    with _plan_waves(ctx) as waves:
+    ctx, kb = repo["ctx"], repo["kb"]
+    with _plan_waves(kb.ledger, ctx) as waves:
         waves.start_ahead()
         # The count goes up once the wave's declaration is committed (polling the
         # ledger's rows instead raced that increment), so wait on the count.
@@ -383,7 +393,9 @@ def test_a_first_wave_started_ahead_is_declared_before_anyone_iterates(
             time.sleep(0.01)
         assert waves.waves_declared == 1
         assert len(_declared(ctx)) == PER_FILE * 7  # the first wave, nothing more
-        summary = _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
+        summary = _embed_in_waves(
+            kb.store, kb.ledger, ctx, waves, EmbedContext(provider=HashingProvider())
+        )
     assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
     assert waves.waves_declared == 5
     assert len(_declared(ctx)) == PER_FILE * FILES
@@ -406,10 +418,10 @@ def test_a_first_wave_started_ahead_waits_a_little_for_the_parse_helper(
 
     monkeypatch.setattr(Parser, "parse", record)
     for _ in range(4):  # each declares 7 more files: 30, 23, 16 and 9 are left to parse
-        with _plan_waves(ctx) as waves:
+        with _plan_waves(repo["kb"].ledger, ctx) as waves:
             waves.start_ahead()
             next(iter(waves))
-    with _plan_waves(ctx) as waves:
+    with _plan_waves(repo["kb"].ledger, ctx) as waves:
         next(iter(waves))  # not ahead: the lane has nothing else to do, no wait
     assert waits == [AHEAD_READY_WAIT_S] * 4 + [0.0]
 
@@ -423,10 +435,13 @@ def test_a_first_wave_that_fails_ahead_fails_the_sweep_when_it_is_taken(
         raise ValueError("the parser choked")
 
     monkeypatch.setattr(Parser, "parse", choke)
-    with _plan_waves(ctx) as waves:
+    kb = repo["kb"]
+    with _plan_waves(kb.ledger, ctx) as waves:
         waves.start_ahead()  # no exception here: it is the stage's, raised where it ran
         with pytest.raises(ChunkingFailed, match="the parser choked") as failed:
-            _embed_in_waves(ctx, waves, EmbedContext(provider=HashingProvider()))
+            _embed_in_waves(
+                kb.store, kb.ledger, ctx, waves, EmbedContext(provider=HashingProvider())
+            )
     assert failed.value.code == codes.PARSE_FAILED
     assert _declared(ctx) == set() and _rows(ctx) == {}
 
@@ -452,7 +467,7 @@ def test_closing_waves_started_ahead_waits_for_the_first_wave(
 
     monkeypatch.setattr(Parser, "parse", slow)
     monkeypatch.setattr(Parser, "close", closing)
-    waves = _plan_waves(ctx)
+    waves = _plan_waves(repo["kb"].ledger, ctx)
     waves.start_ahead()
     waves.close()
     assert order == ["parsed", "closed"]

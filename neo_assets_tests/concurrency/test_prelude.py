@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets import runtime
 from neo_assets.concurrency.prelude import SweepPrelude
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -15,6 +14,7 @@ from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.services.sweep.steps import RepoContext, chunking_identity
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 
@@ -26,32 +26,34 @@ def ctx(neo_home: Path, tmp_path: Path) -> RepoContext:
     return RepoContext(tenant=t, repo=t.repos[0])
 
 
-def _opening(opened: list[str], event: threading.Event | None = None):  # noqa: ANN202
+def _opening(kb: KbHandles, opened: list[str], event: threading.Event | None = None):  # noqa: ANN202
     def open_store() -> ChromaStore:
         opened.append(threading.current_thread().name)
         if event is not None:
             event.set()
-        return runtime.get_store(load_settings())
+        return kb.store
 
     return open_store
 
 
-def test_a_first_sweep_opens_the_store_only_once_its_envelope_is_read(ctx: RepoContext) -> None:
+def test_a_first_sweep_opens_the_store_only_once_its_envelope_is_read(
+    ctx: RepoContext, kb: KbHandles
+) -> None:
     settings, opened = load_settings(), []
-    ledger = runtime.get_ledger(settings)
-    prelude = SweepPrelude(ctx, settings, ledger, HashingProvider(), _opening(opened))
+    ledger = kb.ledger
+    prelude = SweepPrelude(ctx, settings, ledger, HashingProvider(), _opening(kb, opened))
     assert prelude.recorded.by_path == {} and opened == []
     presence = prelude.envelope_read()
-    assert presence.store() is runtime.get_store(settings)
+    assert presence.store() is kb.store
     assert opened == ["neo-early-presence"] and prelude.envelope_read() is presence
     prelude.close()
 
 
 def test_a_recorded_generation_is_read_once_and_listed_before_the_envelope(
-    ctx: RepoContext,
+    ctx: RepoContext, kb: KbHandles
 ) -> None:
     settings, opened = load_settings(), []
-    ledger = runtime.get_ledger(settings)
+    ledger = kb.ledger
     chunk = DeclaredChunk("a" * 64, "a.py", "function", "f", "b" * 40)
     ledger.record_generation(
         "acme",
@@ -65,7 +67,7 @@ def test_a_recorded_generation_is_read_once_and_listed_before_the_envelope(
         chunking=chunking_identity(ctx, settings),
     )
     started = threading.Event()
-    prelude = SweepPrelude(ctx, settings, ledger, HashingProvider(), _opening(opened, started))
+    prelude = SweepPrelude(ctx, settings, ledger, HashingProvider(), _opening(kb, opened, started))
     assert prelude.recorded.by_path == {"a.py": [chunk]}
     assert started.wait(30)  # opened on the prelude's thread, before any envelope
     assert opened == ["neo-early-presence"]
