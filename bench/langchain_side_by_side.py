@@ -66,11 +66,11 @@ def main() -> int:
     import numpy as np
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    from neo_assets import runtime
     from neo_assets.concurrency.chroma_threads import chroma_core, pin_chroma_threads
     from neo_assets.config.settings import load_settings
     from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
+    from neo_assets.services import handles
     from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
     from neo_assets.services.sweep.steps import RepoContext
 
@@ -82,12 +82,17 @@ def main() -> int:
         """Empty stores on both sides: our home (ledger + Chroma) and their collections.
         The last round's handles are dropped first, so the re-runs that follow the last
         round see a process like one that ran a single round."""
+        if "store" in current:
+            current["store"].close()
+            current["ledger"].dispose()
         current.clear()
-        runtime.reset_caches()
         SharedSystemClient.clear_system_cache()
         gc.collect()
         os.environ["NEO_HOME"] = str(work / f"home-{i}")
         current["settings"] = load_settings()
+        # Opened once per round, as one process's sweeps of one home would hold them.
+        current["ledger"] = handles.open_ledger(current["settings"])
+        current["store"] = handles.open_store(current["settings"])
         current["stores"] = {}
         for mode in ("incremental", "scoped_full"):
             vs = Chroma(
@@ -108,8 +113,7 @@ def main() -> int:
 
     def ours() -> tuple[float, "object"]:
         settings = current["settings"]
-        ledger = runtime.get_ledger(settings)
-        store = runtime.get_store(settings)
+        ledger, store = current["ledger"], current["store"]
         t0 = time.perf_counter()
         summaries: list[object] = []
 

@@ -175,16 +175,16 @@ def rss_series(sizes: list[int]) -> list[dict]:
 def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     """One first sweep, then the raw baseline of the same rows: embedded in one call, and
     added to a fresh collection in max-size batches. Returns both, and the sweep."""
-    from neo_assets import runtime
     from neo_assets.cli.launch import run_sweeps
     from neo_assets.embedding.providers.hashing import hash_embed
+    from neo_assets.services import handles
     from neo_assets.store.chroma_store import open_store
 
     t0 = time.perf_counter()
     first = run_sweeps(settings, tenants, instance)[0]
     first_s = time.perf_counter() - t0
-    store = runtime.get_store(settings)
-    got = store.collection.get(include=["embeddings", "documents", "metadatas"])
+    with handles.open_store(settings) as store:
+        got = store.collection.get(include=["embeddings", "documents", "metadatas"])
     t0 = time.perf_counter()
     vectors = np.vstack([hash_embed(text, 384) for text in got["documents"]])
     raw_embed_s = time.perf_counter() - t0

@@ -1,11 +1,12 @@
-"""Shared fixtures: an isolated NEO_HOME per test, with caches reset around it."""
+"""Shared fixtures: an isolated NEO_HOME per test."""
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from neo_assets import runtime
+from neo_assets_tests.kb_handles import KbHandles
 
 # Never let a test reach Chroma's or Dagster's telemetry.
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
@@ -21,6 +22,12 @@ def neo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("NEO_") and name != "NEO_HOME":
             monkeypatch.delenv(name)
-    runtime.reset_caches()
-    yield home
-    runtime.reset_caches()
+    return home
+
+
+@pytest.fixture
+def kb(neo_home: Path) -> Iterator[KbHandles]:
+    """The test's store and ledger under ``neo_home`` (opened on first use, then closed)."""
+    handles = KbHandles()
+    yield handles
+    handles.close()

@@ -17,14 +17,13 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 import sqlalchemy as sa
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -37,6 +36,7 @@ from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -87,6 +87,7 @@ class SweepEnv:
     instance: dg.DagsterInstance
     server: FaultServerSupervisor
     commits: int = 0
+    kb: KbHandles = field(default_factory=KbHandles, repr=False)  # closed by ``close``
 
     @classmethod
     def create(cls, root: Path, server: FaultServerSupervisor, files: dict[str, str]) -> "SweepEnv":
@@ -104,6 +105,7 @@ class SweepEnv:
         return {**sweep_env_vars(self.server), "NEO_TENANTS_FILE": str(self.tenants_path)}
 
     def close(self) -> None:
+        self.kb.close()
         self.instance.dispose()
 
     # ------------------------------------------------------------------ the repo
@@ -126,11 +128,11 @@ class SweepEnv:
     # ------------------------------------------------------------------ what was persisted
     @property
     def ledger(self) -> Ledger:
-        return runtime.get_ledger(load_settings())
+        return self.kb.ledger
 
     @property
     def store(self) -> ChromaStore:
-        return runtime.get_store(load_settings())
+        return self.kb.store
 
     def generation(self) -> str:
         return settings_generation(load_settings())

@@ -22,7 +22,6 @@ import sqlalchemy as sa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -34,6 +33,7 @@ from neo_assets.store import leases
 from neo_assets.store.lease_schema import leases as lease_table
 from neo_assets.store.ledger import Ledger
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -359,13 +359,13 @@ def test_keeper_heartbeat_holds_the_lease_past_its_ttl(ledger: Ledger) -> None:
 
 # ---------------------------------------------------------------------------- the sweep
 def test_a_killed_holders_lease_expires_and_the_next_sweep_proceeds(
-    small_repo, instance, monkeypatch: pytest.MonkeyPatch
+    small_repo, instance, kb: KbHandles, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ttl = 2.5
     monkeypatch.setenv("NEO_SWEEP_LEASE_TTL_S", str(ttl))
     monkeypatch.setenv("NEO_SWEEP_LEASE_WAIT_S", str(ttl + 20))
     url = load_settings().store.resolved_ledger_url
-    ledger = runtime.get_ledger(load_settings())
+    ledger = kb.ledger
     key = sweep_lease_key("acme", "widgets")
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLD_AND_SLEEP, url, key, str(ttl)],
@@ -394,10 +394,10 @@ def test_a_killed_holders_lease_expires_and_the_next_sweep_proceeds(
 
 
 def test_a_sweep_that_cannot_get_the_lease_is_skipped_and_writes_nothing(
-    small_repo, instance, monkeypatch: pytest.MonkeyPatch
+    small_repo, instance, kb: KbHandles, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("NEO_SWEEP_LEASE_WAIT_S", "0.5")
-    ledger = runtime.get_ledger(load_settings())
+    ledger = kb.ledger
     key = sweep_lease_key("acme", "widgets")
     assert leases.acquire(ledger, key, "a-live-sweep", 600.0, time.time())
 
@@ -409,19 +409,18 @@ def test_a_sweep_that_cannot_get_the_lease_is_skipped_and_writes_nothing(
     assert ledger.repo_state("acme", "widgets") is None
     assert ledger.envelope("acme", "widgets") is None
     assert ledger.declared_generation("acme", "widgets") is None
-    assert runtime.get_store(load_settings()).count() == 0
+    assert kb.store.count() == 0
     assert leases.current(ledger, key).holder == "a-live-sweep"
 
 
 def test_a_lease_lost_mid_embedding_stops_the_writes_and_the_new_holder_finishes(
-    neo_home: Path, tmp_path: Path, instance, monkeypatch: pytest.MonkeyPatch
+    kb: KbHandles, tmp_path: Path, instance, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     repo = make_repo(tmp_path / "big", many_functions(n_files=20, per_file=20))
     tenants = write_tenants(tmp_path / "tenants.yaml", {"acme": [repo_entry("big", repo.path)]})
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "4")
-    store = runtime.get_store(load_settings())
-    ledger = runtime.get_ledger(load_settings())
+    store, ledger = kb.store, kb.ledger
     key = sweep_lease_key("acme", "big")
     stolen = threading.Event()
 

@@ -12,15 +12,16 @@ import pytest
 import sqlalchemy as sa
 from typer.testing import CliRunner
 
-from neo_assets import runtime
 from neo_assets.cli.app import app
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.query import run_query
 from neo_assets.store.links import link_set, neighbours, repo_links
 from neo_assets.store.links_schema import chunk_links
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 HOUR = 3600.0
@@ -87,17 +88,14 @@ def _sweep(env: dict, tenants_path: Path) -> list[dict]:
 
 
 def _ids_by_name(tenant: str, repo: str) -> dict[str, str]:
-    ledger = runtime.get_ledger(load_settings())
-    return {c.name: c.chunk_id for c in ledger.declared_chunks(tenant, repo)}
+    with open_ledger(load_settings()) as ledger:
+        return {c.name: c.chunk_id for c in ledger.declared_chunks(tenant, repo)}
 
 
 def _links(tenant: str, repo: str, kind: str) -> dict[tuple[str, str], float]:
-    ledger = runtime.get_ledger(load_settings())
-    return {
-        (r.chunk_id, r.neighbour_id): r.weight
-        for r in repo_links(ledger, tenant, repo)
-        if r.link_kind == kind
-    }
+    with open_ledger(load_settings()) as ledger:
+        rows = repo_links(ledger, tenant, repo)
+    return {(r.chunk_id, r.neighbour_id): r.weight for r in rows if r.link_kind == kind}
 
 
 def _named(links: dict[tuple[str, str], float], ids: dict[str, str]) -> dict:
@@ -107,8 +105,8 @@ def _named(links: dict[tuple[str, str], float], ids: dict[str, str]) -> dict:
 
 def _all_pairs_cosine(ids: dict[str, str], threshold: float) -> dict[tuple[str, str], float]:
     """Every ordered pair of the repo's rows above the threshold, by brute force."""
-    store = runtime.get_store(load_settings())
-    got = store.collection.get(ids=list(ids.values()), include=["embeddings"])
+    with open_store(load_settings()) as store:
+        got = store.collection.get(ids=list(ids.values()), include=["embeddings"])
     names = {v: k for k, v in ids.items()}
     vectors = {
         names[i]: np.asarray(e, dtype=np.float64)
@@ -175,7 +173,8 @@ def test_sweep_stores_temporal_and_semantic_links_then_replaces_them(env: dict) 
     assert isinstance(meta["links_seconds"], float) and meta["links_seconds"] >= 0
     assert meta["dagster/row_count"] == 6 + len(expected)
     head = repo.head()
-    assert link_set(runtime.get_ledger(load_settings()), "acme", "widgets")["revision"] == head
+    with open_ledger(load_settings()) as ledger:
+        assert link_set(ledger, "acme", "widgets")["revision"] == head
 
     # The repo changes: calc_b.py's function is renamed 10 h after calc_a.py.
     old_cost = ids["total_cost"]
@@ -193,17 +192,17 @@ def test_sweep_stores_temporal_and_semantic_links_then_replaces_them(env: dict) 
         ("Notes", "Notes > Shipping"): 1.0,
         ("Notes > Shipping", "Notes"): 1.0,
     }
-    every = repo_links(runtime.get_ledger(load_settings()), "acme", "widgets")
+    with open_ledger(load_settings()) as ledger:
+        every = repo_links(ledger, "acme", "widgets")
     assert old_cost not in {r.chunk_id for r in every} | {r.neighbour_id for r in every}
     semantic2 = _named(_links("acme", "widgets", "semantic"), ids2)
     assert set(semantic2) == set(_all_pairs_cosine(ids2, load_settings().links.semantic_threshold))
     assert ("total_price", "total_cost_rounded") in semantic2
-    assert (
-        link_set(runtime.get_ledger(load_settings()), "acme", "widgets")["revision"] == repo.head()
-    )
+    with open_ledger(load_settings()) as ledger:
+        assert link_set(ledger, "acme", "widgets")["revision"] == repo.head()
 
 
-def test_query_expand_adds_neighbours_of_the_hits_tenant_only(env: dict) -> None:
+def test_query_expand_adds_neighbours_of_the_hits_tenant_only(env: dict, kb: KbHandles) -> None:
     a = _repo(env["tmp"] / "acme-widgets")
     b = _repo(env["tmp"] / "globex-tools")  # identical files at identical times
     tenants = _declare(
@@ -214,7 +213,7 @@ def test_query_expand_adds_neighbours_of_the_hits_tenant_only(env: dict) -> None
     assert set(acme) == set(globex) and not set(acme.values()) & set(globex.values())
 
     settings = load_settings()
-    store, ledger = runtime.get_store(settings), runtime.get_ledger(settings)
+    store, ledger = kb.store, kb.ledger
 
     def query(tenant: str, text: str, **kw) -> dict:
         return asyncio.run(

@@ -26,7 +26,6 @@ import dagster as dg
 import numpy as np
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -53,6 +52,7 @@ from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.sweep_harness import DIMENSIONS, sweep_env_vars, text_file
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
@@ -82,6 +82,11 @@ class World:
         self.tenants_path = root / "tenants.yaml"
         (root / "dagster").mkdir()
         self.instance = dg.DagsterInstance.local_temp(str(root / "dagster"))
+        self.kb = KbHandles()
+
+    def close(self) -> None:
+        self.kb.close()
+        self.instance.dispose()
 
     def declare(self, tenants: dict[str, list[dict[str, Any]]]) -> None:
         write_tenants(self.tenants_path, tenants)
@@ -121,11 +126,11 @@ class World:
 
     @property
     def store(self) -> ChromaStore:
-        return runtime.get_store(load_settings())
+        return self.kb.store
 
     @property
     def ledger(self) -> Any:
-        return runtime.get_ledger(load_settings())
+        return self.kb.ledger
 
     def rows(self, tenant: str, repo: str | None = None) -> dict[str, dict[str, Any]]:
         """id -> metadata of the tenant's (repo's) rows, read with the tenant filter."""
@@ -178,7 +183,7 @@ def make_world(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 
     yield make
     for world in made:
-        world.instance.dispose()
+        world.close()
 
 
 @pytest.fixture
@@ -516,7 +521,12 @@ def test_each_kind_reported_config_stale_restamped_unstamped_skipped_disabled_de
             dagster_run=run,
             resources=default_resources(),
         ) as context:
-            return reconciliation_sensor(context)
+            result = reconciliation_sensor(context)
+        assert isinstance(result, dg.SensorResult)
+        # The CLI's sweeps registered every declared partition: nothing to sync.
+        assert result.dynamic_partitions_requests == []
+        (request,) = result.run_requests
+        return request
 
     request = evaluate(latest_globex)
     assert isinstance(request, dg.RunRequest)

@@ -5,12 +5,12 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.chunk_ids import is_chunk_id
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.store.chroma_store import STAMP_KEYS
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -60,8 +60,8 @@ def _sweep(env, **kw):
 
 
 def _rows(tenant: str, repo: str | None = None) -> list[dict]:
-    store = runtime.get_store(load_settings())
-    return list(store.iter_rows(tenant_filter(tenant, repo)))
+    with open_store(load_settings()) as store:
+        return list(store.iter_rows(tenant_filter(tenant, repo)))
 
 
 def test_first_sweep_completes_and_stamps_every_row(two_tenants) -> None:
@@ -92,8 +92,9 @@ def test_identical_file_in_two_tenants_gives_distinct_ids_each_with_its_own_tena
     acme_shared = {r["id"] for r in _rows("acme") if r["metadata"]["sourcePath"] == "shared.py"}
     globex_shared = {r["id"] for r in _rows("globex") if r["metadata"]["sourcePath"] == "shared.py"}
     assert acme_shared and globex_shared and not (acme_shared & globex_shared)
-    store = runtime.get_store(load_settings())
-    for rid, row in store.get_rows(sorted(globex_shared)).items():
+    with open_store(load_settings()) as store:
+        rows = store.get_rows(sorted(globex_shared))
+    for rid, row in rows.items():
         assert row["metadata"]["tenantId"] == "globex", rid
 
 
@@ -117,19 +118,18 @@ def test_a_forced_sweep_of_an_unchanged_repo_reuses_its_envelope_and_fills_holes
     same commit under the same rules) and looks its recorded ids up early: rows deleted
     behind its back are still seen missing and written again."""
     _sweep(two_tenants)
-    ledger = runtime.get_ledger(load_settings())
-    recorded = ledger.envelope("acme", "widgets")
-    assert len(recorded["rules"]) == 64
-    store = runtime.get_store(load_settings())
-    victims = sorted(r["id"] for r in _rows("acme", "widgets"))[:2]
-    store.delete_ids(victims)
+    with open_ledger(load_settings()) as ledger, open_store(load_settings()) as store:
+        recorded = ledger.envelope("acme", "widgets")
+        assert len(recorded["rules"]) == 64
+        victims = sorted(r["id"] for r in _rows("acme", "widgets"))[:2]
+        store.delete_ids(victims)
 
-    forced = {r["tenantId"]: r for r in _sweep(two_tenants, force=True)}
-    assert forced["acme"]["outcome"] == "complete"
-    assert store.present_ids(victims) == set(victims)
-    again = ledger.envelope("acme", "widgets")
-    assert again["paths"] == recorded["paths"] and again["rules"] == recorded["rules"]
-    assert again["recorded_at"] > recorded["recorded_at"]
+        forced = {r["tenantId"]: r for r in _sweep(two_tenants, force=True)}
+        assert forced["acme"]["outcome"] == "complete"
+        assert store.present_ids(victims) == set(victims)
+        again = ledger.envelope("acme", "widgets")
+        assert again["paths"] == recorded["paths"] and again["rules"] == recorded["rules"]
+        assert again["recorded_at"] > recorded["recorded_at"]
 
 
 def test_parser_bump_adds_new_ids_and_keeps_old_rows(two_tenants, tmp_path: Path) -> None:
@@ -159,9 +159,8 @@ def test_dirty_work_tree_is_not_read(two_tenants) -> None:
     a = two_tenants["a"]
     (a.path / "shared.py").write_text("def dirty():\n    pass\n")
     _sweep(two_tenants)
-    docs = runtime.get_store(load_settings()).get_rows(
-        [r["id"] for r in _rows("acme", "widgets")], include_documents=True
-    )
+    with open_store(load_settings()) as store:
+        docs = store.get_rows([r["id"] for r in _rows("acme", "widgets")], include_documents=True)
     assert not any("dirty" in (row["document"] or "") for row in docs.values())
 
 
@@ -174,7 +173,8 @@ def test_a_sweep_that_raises_is_recorded_as_failed_with_backoff(two_tenants) -> 
     results = {r["tenantId"]: r for r in _sweep(two_tenants)}
     assert results["acme"]["outcome"] == "failed"
     assert results["acme"]["deferredCauseCode"] == "SOURCE_REPO_MISSING"
-    row = runtime.get_ledger(load_settings()).repo_state("acme", "widgets")
+    with open_ledger(load_settings()) as ledger:
+        row = ledger.repo_state("acme", "widgets")
     assert row["last_outcome"] == "failed" and row["consecutive_failures"] == 1
     assert row["deferred_cause_code"] == "SOURCE_REPO_MISSING"
     assert row["next_due_at"] > row["last_attempt_at"]

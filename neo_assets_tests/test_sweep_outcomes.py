@@ -28,6 +28,7 @@ from neo_assets.core.sweep.censuses import CENSUS_MAX_IDS
 from neo_assets.core.sweep.fence_gate import fence_family, is_durable_fence
 from neo_assets.core.sweep.outcomes import PROVIDER_FAILURE_CODES
 from neo_assets.core.sweep.scheduling import DUE_GENERATION_CHANGED
+from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
 from neo_assets.defs.sensors import sweep_sensor
 from neo_assets_tests.fakes.fault_server import marker
@@ -134,8 +135,7 @@ def tick(instance: dg.DagsterInstance, cursor: str | None) -> dg.SensorResult:
         instance=instance, cursor=cursor, resources=default_resources()
     ) as context:
         result = sweep_sensor(context)
-    for request in result.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+    apply_requests(instance, result.dynamic_partitions_requests)  # as the daemon does
     return result
 
 

@@ -92,13 +92,12 @@ def status(
     """The per-repo snapshot: checkpoint, outcome, causes, censuses, strikes, rows."""
 
     def go() -> int:
-        from neo_assets import runtime
+        from neo_assets.services.handles import open_ledger, open_store
         from neo_assets.services.status import build_status
 
         settings, tenants = load_config()
-        snap = build_status(
-            settings, tenants, runtime.get_ledger(settings), runtime.get_store(settings)
-        )
+        with open_ledger(settings) as ledger, open_store(settings) as store:
+            snap = build_status(settings, tenants, ledger, store)
         emit(snap, as_json)
         if not as_json:
             for r in snap["repos"]:
@@ -130,24 +129,18 @@ def query(
     """Tenant-scoped retrieval over the shared collection."""
 
     def go() -> int:
-        from neo_assets import runtime
+        from neo_assets.services.handles import open_ledger, open_store
         from neo_assets.services.query import run_query
 
         settings, tenants = load_config()
         if not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
-        doc = asyncio.run(
-            run_query(
-                settings,
-                runtime.get_store(settings),
-                runtime.get_ledger(settings),
-                text,
-                tenant=tenant,
-                repo=repo,
-                k=k,
-                expand=expand,
+        with open_ledger(settings) as ledger, open_store(settings) as store:
+            doc = asyncio.run(
+                run_query(
+                    settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+                )
             )
-        )
         emit(doc, as_json)
         if not as_json:
             for r in doc["results"]:

@@ -1,6 +1,7 @@
 """The CLI's one way into Dagster: sweeps, links and reconciliations run as jobs of the
 persistent instance (under NEO_HOME, or DAGSTER_HOME), so every run shows in the UI."""
 
+import contextlib
 import os
 import shutil
 import time
@@ -14,10 +15,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
-from neo_assets.defs.partitions import TENANT_REPOS
+from neo_assets.defs.partition_sync import sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
+from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
+from neo_assets.store.ledger import Ledger
 
 PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 
@@ -107,18 +110,30 @@ def run_sweeps(
     console: Console | None = None,
 ) -> list[dict[str, Any]]:
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
-    from neo_assets import runtime
+
+    sync_partitions(instance, tenants)
+    with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
+        return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
+
+
+def _sweep_each(
+    settings: Settings,
+    tenants: TenantsFile,
+    instance: Any,
+    ledger: Ledger,
+    held: contextlib.ExitStack,
+    tenant: str | None,
+    repo: str | None,
+    force: bool,
+    console: Console | None,
+) -> list[dict[str, Any]]:
     from neo_assets.definitions import defs
 
-    ledger = runtime.get_ledger(settings)
     dues = evaluate(
         declared_repos(tenants, tenant, repo), settings, ledger, time.time(), force=force
     )
-    keys = [d.key for d in dues]
-    known = set(instance.get_dynamic_partitions(TENANT_REPOS))
-    missing = [k for k in keys if k not in known]
-    if missing:
-        instance.add_dynamic_partitions(TENANT_REPOS, missing)
+    if any(d.reason for d in dues):  # runs to come: their sweeps, links and status runs
+        held.enter_context(store_kept_open(settings))
     job = defs.resolve_job_def("sweep")
     if dues:
         ensure_pool(instance)
@@ -239,13 +254,14 @@ def refresh_links(
 ) -> list[dict[str, Any]]:
     """Run the links job for each of ``ctxs`` whose links are due (what ``links_sensor``
     does in the UI), one run each; a failed links run is reported, never a failed sweep."""
-    from neo_assets import runtime
     from neo_assets.definitions import defs
     from neo_assets.services.links.due import evaluate_links
 
     job = defs.resolve_job_def("links")
     out: list[dict[str, Any]] = []
-    for due in evaluate_links(ctxs, settings, runtime.get_ledger(settings)):
+    with open_ledger(settings) as ledger:
+        dues = evaluate_links(ctxs, settings, ledger)
+    for due in dues:
         if due.reason is None:
             continue
         result = job.execute_in_process(
@@ -304,40 +320,41 @@ def run_reconciliation(
     classify-only (no write of any kind); with it, the run re-stamps and, as the setting
     alone decides, reclaims. Returns one report per tenant, with its checks' verdicts."""
     from neo_assets.definitions import defs
-    from neo_assets.defs.reconcile import RECONCILE_JOB, TENANTS
+    from neo_assets.defs.reconcile import RECONCILE_JOB
 
     tenant_ids = [t.id for t in tenants.tenants if tenant is None or t.id == tenant]
-    known = set(instance.get_dynamic_partitions(TENANTS))
-    missing = [t for t in tenant_ids if t not in known]
-    if missing:
-        instance.add_dynamic_partitions(TENANTS, missing)
+    sync_partitions(instance, tenants)
     job = defs.resolve_job_def(RECONCILE_JOB)
-    reports: list[dict[str, Any]] = []
-    for tenant_id in tenant_ids:
-        result = job.execute_in_process(
-            instance=instance,
-            partition_key=tenant_id,
-            run_config={
-                **QUIET_CONSOLE,
-                "ops": {RECONCILE_ASSET: {"config": {"classify_only": not apply}}},
-            },
-            raise_on_error=False,
-            tags={"neo/tenant": tenant_id, "neo/launched-by": "cli"},
-        )
-        try:
-            report = dict(result.output_for_node(RECONCILE_ASSET))
-        except Exception:  # the asset step failed: report the run, not a plan
-            report = {
-                "tenantId": tenant_id,
-                "enabled": settings.reconcile.enabled,
-                "orphans": {},
-                "reclaimed": 0,
-                "skippedUnstamped": 0,
-                "error": _innermost_failure(result),
-            }
-        report.pop("reclaimedPaths", None)
-        report["checks"] = _checks(result)
-        report["runId"] = result.run_id
-        report["success"] = bool(result.success)
-        reports.append(report)
-    return reports
+    with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
+        return [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
+
+
+def _reconcile_one(
+    settings: Settings, instance: Any, job: Any, tenant_id: str, apply: bool
+) -> dict[str, Any]:
+    result = job.execute_in_process(
+        instance=instance,
+        partition_key=tenant_id,
+        run_config={
+            **QUIET_CONSOLE,
+            "ops": {RECONCILE_ASSET: {"config": {"classify_only": not apply}}},
+        },
+        raise_on_error=False,
+        tags={"neo/tenant": tenant_id, "neo/launched-by": "cli"},
+    )
+    try:
+        report = dict(result.output_for_node(RECONCILE_ASSET))
+    except Exception:  # the asset step failed: report the run, not a plan
+        report = {
+            "tenantId": tenant_id,
+            "enabled": settings.reconcile.enabled,
+            "orphans": {},
+            "reclaimed": 0,
+            "skippedUnstamped": 0,
+            "error": _innermost_failure(result),
+        }
+    report.pop("reclaimedPaths", None)
+    report["checks"] = _checks(result)
+    report["runId"] = result.run_id
+    report["success"] = bool(result.success)
+    return report

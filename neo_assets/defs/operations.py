@@ -16,7 +16,7 @@ from neo_assets.core.alerts import (
 )
 from neo_assets.defs.alert_events import read_pending
 from neo_assets.defs.jobs import sweep_job
-from neo_assets.defs.partitions import TENANT_REPOS
+from neo_assets.defs.partition_sync import sync_partitions
 from neo_assets.defs.resources import SettingsResource, TenantsResource
 from neo_assets.services.alerts.delivery import deliver_in_order
 from neo_assets.services.alerts.sinks import sink_from_settings
@@ -45,16 +45,13 @@ ALERT_READ_LIMIT = 100
 def forced_sweep_schedule(
     context: dg.ScheduleEvaluationContext, tenants: TenantsResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    ctxs = declared_repos(tenants.load())
+    tenants_file = tenants.load()
+    ctxs = declared_repos(tenants_file)
     if not ctxs:
         return dg.SkipReason("no repo is declared in the tenants file")
-    keys = [c.key for c in ctxs]
-    known = set(context.instance.get_dynamic_partitions(TENANT_REPOS))
-    missing = [k for k in keys if k not in known]
-    if missing:
-        # A schedule cannot return partition requests (a sensor can): register them here,
-        # as the CLI runner does, so every run request names a known partition.
-        context.instance.add_dynamic_partitions(TENANT_REPOS, missing)
+    # A schedule cannot return partition requests (a sensor can): they are synced here, as
+    # the CLI does, so every run request names a known partition.
+    sync_partitions(context.instance, tenants_file)
     when = context.scheduled_execution_time
     stamp = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
     return [

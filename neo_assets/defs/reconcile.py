@@ -21,6 +21,8 @@ from neo_assets.core.reconcile.trigger import (
 )
 from neo_assets.defs.jobs import sweep_job
 from neo_assets.defs.metadata import markdown_table
+from neo_assets.defs.partition_sync import partition_requests, sync_partitions
+from neo_assets.defs.partitions import tenants_partitions
 from neo_assets.defs.resources import (
     LedgerResource,
     SettingsResource,
@@ -31,8 +33,6 @@ from neo_assets.services.reconcile import checks
 from neo_assets.services.reconcile.tenant import reconcile_tenant
 
 OWNERS = ["team:knowledge-platform"]
-TENANTS = "tenants"
-tenants_partitions = dg.DynamicPartitionsDefinition(name=TENANTS)
 RECONCILE_JOB = "reconcile"
 NIGHTLY_CRON = "0 3 * * *"  # after the forced full sweep at 02:00 UTC
 # Sweep runs still to finish, for the after-sweeps sensor.
@@ -265,14 +265,6 @@ reconcile_job = dg.define_asset_job(
 )
 
 
-def _register(instance: dg.DagsterInstance, tenant_ids: list[str]) -> None:
-    # Sensors and schedules register the partitions they request, as the CLI does.
-    known = set(instance.get_dynamic_partitions(TENANTS))
-    missing = [t for t in tenant_ids if t not in known]
-    if missing:
-        instance.add_dynamic_partitions(TENANTS, missing)
-
-
 @dg.run_status_sensor(
     run_status=dg.DagsterRunStatus.SUCCESS,
     monitored_jobs=[sweep_job],
@@ -289,7 +281,7 @@ def _register(instance: dg.DagsterInstance, tenant_ids: list[str]) -> None:
 )
 def reconciliation_sensor(
     context: dg.RunStatusSensorContext, tenants: TenantsResource
-) -> dg.RunRequest | dg.SkipReason:
+) -> dg.SensorResult | dg.SkipReason:
     run = context.dagster_run
     tenant_id = tenant_of_sweep(run.tags.get("dagster/partition"))
     if tenant_id is None:
@@ -310,7 +302,8 @@ def reconciliation_sensor(
         ),
         run.run_id,
     )
-    declared = [t.id for t in tenants.load().tenants]
+    tenants_file = tenants.load()
+    declared = [t.id for t in tenants_file.tenants]
     key = after_sweep_run_key(
         tenant_id, latest, [r.tags.get("dagster/partition") for r in in_flight], declared
     )
@@ -318,11 +311,16 @@ def reconciliation_sensor(
         return dg.SkipReason(
             f"{tenant_id}: not declared, or another sweep of it is still in flight"
         )
-    _register(instance, [tenant_id])
-    return dg.RunRequest(
-        run_key=key,
-        partition_key=tenant_id,
-        tags={"neo/tenant": tenant_id, "neo/launched-by": "reconciliation_sensor"},
+    return dg.SensorResult(
+        run_requests=[
+            dg.RunRequest(
+                run_key=key,
+                partition_key=tenant_id,
+                tags={"neo/tenant": tenant_id, "neo/launched-by": "reconciliation_sensor"},
+            )
+        ],
+        # The tenant's partition, should the sweep sensor not have registered it yet.
+        dynamic_partitions_requests=partition_requests(instance, tenants_file),
     )
 
 
@@ -339,10 +337,12 @@ def reconciliation_sensor(
 def nightly_reconciliation_schedule(
     context: dg.ScheduleEvaluationContext, tenants: TenantsResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
-    tenant_ids = [t.id for t in tenants.load().tenants]
+    tenants_file = tenants.load()
+    tenant_ids = [t.id for t in tenants_file.tenants]
     if not tenant_ids:
         return dg.SkipReason("no tenant is declared in the tenants file")
-    _register(context.instance, tenant_ids)
+    # A schedule cannot return partition requests: the partitions are synced here.
+    sync_partitions(context.instance, tenants_file)
     when = context.scheduled_execution_time
     tick = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
     return [

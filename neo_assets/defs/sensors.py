@@ -1,4 +1,4 @@
-"""Sensors: register partitions from tenants.yaml and request sweeps of due repos only.
+"""Sensors: sync partitions with tenants.yaml and request sweeps of due repos only.
 
 A quiet knowledge base costs no runs: a tick where nothing moved requests nothing.
 """
@@ -9,7 +9,7 @@ import time
 import dagster as dg
 
 from neo_assets.defs.jobs import sweep_job
-from neo_assets.defs.partitions import TENANT_REPOS
+from neo_assets.defs.partition_sync import partition_requests
 from neo_assets.defs.resources import LedgerResource, SettingsResource, TenantsResource
 from neo_assets.services.sweep.due import declared_repos, evaluate
 
@@ -19,9 +19,11 @@ from neo_assets.services.sweep.due import declared_repos, evaluate
     minimum_interval_seconds=60,
     default_status=dg.DefaultSensorStatus.STOPPED,
     description=(
-        "Registers one partition per declared tenant repo and requests a sweep for each repo "
-        "that is due: its revision or declaration moved, its embedding generation changed, or "
-        "its deferral backoff elapsed. Requests nothing when nothing is due."
+        "Keeps one partition per declared tenant repo and per declared tenant (adding new "
+        "ones, removing retired ones; their runs stay in the history) and requests a sweep "
+        "for each repo that is due: its revision or declaration moved, its embedding "
+        "generation changed, or its deferral backoff elapsed. Requests nothing when nothing "
+        "is due."
     ),
 )
 def sweep_sensor(
@@ -31,10 +33,8 @@ def sweep_sensor(
     ledger: LedgerResource,
 ) -> dg.SensorResult:
     cfg = settings.load()
-    ctxs = declared_repos(tenants.load())
-    keys = [c.key for c in ctxs]
-    known = set(context.instance.get_dynamic_partitions(TENANT_REPOS))
-    new_keys = [k for k in keys if k not in known]
+    tenants_file = tenants.load()
+    ctxs = declared_repos(tenants_file)
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests = []
     for due in evaluate(ctxs, cfg, ledger.get(), time.time()):
@@ -50,8 +50,7 @@ def sweep_sensor(
         )
     return dg.SensorResult(
         run_requests=requests,
-        dynamic_partitions_requests=[dg.AddDynamicPartitionsRequest(TENANT_REPOS, new_keys)]
-        if new_keys
-        else [],
+        # Declared repos and tenants added, retired ones removed (their runs are kept).
+        dynamic_partitions_requests=partition_requests(context.instance, tenants_file),
         cursor=json.dumps(cursor, sort_keys=True),
     )

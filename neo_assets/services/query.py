@@ -3,10 +3,10 @@ where-filter is built from a validated tenant id, so it can only narrow."""
 
 from typing import Any
 
-from neo_assets import runtime
 from neo_assets.config.settings import Settings
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.services.handles import build_provider
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.links import neighbours
@@ -27,7 +27,7 @@ async def run_query(
     expand: bool = False,
     expand_per_hit: int = EXPAND_PER_HIT,
 ) -> dict[str, Any]:
-    provider = runtime.build_provider(settings)
+    provider = build_provider(settings)
     try:
         vectors = await provider.embed([text], CancelScope(label="query"), "query")
     finally:

@@ -7,7 +7,7 @@ instead of reaching for the network.
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,24 @@ def make_client(*, persist_dir: Path | None = None, url: str | None = None) -> A
     if persist_dir is None:
         raise ValueError("a persistent Chroma needs a directory (NEO_HOME)")
     persist_dir.mkdir(parents=True, exist_ok=True)
-    return chromadb.PersistentClient(path=str(persist_dir), settings=chroma_settings)
+    try:
+        return chromadb.PersistentClient(path=str(persist_dir), settings=chroma_settings)
+    except Exception:
+        _forget_unstarted_system(str(persist_dir))
+        raise
+
+
+def _forget_unstarted_system(identifier: str) -> None:
+    """Chroma (1.5) registers a directory's system before starting it and keeps it when the
+    start fails (a read-only directory): every later client of that directory in the process
+    then fails on the half-built system (``no attribute 'bindings'``), even once the
+    directory is writable again. Forgotten here while no client holds it, so the next open
+    starts afresh."""
+    from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
+
+    with SharedSystemClient._refcount_lock:  # noqa: SLF001 - no public way to undo this
+        if not SharedSystemClient._identifier_to_refcount.get(identifier):  # noqa: SLF001
+            SharedSystemClient._identifier_to_system.pop(identifier, None)  # noqa: SLF001
 
 
 @dataclass
@@ -97,6 +114,7 @@ class ChromaStore:
     # Before each embedded add, wait for the process's other threads to go idle
     # (concurrency/idle_gap.py); None for a server, whose add does not hold our GIL.
     gil_gap: GilGap | None = None
+    closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
         self._pin_threads()
@@ -110,6 +128,18 @@ class ChromaStore:
     def _pin_threads(self) -> None:
         if self.pin_core is not None:
             pin_chroma_threads(self.pin_core)
+
+    def close(self) -> None:
+        """Release the client: a persistent Chroma's files are closed when the last client
+        of its directory in this process closes (Chroma counts them). Idempotent."""
+        self.client.close()
+        self.closed = True
+
+    def __enter__(self) -> "ChromaStore":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
 
     @property
     def max_batch(self) -> int:

@@ -146,10 +146,12 @@ class DeclaredChunk(NamedTuple):
 
 
 class Ledger:
-    """Durable state, one engine per process. Construct with ``Ledger.open(url)``."""
+    """Durable state behind one engine. Construct with ``Ledger.open(url)``; whoever opens
+    it disposes of it (``with Ledger.open(url) as ledger:`` does)."""
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self.closed = False
 
     @classmethod
     def open(cls, url: str) -> "Ledger":
@@ -158,7 +160,15 @@ class Ledger:
         return cls(engine)
 
     def dispose(self) -> None:
+        """Close the engine's pooled connections (a SQLite file is then no longer open)."""
         self.engine.dispose()
+        self.closed = True
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.dispose()
 
     # ------------------------------------------------------------------ config versions
     def config_version(self, tenant_id: str, digest: str, now: float, *, tries: int = 20) -> int:

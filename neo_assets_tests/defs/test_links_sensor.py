@@ -6,13 +6,13 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import QUIET_CONSOLE, run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.defs.links import links_sensor
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
+from neo_assets.services.handles import open_ledger
 from neo_assets.store.links import link_set
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -50,7 +50,8 @@ def _tick(instance) -> list[dg.RunRequest]:
 
 
 def _stored():
-    return link_set(runtime.get_ledger(load_settings()), "acme", "widgets")
+    with open_ledger(load_settings()) as ledger:
+        return link_set(ledger, "acme", "widgets")
 
 
 def test_a_sweep_leaves_links_to_their_own_run_requested_once(env) -> None:

@@ -8,6 +8,7 @@ import pytest
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
 from neo_assets.defs.sensors import sweep_sensor
@@ -33,8 +34,7 @@ def _tick(instance, cursor):
         instance=instance, cursor=cursor, resources=default_resources()
     ) as ctx:
         result = sweep_sensor(ctx)
-    for req in result.dynamic_partitions_requests:
-        instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
+    apply_requests(instance, result.dynamic_partitions_requests)  # as the daemon does
     return result
 
 

@@ -22,7 +22,6 @@ import dagster as dg
 import httpx
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -76,7 +75,6 @@ def _sweep_once(env: dict[str, str]) -> None:
                 mp.delenv(name)
         for name in ("NEO_HOME", "DAGSTER_HOME", "NEO_TENANTS_FILE"):
             mp.setenv(name, env[name])
-        runtime.reset_caches()
         instance = dg.DagsterInstance.local_temp(env["DAGSTER_HOME"])
         try:
             results = run_sweeps(
@@ -84,7 +82,6 @@ def _sweep_once(env: dict[str, str]) -> None:
             )
         finally:
             instance.dispose()
-            runtime.reset_caches()
     assert [r["outcome"] for r in results] == ["complete"], results
 
 

@@ -2,8 +2,9 @@
 the persisted state from the test process without sharing Chroma with a child.
 
 The embedded Chroma is one process's at a time: a client keeps segments in memory, so
-the test process drops its client (``release_store``) before a child process writes, and
-opens a fresh one after (``open_state``).
+the test process closes its view (``release_store``) before a child process writes, and
+opens a fresh one after (``open_state``). A drill holds at most one view at a time:
+opening one closes the one before.
 """
 
 import json
@@ -15,10 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chromadb.api.shared_system_client import SharedSystemClient
-
-from neo_assets import runtime
 from neo_assets.config.settings import Settings, load_settings
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 
@@ -27,9 +26,10 @@ QUIET = {"ANONYMIZED_TELEMETRY": "False", "DAGSTER_DISABLE_TELEMETRY": "1", "NO_
 
 
 def release_store() -> None:
-    """Forget every cached store, ledger and Chroma system of this process."""
-    runtime.reset_caches()
-    SharedSystemClient.clear_system_cache()
+    """Close the drill's view of its home: with the last client of a directory closed,
+    Chroma stops its system, and the next open reads what is on disk."""
+    while _views:
+        _views.pop().close()
 
 
 def child_env(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -84,9 +84,20 @@ class State:
     store: ChromaStore
     ledger: Ledger
 
+    def close(self) -> None:
+        self.store.close()
+        self.ledger.dispose()
+
+
+# The view ``open_state`` opened last, until ``release_store`` closes it.
+_views: list[State] = []
+
 
 def open_state(home: Path, **overrides: Any) -> State:
-    """Fresh handles on what a child persisted under ``home`` (no stale Chroma segment)."""
+    """Fresh handles on what a child persisted under ``home`` (no stale Chroma segment),
+    open until the next ``release_store`` or ``open_state``."""
     release_store()
     settings = load_settings(home=home, **overrides)
-    return State(settings, runtime.get_store(settings), runtime.get_ledger(settings))
+    state = State(settings, open_store(settings), open_ledger(settings))
+    _views.append(state)
+    return state

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from neo_assets import runtime
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.services.handles import build_provider
 from neo_assets.services.health.freezing import unfreeze
 from neo_assets.services.reconcile.tenant import reconcile_tenant
 from neo_assets.services.sweep.steps import (
@@ -40,6 +40,7 @@ from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 REPOS = ("acme/alpha", "acme/beta", "globex/gamma")
@@ -151,6 +152,7 @@ class World:
         self.owners: dict[str, set[str]] = {"acme": {"alpha", "beta"}, "globex": {"gamma"}}
         self.fault = "healthy"
         self.instance: Any = None
+        self.kb = KbHandles()  # the world's store and ledger, closed by ``close``
         self.write_tenants()
         for key in REPOS:  # every repo starts with one file, committed
             self.write_file(key, "a.txt", "plain", 0)
@@ -169,6 +171,7 @@ class World:
     def close(self) -> None:
         if self.instance is not None:
             self.instance.dispose()
+        self.kb.close()
         release_store()
         shutil.rmtree(self.root, ignore_errors=True)
 
@@ -276,8 +279,7 @@ class World:
         repo = self.repos[key]
         ctx = self.context(key)
         settings = self.settings()
-        ledger = runtime.get_ledger(settings)
-        store = runtime.get_store(settings)
+        ledger, store = self.kb.ledger, self.kb.store
         now = self.now()
         envelope = envelope_step(ctx, settings, ledger, now)
         if ending == "crash-after-envelope":
@@ -312,7 +314,7 @@ class World:
             envelope,
             chunks,
             EmbedContext(
-                provider=runtime.build_provider(settings),
+                provider=build_provider(settings),
                 cancel_scope=scope,
                 clock=self.now,
                 progress=progress,
@@ -354,8 +356,8 @@ class World:
             settings,
             self.tenants(),
             tenant,
-            runtime.get_store(settings),
-            runtime.get_ledger(settings),
+            self.kb.store,
+            self.kb.ledger,
             write=write,
         )
         return outcome.report
@@ -363,9 +365,7 @@ class World:
     def unfreeze(self) -> bool:
         """An operator lifts the write path's freeze; True when one was lifted."""
         settings = self.settings()
-        _, lifted = unfreeze(
-            runtime.get_ledger(settings), settings.store.collection_name, time.time()
-        )
+        _, lifted = unfreeze(self.kb.ledger, settings.store.collection_name, time.time())
         return lifted is not None
 
     def expected_declared(self, key: str) -> set[str]:

@@ -30,10 +30,10 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from neo_assets import runtime
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
+from neo_assets.services.handles import build_provider
 from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,
@@ -52,6 +52,7 @@ from neo_assets_tests.drills.harness import (
 )
 from neo_assets_tests.drills.invariants import read_rows, snapshot, stamp_problems
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 HEALTHY = """\
@@ -599,10 +600,9 @@ def test_broken_repositories_fail_with_their_code_and_exit_1(corpus: Corpus) -> 
 
 
 # ------------------------------------------------------------------ files vanishing mid-read
-def _steps(ctx: RepoContext, now: float) -> dict[str, Any]:
+def _steps(kb: KbHandles, ctx: RepoContext, now: float) -> dict[str, Any]:
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
-    store = runtime.get_store(settings)
+    ledger, store = kb.ledger, kb.store
     envelope = envelope_step(ctx, settings, ledger, now)
     chunks = chunk_step(ctx, settings, ledger, envelope, now)
     summary = embed_step(
@@ -612,7 +612,7 @@ def _steps(ctx: RepoContext, now: float) -> dict[str, Any]:
         ledger,
         envelope,
         chunks,
-        EmbedContext(provider=runtime.build_provider(settings)),
+        EmbedContext(provider=build_provider(settings)),
     )
     return census_step(ctx, settings, ledger, envelope, summary, now)
 
@@ -623,7 +623,7 @@ def _contexts(tenants_path: Path) -> dict[str, RepoContext]:
 
 
 def test_files_that_vanish_or_churn_mid_read_fail_the_read_never_the_rows(
-    neo_home: Path, tmp_path: Path
+    kb: KbHandles, tmp_path: Path
 ) -> None:
     healthy = GitRepo(tmp_path / "healthy")
     healthy.write("h.py", "def h():\n    return 1\n")
@@ -637,9 +637,9 @@ def test_files_that_vanish_or_churn_mid_read_fail_the_read_never_the_rows(
         {"acme": [repo_entry("healthy", healthy.path)], "churner": [repo_entry("churn", churn)]},
     )
     ctxs = _contexts(tenants_path)
-    assert _steps(ctxs["acme/healthy"], 1_700_000_000.0)["outcome"] == codes.OUTCOME_COMPLETE
+    assert _steps(kb, ctxs["acme/healthy"], 1_700_000_000.0)["outcome"] == codes.OUTCOME_COMPLETE
     settings = load_settings()
-    store, ledger = runtime.get_store(settings), runtime.get_ledger(settings)
+    store, ledger = kb.store, kb.ledger
     baseline = snapshot(read_rows(store), "acme")
 
     # 1. A file vanishes between the envelope and the read: the read fails with its code,
@@ -681,7 +681,7 @@ def test_files_that_vanish_or_churn_mid_read_fail_the_read_never_the_rows(
     try:
         for n in range(8):
             try:
-                outcomes.append(_steps(ctx, 1_700_000_200.0 + n)["outcome"])
+                outcomes.append(_steps(kb, ctx, 1_700_000_200.0 + n)["outcome"])
             except SourceError as exc:
                 assert exc.code == codes.SOURCE_UNREADABLE, exc
                 outcomes.append(exc.code)
@@ -692,7 +692,7 @@ def test_files_that_vanish_or_churn_mid_read_fail_the_read_never_the_rows(
     assert set(outcomes) <= {codes.OUTCOME_COMPLETE, codes.SOURCE_UNREADABLE}, outcomes
 
     # Once the tree is still, the next sweep completes with every declared id present.
-    assert _steps(ctx, 1_700_000_300.0)["outcome"] == codes.OUTCOME_COMPLETE
+    assert _steps(kb, ctx, 1_700_000_300.0)["outcome"] == codes.OUTCOME_COMPLETE
     declared = {c.chunk_id for c in ledger.declared_chunks("churner", "churn")}
     rows = read_rows(store)
     assert declared and declared <= set(rows)

@@ -34,7 +34,6 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from neo_assets import runtime
 from neo_assets.core import codes
 from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.drills.harness import release_store
@@ -121,10 +120,10 @@ class Simulation(RuleBasedStateMachine):
 
     # ------------------------------------------------------------------ helpers
     def rows(self) -> dict:
-        return read_rows(runtime.get_store(self.world.settings()))
+        return read_rows(self.world.kb.store)
 
     def ledger(self):  # noqa: ANN201
-        return runtime.get_ledger(self.world.settings())
+        return self.world.kb.ledger
 
     def others(self, tenant: str) -> dict[str, dict]:
         rows = self.rows()

@@ -32,11 +32,11 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
@@ -84,8 +84,10 @@ class Site:
         return result
 
     def rows(self) -> dict:
+        """What is on disk, through a client of its own (closed before it returns)."""
         release_store()
-        return read_rows(runtime.get_store(load_settings()))
+        with open_store(load_settings()) as store:
+            return read_rows(store)
 
 
 @pytest.fixture
@@ -149,44 +151,51 @@ def _assert_deferred_and_nothing_lost(result: dict) -> None:
     assert result["contentPoisonChunks"] == {"count": 0, "ids": []}
     assert result["undeliverableChunks"] == {"count": 0, "ids": []}
     settings = load_settings()
-    ledger = runtime.get_ledger(settings)
     generation = settings_generation(settings)
-    assert ledger.fences(TENANT, SLUG, generation) == []
-    assert ledger.strikes(TENANT, SLUG, generation) == []
-    state = ledger.repo_state(TENANT, SLUG)
+    with open_ledger(settings) as ledger:
+        assert ledger.fences(TENANT, SLUG, generation) == []
+        assert ledger.strikes(TENANT, SLUG, generation) == []
+        state = ledger.repo_state(TENANT, SLUG)
     assert state["last_outcome"] == codes.OUTCOME_DEFERRED
     assert state["last_ingested_rev"] is None  # the checkpoint did not move
 
 
 def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], None]) -> None:
-    watcher = _fault_when_embedding(site, break_store)
+    # The process has its store open from before the fault to after the repair, as a
+    # long-lived process does (each sweep run's client shares its Chroma system): one
+    # opening Chroma afresh on a read-only directory cannot open it at all.
+    held = open_store(load_settings())
     try:
-        first = site.sweep()
-    finally:
-        watcher.join(timeout=240)
-    try:
-        _assert_deferred_and_nothing_lost(first)
-        written = first["counts"]["embedded"]
-        assert 0 < written < first["counts"]["chunks"], first["counts"]
-        # Still broken: another sweep defers the same way and changes nothing.
-        again = site.sweep()
-        _assert_deferred_and_nothing_lost(again)
-        assert again["counts"]["already_present"] >= written
-    finally:
-        repair()
+        watcher = _fault_when_embedding(site, break_store)
+        try:
+            first = site.sweep()
+        finally:
+            watcher.join(timeout=240)
+        try:
+            _assert_deferred_and_nothing_lost(first)
+            written = first["counts"]["embedded"]
+            assert 0 < written < first["counts"]["chunks"], first["counts"]
+            # Still broken: another sweep defers the same way and changes nothing.
+            again = site.sweep()
+            _assert_deferred_and_nothing_lost(again)
+            assert again["counts"]["already_present"] >= written
+        finally:
+            repair()
 
-    # The same process (its cached Chroma client saw the failures) carries on once repaired.
-    last = site.sweep()
+        # The same process (its Chroma system saw the failures) carries on once repaired.
+        last = site.sweep()
+    finally:
+        held.close()
     assert last["outcome"] == codes.OUTCOME_COMPLETE, (site.seconds, last.get("errors"), last)
     rows = site.rows()  # a fresh client: what is on disk
-    ledger = runtime.get_ledger(load_settings())
-    declared = {c.chunk_id for c in ledger.declared_chunks(TENANT, SLUG)}
-    assert repo_ids(rows, TENANT, SLUG) == declared and len(declared) == 320
-    assert last["counts"]["already_present"] >= written
-    assert runtime.get_store(load_settings()).count() == len(declared)  # each id once
-    assert ledger.repo_state(TENANT, SLUG)["last_ingested_rev"] == site.repo.head()
-    problems = stamp_problems(rows.values()) + fence_evidence_problems(ledger)
-    problems += census_problems(ledger, TENANT, SLUG)
+    with open_ledger(load_settings()) as ledger, open_store(load_settings()) as store:
+        declared = {c.chunk_id for c in ledger.declared_chunks(TENANT, SLUG)}
+        assert repo_ids(rows, TENANT, SLUG) == declared and len(declared) == 320
+        assert last["counts"]["already_present"] >= written
+        assert store.count() == len(declared)  # each id once
+        assert ledger.repo_state(TENANT, SLUG)["last_ingested_rev"] == site.repo.head()
+        problems = stamp_problems(rows.values()) + fence_evidence_problems(ledger)
+        problems += census_problems(ledger, TENANT, SLUG)
     assert not problems, problems
 
 

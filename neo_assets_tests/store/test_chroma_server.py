@@ -11,7 +11,6 @@ import dagster as dg
 import pytest
 from chromadb.config import Settings as ChromaSettings
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -20,6 +19,7 @@ from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.services.query import run_query
 from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.servers import ChromaServer, chroma_server_or_skip
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
@@ -44,7 +44,7 @@ def many_functions(n_files: int, per_file: int) -> dict[str, str]:
 
 
 def direct_collection(server: ChromaServer) -> chromadb.api.models.Collection.Collection:
-    """The collection through a client of our own (not the project's cached one)."""
+    """The collection through a plain chromadb client (not the project's ChromaStore)."""
     client = chromadb.HttpClient(
         host="127.0.0.1", port=server.port, settings=ChromaSettings(anonymized_telemetry=False)
     )
@@ -55,9 +55,7 @@ def direct_collection(server: ChromaServer) -> chromadb.api.models.Collection.Co
 def chroma(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     with chroma_server_or_skip(tmp_path / "chroma-server") as server:
         monkeypatch.setenv("NEO_CHROMA_URL", server.url)
-        runtime.reset_caches()
         yield server
-        runtime.reset_caches()
 
 
 @pytest.fixture
@@ -74,7 +72,7 @@ def sweep(tenants_path: Path, instance: dg.DagsterInstance, **kw) -> dict[str, d
 
 
 def test_sweep_query_and_restart_on_a_chroma_server(
-    chroma: ChromaServer, neo_home: Path, tmp_path: Path, instance, monkeypatch
+    chroma: ChromaServer, neo_home: Path, tmp_path: Path, instance, monkeypatch, kb: KbHandles
 ) -> None:
     a = make_repo(
         tmp_path / "widgets",
@@ -97,14 +95,14 @@ def test_sweep_query_and_restart_on_a_chroma_server(
     }
     # The rows are on the server (seen by a client of our own), not in a local directory.
     assert not (neo_home / "chroma").exists()
-    ledger = runtime.get_ledger(load_settings())
+    ledger = kb.ledger
     declared = {c.chunk_id for c in ledger.declared_chunks("acme", "widgets")}
     declared |= {c.chunk_id for c in ledger.declared_chunks("globex", "tools")}
     col = direct_collection(chroma)
     assert set(col.get(include=[])["ids"]) == declared and col.count() == len(declared)
 
     settings = load_settings()
-    store = runtime.get_store(settings)
+    store = kb.store
     # One core for embedded Chroma's threads is on by default; a server's are its own.
     assert settings.store.chroma_one_core and store.pin_core is None
     answer = asyncio.run(
@@ -143,7 +141,7 @@ def test_sweep_query_and_restart_on_a_chroma_server(
     assert {r["id"] for r in store.tenant_rows("globex")} == globex_before
     declared = remaining
 
-    # A clean restart of the server keeps every row; the project's cached client carries on.
+    # A clean restart of the server keeps every row; the test's open client carries on.
     chroma.stop()
     assert not chroma.alive()
     chroma.start()
@@ -152,7 +150,7 @@ def test_sweep_query_and_restart_on_a_chroma_server(
 
 
 def test_server_crash_mid_sweep_defers_then_next_sweep_completes(
-    chroma: ChromaServer, tmp_path: Path, instance, monkeypatch
+    chroma: ChromaServer, tmp_path: Path, instance, monkeypatch, kb: KbHandles
 ) -> None:
     # Enough small batches that the sweep is still writing when the server dies.
     repo = make_repo(tmp_path / "big", many_functions(n_files=40, per_file=20))
@@ -185,7 +183,7 @@ def test_server_crash_mid_sweep_defers_then_next_sweep_completes(
     watcher.join(timeout=120)
     assert crashed.is_set() and chroma.alive()
 
-    ledger = runtime.get_ledger(load_settings())
+    ledger = kb.ledger
     declared = {c.chunk_id for c in ledger.declared_chunks("acme", "big")}
     assert len(declared) == 800
     # A store that died is a write failure: deferred with its code, no fence, no strike

@@ -1,5 +1,8 @@
 """The Chroma adapter against a real PersistentClient."""
 
+import os
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +155,31 @@ def test_ids_where_lists_every_matching_row_across_pages(tmp_path: Path) -> None
     assert store.ids_where(where, page=3) == {ids[i] for i in range(12) if i % 3}
     assert store.count_where(where, page=3) == 8
     assert store.ids_where({"tenantId": {"$eq": "b"}}) == set()
+
+
+def _immutable_flag_works(probe: Path) -> bool:
+    if os.geteuid() != 0 or shutil.which("chattr") is None:
+        return False
+    probe.write_text("x")
+    if subprocess.run(["chattr", "+i", str(probe)], capture_output=True).returncode != 0:
+        return False
+    subprocess.run(["chattr", "-i", str(probe)], check=True)
+    return True
+
+
+def test_a_failed_open_does_not_spoil_the_next_open_in_the_process(tmp_path: Path) -> None:
+    """Chroma keeps a directory's half-started system when opening fails (a read-only
+    directory); once the directory is writable again, a new open must work."""
+    if not _immutable_flag_works(tmp_path / "probe"):
+        pytest.skip("needs root, chattr and a filesystem with the immutable flag")
+    with _store(tmp_path) as store:
+        store.add(["a"], _vec(1), ["doc a"], [{"tenantId": "t"}])
+    chroma = tmp_path / "chroma"
+    subprocess.run(["chattr", "-R", "+i", str(chroma)], check=True)
+    try:
+        with pytest.raises(Exception, match="readonly"):
+            _store(tmp_path)
+    finally:
+        subprocess.run(["chattr", "-R", "-i", str(chroma)], check=True)
+    with _store(tmp_path) as store:
+        assert store.present_ids(["a"]) == {"a"}

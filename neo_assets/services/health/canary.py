@@ -25,28 +25,20 @@ from neo_assets.core.health.canary import (
 )
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.services.health.probe import (
-    CANARY_DEADLINE_LEAF,
-    build_probe_provider,
-    probe_and_close,
-)
+from neo_assets.services.handles import build_provider, open_ledger
+from neo_assets.services.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
 from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
 
 @contextmanager
 def ledger_for(settings: Settings, ledger: Ledger | None) -> Iterator[Ledger]:
-    """``ledger`` when given; else one opened for this call and disposed after it (not
-    ``runtime.get_ledger``: that module imports the Chroma client, which a probe never
-    needs, and the CLI canary stays quick to start)."""
+    """``ledger`` when given; else one opened for this call and disposed after it."""
     if ledger is not None:
         yield ledger
         return
-    own = Ledger.open(settings.store.resolved_ledger_url)
-    try:
+    with open_ledger(settings) as own:
         yield own
-    finally:
-        own.dispose()
 
 
 def canary_policy(settings: Settings) -> CanaryPolicy:
@@ -86,7 +78,7 @@ async def canary_async(
 ) -> CanaryResult:
     """Serve the latest record when it answers for now (``core.canary.reusable``),
     else probe once and record the result (committed before it is returned)."""
-    provider = build_probe_provider(settings)
+    provider = build_provider(settings)
     identity = provider_identity(settings, provider)
     policy = canary_policy(settings)
     latest = store.latest_canary(ledger)

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from neo_assets.config.settings import Settings, load_settings
+from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.core.health.canary import CANARY_TEXT, ProbeOutcome, VectorFacts
 from neo_assets.embedding.cancel import CancelScope
@@ -31,21 +31,6 @@ DeadlineLeaf = Literal["canary_timeout_ms", "recovery_freeze_reprobe_timeout_ms"
 CANARY_DEADLINE_LEAF: DeadlineLeaf = "canary_timeout_ms"
 REPROBE_DEADLINE_LEAF: DeadlineLeaf = "recovery_freeze_reprobe_timeout_ms"
 _MAX_LABEL = 120
-
-
-def build_probe_provider(settings: Settings) -> EmbeddingProvider:
-    """A fresh provider for one probe: ``runtime.build_provider`` without importing the
-    Chroma client with it (a probe needs none, and the CLI canary stays quick to start)."""
-    from neo_assets.embedding.factory import build_provider  # noqa: PLC0415
-
-    return build_provider(
-        settings.embedding.provider,
-        base_url=settings.embedding.base_url,
-        model=settings.embedding.model,
-        api_key=settings.embedding.api_key,
-        dimensions=settings.embedding.dimensions,
-        request_timeout_ms=settings.embedding.request_timeout_ms,
-    )
 
 
 def read_deadline_ms(leaf: DeadlineLeaf) -> int:

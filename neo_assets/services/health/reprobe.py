@@ -33,13 +33,10 @@ from neo_assets.core.health.freeze import (
     settle_reprobe,
 )
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.services.handles import build_provider
 from neo_assets.services.health.canary import ledger_for
 from neo_assets.services.health.freezing import freeze_policy
-from neo_assets.services.health.probe import (
-    REPROBE_DEADLINE_LEAF,
-    build_probe_provider,
-    probe_and_close,
-)
+from neo_assets.services.health.probe import REPROBE_DEADLINE_LEAF, probe_and_close
 from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
@@ -92,7 +89,7 @@ async def reprobe_async(
     if not store.write_freeze(ledger, claimed, record.version):
         return ReprobeReport(DECISION_RACED, False, False, store.freeze_record(ledger, collection))
     outcome = await probe_and_close(
-        build_probe_provider(settings),
+        build_provider(settings),
         deadline_leaf=REPROBE_DEADLINE_LEAF,
         operation_label=f"{REPROBE_OPERATION_LABEL}:attempt-{claimed.attempts}",
         upstream=upstream,

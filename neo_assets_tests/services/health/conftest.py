@@ -2,16 +2,16 @@
 whose provider is that server (OpenAI-compatible, 32 dimensions)."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from neo_assets import runtime
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.store.ledger import Ledger
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
+from neo_assets_tests.kb_handles import KbHandles
 
 DIM = 32
 server_package = fault_server_fixture(scope="package", dimensions=DIM)
@@ -31,6 +31,7 @@ class HealthEnv:
     home: Path
     srv: FaultServerSupervisor
     monkeypatch: pytest.MonkeyPatch
+    kb: KbHandles = field(default_factory=KbHandles)  # closed by the fixture
 
     def set(self, **leaves: object) -> None:
         """Set NEO_* leaves in the environment (``canary_timeout_ms=300``)."""
@@ -43,7 +44,7 @@ class HealthEnv:
 
     @property
     def ledger(self) -> Ledger:
-        return runtime.get_ledger(load_settings())
+        return self.kb.ledger
 
     def requests(self) -> int:
         return int(self.srv.stats().get("requests_received", 0))
@@ -58,7 +59,9 @@ class HealthEnv:
 
 
 @pytest.fixture
-def env(neo_home: Path, srv: FaultServerSupervisor, monkeypatch: pytest.MonkeyPatch) -> HealthEnv:
+def env(
+    neo_home: Path, srv: FaultServerSupervisor, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[HealthEnv]:
     health = HealthEnv(home=neo_home, srv=srv, monkeypatch=monkeypatch)
     health.set(
         embedding_provider="openai_compatible",
@@ -66,4 +69,5 @@ def env(neo_home: Path, srv: FaultServerSupervisor, monkeypatch: pytest.MonkeyPa
         embedding_model="fake-embedder",
         embedding_dimensions=DIM,
     )
-    return health
+    yield health
+    health.kb.close()

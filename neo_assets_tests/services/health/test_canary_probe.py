@@ -154,9 +154,7 @@ def test_the_canary_ends_a_recovery_episode(env: HealthEnv, tmp_path: Path) -> N
     assert healthy.record.healthy
     assert evaluate(ctxs, settings, ledger, time.time())[0].reason == DUE_RECOVERY_HEALTHY
     # The snapshot shows the canary record.
-    from neo_assets import runtime
-
-    snap = build_status(settings, load_tenants(tenants_file), ledger, runtime.get_store(settings))
+    snap = build_status(settings, load_tenants(tenants_file), ledger, env.kb.store)
     assert snap["canary"]["healthy"] is True and snap["freeze"] is None
     assert snap["repos"][0]["repoSlug"] == "w"
 

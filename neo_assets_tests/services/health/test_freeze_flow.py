@@ -21,7 +21,6 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from neo_assets import runtime
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
@@ -347,7 +346,7 @@ def test_a_switched_dimension_freezes_sweeps_until_a_due_reprobe_lifts_it(
     instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"))
     settings = load_settings()
     tenants = load_tenants(tenants_file)
-    chroma = runtime.get_store(settings)
+    chroma = env.kb.store
 
     def sweep() -> dict[str, Any]:
         (result,) = run_sweeps(settings, tenants, instance)

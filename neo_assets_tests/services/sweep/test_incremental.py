@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets import runtime
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.embedding.providers.hashing import HashingProvider
@@ -21,6 +20,7 @@ from neo_assets.services.sweep.steps import (
 from neo_assets.sources import git_reader
 from neo_assets.store.ledger import Ledger
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 
@@ -34,7 +34,7 @@ def _files(n: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def env(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def env(kb: KbHandles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     repo = GitRepo(tmp_path / "r")
     for rel, text in _files(30).items():
         repo.write(rel, text)
@@ -51,7 +51,7 @@ def env(neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         return original(self, oid)
 
     monkeypatch.setattr(git_reader._CatFile, "_answer", counting_answer)
-    return {"repo": repo, "tenants": tenants, "reads": reads, "tmp": tmp_path}
+    return {"repo": repo, "tenants": tenants, "reads": reads, "tmp": tmp_path, "kb": kb}
 
 
 def _ctx(tenants_path: Path) -> RepoContext:
@@ -59,10 +59,10 @@ def _ctx(tenants_path: Path) -> RepoContext:
     return RepoContext(tenant=t, repo=t.repos[0])
 
 
-def _sweep(ctx: RepoContext, ledger: Ledger | None = None) -> dict:
+def _sweep(kb: KbHandles, ctx: RepoContext, ledger: Ledger | None = None) -> dict:
     settings = load_settings()
-    ledger = ledger or runtime.get_ledger(settings)
-    store = runtime.get_store(settings)
+    ledger = ledger or kb.ledger
+    store = kb.store
     now = time.time()
     env = envelope_step(ctx, settings, ledger, now)
     chunks = chunk_step(ctx, settings, ledger, env, now)
@@ -75,7 +75,7 @@ def _sweep(ctx: RepoContext, ledger: Ledger | None = None) -> dict:
 
 def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
     ctx = _ctx(env["tenants"])
-    first = _sweep(ctx)
+    first = _sweep(env["kb"], ctx)
     assert first["chunks"].attrs["parsed_paths"] == 30
     # Every blob read once: the envelope classifies it and keeps the text blobs for the
     # chunk stage, which asks git for nothing more (30 files and a binary one).
@@ -84,7 +84,7 @@ def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
 
     env["repo"].write("pkg/mod_007.py", "def handler_7(x):\n    return x * 7\n")
     env["repo"].commit("change one", when=1_700_000_500)
-    second = _sweep(ctx)
+    second = _sweep(env["kb"], ctx)
     assert second["chunks"].attrs["parsed_paths"] == 1
     assert second["chunks"].attrs["reused_paths"] == 29
     assert len(env["reads"]) == 1  # the new blob, read once to classify and parse it
@@ -94,9 +94,9 @@ def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
 
 def test_forced_unchanged_sweep_reads_and_parses_nothing(env) -> None:
     ctx = _ctx(env["tenants"])
-    _sweep(ctx)
+    _sweep(env["kb"], ctx)
     env["reads"].clear()
-    again = _sweep(ctx)
+    again = _sweep(env["kb"], ctx)
     assert env["reads"] == []
     assert again["chunks"].attrs["parsed_paths"] == 0
     assert again["summary"]["counts"]["embedded"] == 0
@@ -104,14 +104,14 @@ def test_forced_unchanged_sweep_reads_and_parses_nothing(env) -> None:
 
 def test_incremental_generation_equals_a_full_rebuild(env) -> None:
     ctx = _ctx(env["tenants"])
-    _sweep(ctx)
+    _sweep(env["kb"], ctx)
     repo = env["repo"]
     repo.write("pkg/mod_001.py", "def changed():\n    return 1\n")
     repo.remove("pkg/mod_002.py")
     repo.write("pkg/new.py", "def fresh():\n    return 2\n")
     repo.commit("mixed", when=1_700_001_000)
-    _sweep(ctx)
-    ledger = runtime.get_ledger(load_settings())
+    _sweep(env["kb"], ctx)
+    ledger = env["kb"].ledger
     incremental = sorted(
         (c.chunk_id, c.source_path, c.kind, c.name) for c in ledger.declared_chunks("acme", "w")
     )
@@ -138,20 +138,20 @@ def _envelope_rows(ledger: Ledger) -> list[tuple]:
 
 def test_parser_bump_reparses_everything(env, tmp_path: Path) -> None:
     ctx = _ctx(env["tenants"])
-    _sweep(ctx)
+    _sweep(env["kb"], ctx)
     write_tenants(env["tenants"], {"acme": [repo_entry("w", env["repo"].path, version="1.1.0")]})
-    bumped = _sweep(_ctx(env["tenants"]))
+    bumped = _sweep(env["kb"], _ctx(env["tenants"]))
     assert bumped["chunks"].attrs["parsed_paths"] == 30
     assert bumped["summary"]["counts"]["embedded"] == len(bumped["chunks"])
 
 
 def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
     ctx = _ctx(env["tenants"])
-    _sweep(ctx)
-    store = runtime.get_store(load_settings())
+    _sweep(env["kb"], ctx)
+    store = env["kb"].store
     victims = [r["id"] for r in store.tenant_rows("acme")][:3]
     store.delete_ids(victims)  # as if an earlier sweep never finished writing them
-    again = _sweep(ctx)
+    again = _sweep(env["kb"], ctx)
     assert again["chunks"].attrs["parsed_paths"] == 0
     assert again["summary"]["counts"]["embedded"] == 3
     assert store.present_ids(victims) == set(victims)

@@ -1,0 +1,60 @@
+"""The dynamic partitions brought to the tenants file: the declared repos and tenants
+added, the retired ones removed (core/ids/partition_changes.py is the rule).
+
+Every evaluation that requests partitioned runs syncs first, so each request names a
+partition that exists: a sensor returns the changes as requests (the daemon applies them,
+and the tick's history lists them); a schedule cannot return them and the CLI has no
+daemon, so both apply them to the instance (``sync_partitions``).
+"""
+
+import dagster as dg
+
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.ids.partition_changes import (
+    partition_changes,
+    repo_partition_keys,
+    tenant_partition_keys,
+)
+from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
+
+PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
+
+
+def declared_partitions(tenants: TenantsFile) -> dict[str, list[str]]:
+    """Each dynamic partitions definition's declared keys."""
+    declaration = [(t.id, [r.slug for r in t.repos]) for t in tenants.tenants]
+    return {
+        TENANT_REPOS: repo_partition_keys(declaration),
+        TENANTS: tenant_partition_keys(declaration),
+    }
+
+
+def partition_requests(
+    instance: dg.DagsterInstance, tenants: TenantsFile
+) -> list[PartitionRequest]:
+    """What brings the instance's partitions to ``tenants``: adds, then removals."""
+    requests: list[PartitionRequest] = []
+    for name, declared in declared_partitions(tenants).items():
+        changes = partition_changes(declared, instance.get_dynamic_partitions(name))
+        if changes.add:
+            requests.append(dg.AddDynamicPartitionsRequest(name, list(changes.add)))
+        if changes.remove:
+            requests.append(dg.DeleteDynamicPartitionsRequest(name, list(changes.remove)))
+    return requests
+
+
+def apply_requests(instance: dg.DagsterInstance, requests: list[PartitionRequest]) -> None:
+    """What the daemon does with a sensor's partition requests."""
+    for request in requests:
+        if isinstance(request, dg.AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(request.partitions_def_name, request.partition_keys)
+        else:
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)
+
+
+def sync_partitions(instance: dg.DagsterInstance, tenants: TenantsFile) -> list[PartitionRequest]:
+    """Apply ``partition_requests`` now; returns what was applied."""
+    requests = partition_requests(instance, tenants)
+    apply_requests(instance, requests)
+    return requests

@@ -1,0 +1,110 @@
+"""The store, the ledger and the provider, opened from settings for one caller, who closes
+them:
+
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        ...
+
+Nothing is cached here (defs/resources.py says what opening costs): a caller that uses
+one many times keeps it open, and a Dagster run gets its own from the resources, which
+open them here and close them when the run or the sensor tick ends.
+
+Chroma and the provider factory are imported when first needed, so a caller that needs
+neither (the CLI canary, a probe) stays quick to start.
+"""
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from neo_assets.config.settings import Settings
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.store.ledger import Ledger
+
+if TYPE_CHECKING:
+    from neo_assets.store.chroma_store import ChromaStore
+
+
+def open_store(settings: Settings) -> "ChromaStore":
+    """The shared collection (NEO_CHROMA_URL's server, else the directory under NEO_HOME).
+    Close it (``close()``, or ``with``)."""
+    from neo_assets.store.chroma_store import open_store as open_collection  # noqa: PLC0415
+
+    return open_collection(
+        persist_dir=None if settings.store.chroma_url else settings.store.chroma_dir,
+        url=settings.store.chroma_url,
+        collection_name=settings.store.collection_name,
+        one_core=settings.store.chroma_one_core,
+        gil_gap=settings.store.chroma_gil_gap,
+    )
+
+
+def open_ledger(settings: Settings) -> Ledger:
+    """The ledger (NEO_LEDGER_URL, else SQLite under NEO_HOME), migrated to the newest
+    schema. Dispose of it (``dispose()``, or ``with``)."""
+    return Ledger.open(settings.store.resolved_ledger_url)
+
+
+def build_provider(settings: Settings) -> EmbeddingProvider:
+    """A fresh provider (its async clients belong to the event loop that first uses them).
+    Close it: ``await provider.aclose()``, or ``embedding.lifecycle.close_provider``."""
+    from neo_assets.embedding.factory import build_provider as build  # noqa: PLC0415
+
+    return build(
+        settings.embedding.provider,
+        base_url=settings.embedding.base_url,
+        model=settings.embedding.model,
+        api_key=settings.embedding.api_key,
+        dimensions=settings.embedding.dimensions,
+        request_timeout_ms=settings.embedding.request_timeout_ms,
+    )
+
+
+@contextmanager
+def store_kept_open(settings: Settings) -> Iterator[None]:
+    """One client of the embedded Chroma held open for the block, by a caller that launches
+    many Dagster runs in one process (the CLI). Each run still opens and closes its own
+    client, but Chroma shares one system between a process's clients of a directory and
+    starts it again only after the last one closed: without this, each run paid that start
+    (a forced sweep of an unchanged 2,000-file repo: ~0.35 s of step time). A Chroma
+    server's clients share nothing: no-op. Nor when the store cannot be opened here: the
+    runs meet the same error, and record it in their own terms."""
+    if settings.store.chroma_url:
+        yield
+        return
+    try:
+        store = open_store(settings)
+    except Exception:  # noqa: BLE001 - only a speed-up: each run opens, and reports, its own
+        yield
+        return
+    with store:
+        yield
+
+
+class OpenOnFirstUse:
+    """One handle, opened by the first ``get`` from whichever thread asks first, and
+    closed by ``close`` (if it was ever opened); ``get`` after ``close`` raises."""
+
+    def __init__(self, open_: Callable[[], Any], close: Callable[[Any], None]) -> None:
+        self._open = open_
+        self._close = close
+        self._lock = threading.Lock()
+        self._value: Any = None
+        self.opened = False
+        self.closed = False
+
+    def get(self) -> Any:
+        with self._lock:
+            if self.closed:
+                raise RuntimeError("handle used after the run that opened it ended")
+            if not self.opened:
+                self._value = self._open()
+                self.opened = True
+            return self._value
+
+    def close(self) -> None:
+        with self._lock:
+            value, was_open = self._value, self.opened and not self.closed
+            self._value, self.closed = None, True
+        if was_open:
+            self._close(value)
