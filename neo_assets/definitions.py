@@ -1,6 +1,6 @@
 """The one Definitions object of the project (``dagster dev -m neo_assets.definitions``).
 
-Each capability keeps its Dagster objects in its own ``defs/*_defs.py`` module; this file
+Each capability keeps its Dagster objects in its own ``defs/<capability>.py`` module; this file
 only merges them and binds the shared resources.
 """
 
@@ -8,18 +8,18 @@ import gc
 
 import dagster as dg
 
+import neo_assets.defs.alerts as alerts_defs
 import neo_assets.defs.health as health_defs
 import neo_assets.defs.links as links_defs
-import neo_assets.defs.operations as operations_defs
 import neo_assets.defs.reconcile as reconciliation_defs
 from neo_assets.defs import status as status_defs
-from neo_assets.defs import sweep_defs
+from neo_assets.defs import sweep as sweep_defs
 from neo_assets.defs.resources import default_resources
 
 defs = dg.Definitions.merge(
     sweep_defs.defs,
     status_defs.defs,
-    operations_defs.defs,
+    alerts_defs.defs,
     health_defs.defs,
     reconciliation_defs.defs,
     links_defs.defs,

@@ -30,7 +30,7 @@ from neo_assets.core.sweep.outcomes import PROVIDER_FAILURE_CODES
 from neo_assets.core.sweep.scheduling import DUE_GENERATION_CHANGED
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sensors import sweep_sensor
+from neo_assets.defs.sweep import sweep_sensor
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

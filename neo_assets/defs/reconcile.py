@@ -19,7 +19,6 @@ from neo_assets.core.reconcile.trigger import (
     nightly_run_key,
     tenant_of_sweep,
 )
-from neo_assets.defs.jobs import sweep_job
 from neo_assets.defs.metadata import markdown_table
 from neo_assets.defs.partition_sync import partition_requests, sync_partitions
 from neo_assets.defs.partitions import tenants_partitions
@@ -29,6 +28,7 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.defs.sweep import sweep_job
 from neo_assets.services.reconcile import checks
 from neo_assets.services.reconcile.tenant import reconcile_tenant
 

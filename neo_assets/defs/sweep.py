@@ -1,4 +1,5 @@
-"""The sweep's assets and the operator snapshot.
+"""The sweep capability in Dagster: its assets, its job, the sensor that requests due
+sweeps and the daily forced-sweep schedule.
 
 One step per tenant repo (one dynamic partition each) materializes the four sweep assets
 in order — repo_envelope -> chunk_generation -> kb_embeddings -> fence_census — as a
@@ -8,11 +9,12 @@ envelope and chunk frames pass in memory instead of being pickled between steps.
 asset is materialized as soon as its stage ends, so a failure later in the sweep still
 leaves the earlier stages visible.
 
-Each stage only wires I/O to a step in ``neo_assets.services.sweep.steps`` and describes the
-result as metadata the UI can show and plot.
+The asset only wires resources to ``run_sweep``'s stages (neo_assets/services/sweep/run.py)
+and describes each stage's end as metadata the UI can show and plot.
 """
 
 import contextlib
+import json
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -33,6 +35,7 @@ from neo_assets.defs.metadata import (
     strikes_table,
     sweep_numbers,
 )
+from neo_assets.defs.partition_sync import partition_requests, sync_partitions
 from neo_assets.defs.partitions import tenant_repos
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -41,6 +44,7 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
 from neo_assets.services.sweep.run import (
@@ -256,7 +260,7 @@ def sweep_repo(
         settings=settings.load(),
         ledger=ledger.get(),
         open_store=store.get,
-        provider=provider.build(),
+        provider=provider.get(),
         run_id=context.run_id,
         progress=_progress_logger(context, ctx, time.monotonic()),
     )
@@ -304,3 +308,109 @@ def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, starte
         )
 
     return progress
+
+
+# ---------------------------------------------------------------------------- the job
+sweep_job = dg.define_asset_job(
+    "sweep",
+    # The four sweep assets are one step (``sweep_repo``); links have their own job.
+    selection=dg.AssetSelection.assets(
+        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"
+    ),
+    partitions_def=tenant_repos,
+    description="Sweep one tenant repo: envelope, chunks, embeddings, census.",
+    tags={"neo/kind": "sweep"},
+)
+
+
+# ---------------------------------------------------------------------------- automation
+@dg.sensor(
+    job=sweep_job,
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description=(
+        "Keeps one partition per declared tenant repo and per declared tenant (adding new "
+        "ones, removing retired ones; their runs stay in the history) and requests a sweep "
+        "for each repo that is due: its revision or declaration moved, its embedding "
+        "generation changed, or its deferral backoff elapsed. Requests nothing when nothing "
+        "is due."
+    ),
+)
+def sweep_sensor(
+    context: dg.SensorEvaluationContext,
+    settings: SettingsResource,
+    tenants: TenantsResource,
+    ledger: LedgerResource,
+) -> dg.SensorResult:
+    cfg = settings.load()
+    tenants_file = tenants.load()
+    ctxs = declared_repos(tenants_file)
+    cursor = json.loads(context.cursor) if context.cursor else {}
+    requests = []
+    for due in evaluate(ctxs, cfg, ledger.get(), time.time()):
+        if due.reason is None or cursor.get(due.key) == due.run_key:
+            continue
+        cursor[due.key] = due.run_key
+        requests.append(
+            dg.RunRequest(
+                run_key=due.run_key,
+                partition_key=due.key,
+                tags={"neo/due-reason": due.reason, "neo/tenant": due.ctx.tenant_id},
+            )
+        )
+    return dg.SensorResult(
+        run_requests=requests,
+        # Declared repos and tenants added, retired ones removed (their runs are kept).
+        dynamic_partitions_requests=partition_requests(context.instance, tenants_file),
+        cursor=json.dumps(cursor, sort_keys=True),
+    )
+
+
+FORCED_SWEEP_CRON = "0 2 * * *"
+
+
+@dg.schedule(
+    job=sweep_job,
+    cron_schedule=FORCED_SWEEP_CRON,
+    execution_timezone="UTC",
+    default_status=dg.DefaultScheduleStatus.STOPPED,
+    description=(
+        "Daily forced full sweep (02:00 UTC, off by default): one sweep run per declared "
+        "tenant repo, due or not, tagged neo/due-reason=forced. Each run still embeds only "
+        "what the collection lacks, so a quiet repo costs a listing and a parse. Turn it on "
+        "when the sensor alone is not trusted to notice every change (e.g. repos moved by "
+        "force-push or edited outside git)."
+    ),
+)
+def forced_sweep_schedule(
+    context: dg.ScheduleEvaluationContext, tenants: TenantsResource
+) -> list[dg.RunRequest] | dg.SkipReason:
+    tenants_file = tenants.load()
+    ctxs = declared_repos(tenants_file)
+    if not ctxs:
+        return dg.SkipReason("no repo is declared in the tenants file")
+    # A schedule cannot return partition requests (a sensor can): they are synced here, as
+    # the CLI does, so every run request names a known partition.
+    sync_partitions(context.instance, tenants_file)
+    when = context.scheduled_execution_time
+    stamp = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
+    return [
+        dg.RunRequest(
+            run_key=f"{DUE_FORCED}:{c.key}:{stamp}",
+            partition_key=c.key,
+            tags={
+                "neo/due-reason": DUE_FORCED,
+                "neo/tenant": c.tenant_id,
+                "neo/launched-by": "forced_sweep_schedule",
+            },
+        )
+        for c in ctxs
+    ]
+
+
+defs = dg.Definitions(
+    assets=[sweep_repo],
+    jobs=[sweep_job],
+    sensors=[sweep_sensor],
+    schedules=[forced_sweep_schedule],
+)

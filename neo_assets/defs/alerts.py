@@ -1,11 +1,13 @@
-"""Read failed asset-check evaluations and failed runs from a Dagster instance's event log,
-after a cursor, as the plain data ``neo_assets.core.alerts`` turns into alerts.
+"""The alerts capability in Dagster: the sensor that delivers each failed asset check and
+each failed run once, and the reading of both from the instance's event log, after a
+cursor, as the plain data ``neo_assets.core.alerts`` turns into alerts.
 
 Both streams are read from the event log's index (the table Dagster mirrors asset-check
 and run-status events into), whose storage ids increase across runs, so one integer per
 stream is a sound cursor on SQLite and Postgres alike.
 """
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,9 +21,17 @@ from neo_assets.core.alerts import (
     CheckEvaluation,
     Pending,
     RunFailure,
+    advance_cursor,
     alert_from_check,
     alert_from_run_failure,
+    encode_cursor,
+    initial_cursor,
+    merge_pending,
+    parse_cursor,
 )
+from neo_assets.defs.resources import SettingsResource
+from neo_assets.services.alerts.delivery import deliver_in_order
+from neo_assets.services.alerts.sinks import sink_from_settings
 
 PARTITION_TAG = "dagster/partition"
 TENANT_TAG = "neo/tenant"
@@ -141,3 +151,56 @@ def _failure_message(entry: Any) -> str:
     if error is not None and error.message:
         message = f"{message} {error.message.strip().splitlines()[0]}"
     return message
+
+
+# ---------------------------------------------------------------------------- the sensor
+# A sensor turned on without a cursor reports the failures of the last day, not all time.
+ALERT_LOOKBACK_S = 24 * 3600.0
+# Events read per stream per tick; more wait for the next tick (the cursor says where).
+ALERT_READ_LIMIT = 100
+
+
+@dg.sensor(
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.STOPPED,
+    description=(
+        "Delivers each failed asset check (ERROR and WARN) and each failed run once, in event "
+        "order, to the alert sink: a Slack-shaped webhook when NEO_ALERT_WEBHOOK_URL is set, "
+        "else $NEO_HOME/alerts.jsonl. The alert names tenant, repo, check, severity, up to 20 "
+        "offending paths/ids and links the run. The cursor advances only after delivery; a "
+        "failing sink is retried with backoff (bounded per tick) and the rest waits behind "
+        "it. Launches no runs, so it never blocks sweeps."
+    ),
+)
+def asset_check_alert_sensor(
+    context: dg.SensorEvaluationContext, settings: SettingsResource
+) -> dg.SensorResult:
+    cfg = settings.load()
+    cursor = parse_cursor(context.cursor) or initial_cursor(time.time(), ALERT_LOOKBACK_S)
+    batches, full = read_pending(context.instance, cursor, cfg.alerts.ui_base_url, ALERT_READ_LIMIT)
+    pending = merge_pending(batches, full)
+    sink = sink_from_settings(cfg)
+    report = deliver_in_order(pending, sink)
+    moved = advance_cursor(cursor, report.handled)
+    for alert_id in report.delivered:
+        context.log.info(f"alert {alert_id} delivered to {sink.name}")
+    for alert_id in report.repeats:
+        context.log.info(f"alert {alert_id} was already delivered to {sink.name}")
+    # No run is ever requested: the skip reason is the tick's line in the UI's history.
+    delivered = f"{len(report.delivered)} alert(s) delivered to {sink.name}"
+    if report.failed is not None:
+        skip = (
+            f"{delivered}; alert {report.failed.alert_id} not delivered: {report.error}; "
+            f"{len(pending) - len(report.handled)} event(s) wait for the next tick"
+        )
+        context.log.warning(skip)
+    elif report.out_of_time:
+        skip = f"{delivered}; tick budget spent, the remaining events wait for the next tick"
+    elif report.delivered:
+        skip = delivered
+    else:
+        skip = "no new failure"
+    return dg.SensorResult(skip_reason=skip, cursor=encode_cursor(moved))
+
+
+defs = dg.Definitions(sensors=[asset_check_alert_sensor])
