@@ -34,12 +34,10 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.services.handles import build_provider
+from neo_assets.services.sweep.run import SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import (
-    EmbedContext,
     RepoContext,
-    census_step,
     chunk_step,
-    embed_step,
     envelope_step,
 )
 from neo_assets.sources.model import SourceError
@@ -601,20 +599,20 @@ def test_broken_repositories_fail_with_their_code_and_exit_1(corpus: Corpus) -> 
 
 # ------------------------------------------------------------------ files vanishing mid-read
 def _steps(kb: KbHandles, ctx: RepoContext, now: float) -> dict[str, Any]:
+    """One sweep of ``ctx`` through run_sweep, without Dagster; its result."""
     settings = load_settings()
-    ledger, store = kb.ledger, kb.store
-    envelope = envelope_step(ctx, settings, ledger, now)
-    chunks = chunk_step(ctx, settings, ledger, envelope, now)
-    summary = embed_step(
-        ctx,
-        settings,
-        store,
-        ledger,
-        envelope,
-        chunks,
-        EmbedContext(provider=build_provider(settings)),
+    result = run_sweep(
+        SweepInputs(
+            ctx=ctx,
+            settings=settings,
+            ledger=kb.ledger,
+            open_store=lambda: kb.store,
+            provider=build_provider(settings),
+            run_id=f"bad-inputs-{now}",
+            clock=lambda: now,
+        )
     )
-    return census_step(ctx, settings, ledger, envelope, summary, now)
+    return result.to_doc()
 
 
 def _contexts(tenants_path: Path) -> dict[str, RepoContext]:

@@ -9,12 +9,10 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.embedding.providers.hashing import HashingProvider
+from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import (
-    EmbedContext,
     RepoContext,
-    census_step,
     chunk_step,
-    embed_step,
     envelope_step,
 )
 from neo_assets.sources import git_reader
@@ -60,23 +58,30 @@ def _ctx(tenants_path: Path) -> RepoContext:
 
 
 def _sweep(kb: KbHandles, ctx: RepoContext, ledger: Ledger | None = None) -> dict:
-    settings = load_settings()
-    ledger = ledger or kb.ledger
-    store = kb.store
-    now = time.time()
-    env = envelope_step(ctx, settings, ledger, now)
-    chunks = chunk_step(ctx, settings, ledger, env, now)
-    summary = embed_step(
-        ctx, settings, store, ledger, env, chunks, EmbedContext(provider=HashingProvider())
+    """One sweep through run_sweep: the chunk stage's tally, the lane's summary, the result."""
+    ended: dict[str, StageEnded] = {}
+    result = run_sweep(
+        SweepInputs(
+            ctx=ctx,
+            settings=load_settings(),
+            ledger=ledger or kb.ledger,
+            open_store=lambda: kb.store,
+            provider=HashingProvider(),
+            run_id="test-incremental",
+        ),
+        lambda e: ended.update({e.stage: e}) if isinstance(e, StageEnded) else None,
     )
-    result = census_step(ctx, settings, ledger, env, summary, now)
-    return {"chunks": chunks, "summary": summary, "result": result}
+    return {
+        "chunks": ended["chunk_generation"].tally,
+        "summary": ended["kb_embeddings"].summary,
+        "result": result.to_doc(),
+    }
 
 
 def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
     ctx = _ctx(env["tenants"])
     first = _sweep(env["kb"], ctx)
-    assert first["chunks"].attrs["parsed_paths"] == 30
+    assert first["chunks"].parsed_paths == 30
     # Every blob read once: the envelope classifies it and keeps the text blobs for the
     # chunk stage, which asks git for nothing more (30 files and a binary one).
     assert sorted(env["reads"]) == sorted(set(env["reads"])) and len(env["reads"]) == 31
@@ -85,8 +90,8 @@ def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
     env["repo"].write("pkg/mod_007.py", "def handler_7(x):\n    return x * 7\n")
     env["repo"].commit("change one", when=1_700_000_500)
     second = _sweep(env["kb"], ctx)
-    assert second["chunks"].attrs["parsed_paths"] == 1
-    assert second["chunks"].attrs["reused_paths"] == 29
+    assert second["chunks"].parsed_paths == 1
+    assert second["chunks"].reused_paths == 29
     assert len(env["reads"]) == 1  # the new blob, read once to classify and parse it
     assert second["summary"]["counts"]["embedded"] == 1
     assert second["result"]["outcome"] == "complete"
@@ -98,7 +103,7 @@ def test_forced_unchanged_sweep_reads_and_parses_nothing(env) -> None:
     env["reads"].clear()
     again = _sweep(env["kb"], ctx)
     assert env["reads"] == []
-    assert again["chunks"].attrs["parsed_paths"] == 0
+    assert again["chunks"].parsed_paths == 0
     assert again["summary"]["counts"]["embedded"] == 0
 
 
@@ -141,8 +146,8 @@ def test_parser_bump_reparses_everything(env, tmp_path: Path) -> None:
     _sweep(env["kb"], ctx)
     write_tenants(env["tenants"], {"acme": [repo_entry("w", env["repo"].path, version="1.1.0")]})
     bumped = _sweep(env["kb"], _ctx(env["tenants"]))
-    assert bumped["chunks"].attrs["parsed_paths"] == 30
-    assert bumped["summary"]["counts"]["embedded"] == len(bumped["chunks"])
+    assert bumped["chunks"].parsed_paths == 30
+    assert bumped["summary"]["counts"]["embedded"] == bumped["chunks"].chunks
 
 
 def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
@@ -152,6 +157,6 @@ def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
     victims = [r["id"] for r in store.tenant_rows("acme")][:3]
     store.delete_ids(victims)  # as if an earlier sweep never finished writing them
     again = _sweep(env["kb"], ctx)
-    assert again["chunks"].attrs["parsed_paths"] == 0
+    assert again["chunks"].parsed_paths == 0
     assert again["summary"]["counts"]["embedded"] == 3
     assert store.present_ids(victims) == set(victims)
