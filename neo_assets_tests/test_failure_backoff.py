@@ -2,6 +2,10 @@
 Dagster runs and a real instance. Time is driven through the ledger (the failed attempt
 is moved into the past), never by sleeping."""
 
+import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from neo_assets.services.handles import open_ledger
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
+ROOT = Path(__file__).resolve().parents[1]
 KEY = "acme/widgets"
 
 
@@ -149,3 +154,64 @@ def test_a_bad_ref_fails_once_then_backs_off_and_a_fix_is_swept_at_once(env) -> 
     assert _launch(instance, fixed.run_requests[0])
     assert _state()["last_outcome"] == codes.OUTCOME_COMPLETE
     assert _tick(instance, fixed.cursor).run_requests == []
+
+
+# ------------------------------------------------------------------------------ the CLI
+CLI = [sys.executable, "-m", "neo_assets.cli"]
+
+
+def _cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        CLI + args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_cli_reports_a_failed_repo_that_is_not_due_and_sweeps_it_once_fixed(
+    tmp_path: Path,
+) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("a.py", "def a():\n    return 1\n")
+    repo.commit("one", when=1_700_000_000)
+    tenants = tmp_path / "tenants.yaml"
+    write_tenants(tenants, {"acme": [repo_entry("widgets", repo.path, ref="mian")]})
+    cli_env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
+    cli_env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
+    cli_env["PYTHONPATH"] = str(ROOT)
+
+    first = _cli(["sweep", "--json"], cli_env)
+    assert first.returncode == 1, first.stderr
+    (entry,) = json.loads(first.stdout)["repos"]
+    assert entry["outcome"] == codes.OUTCOME_FAILED and entry.get("runId")
+
+    # Not due: no run, but the failure is reported (not "skipped"), and the exit says so.
+    again = _cli(["sweep", "--json"], cli_env)
+    assert again.returncode == 1, again.stderr
+    (entry,) = json.loads(again.stdout)["repos"]
+    assert entry["outcome"] == codes.OUTCOME_FAILED
+    assert "runId" not in entry
+    assert entry["deferredCauseCode"] == codes.SOURCE_REPO_MISSING
+    assert "mian" in entry["error"]
+    assert entry["nextDueAt"] > time.time()
+    assert isinstance(entry["retryAfter"], str) and entry["retryAfter"].endswith("Z")
+
+    human = _cli(["sweep"], cli_env)
+    assert human.returncode == 1
+    assert "acme/widgets: failed (retry after " in human.stderr
+    assert f"; {codes.SOURCE_REPO_MISSING}: " in human.stderr
+    assert "skipped" not in human.stderr
+
+    status = _cli(["status"], cli_env)
+    assert status.returncode == 0, status.stderr
+    assert f"cause {codes.SOURCE_REPO_MISSING}" in status.stderr
+
+    # The fix makes it due at once: the next sweep runs it.
+    write_tenants(tenants, {"acme": [repo_entry("widgets", repo.path, ref="main")]})
+    fixed = _cli(["sweep", "--json"], cli_env)
+    assert fixed.returncode == 0, fixed.stderr
+    (entry,) = json.loads(fixed.stdout)["repos"]
+    assert entry["outcome"] == codes.OUTCOME_COMPLETE and entry.get("runId")
+
+    status = _cli(["status"], cli_env)
+    assert status.returncode == 0, status.stderr
+    assert "acme/widgets: complete" in status.stderr
+    assert "cause" not in status.stderr  # nothing to say, so "cause None" is not said
