@@ -219,7 +219,12 @@ def _sweep_each(
                     }
                 )
             progress.advance(task)
-    swept = [d.ctx for d, r in zip(dues, results, strict=True) if "runId" in r]
+    # Launched and not skipped (a not-due failure launched nothing; a lease skip wrote nothing).
+    swept = [
+        d.ctx
+        for d, r in zip(dues, results, strict=True)
+        if "runId" in r and r["outcome"] != codes.OUTCOME_SKIPPED
+    ]
     if swept:
         refresh_links(settings, swept, instance, console=console)
     if swept:
