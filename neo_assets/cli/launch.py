@@ -243,6 +243,9 @@ def not_due_failure(due: Any) -> dict[str, Any]:
     """The entry of a repo whose last sweep failed and is not due yet (no run launched):
     outcome ``failed``, its recorded cause and error, and when it will be retried."""
     failure = due.last_failure
+    error = failure.error
+    if error and failure.cause and error.startswith(f"{failure.cause}: "):
+        error = error[len(failure.cause) + 2 :]  # the cause is shown beside it already
     return {
         "tenantId": due.ctx.tenant_id,
         "repoSlug": due.ctx.repo_slug,
@@ -250,7 +253,7 @@ def not_due_failure(due: Any) -> dict[str, Any]:
         "revision": due.revision,
         "counts": {},
         "deferredCauseCode": failure.cause,
-        "error": failure.error,
+        "error": error,
         "nextDueAt": failure.retry_at,
         "retryAfter": None if failure.retry_at is None else utc_text(failure.retry_at),
     }
