@@ -256,7 +256,21 @@ def test_undeliverable_only_completes_never_without_its_census_and_reverses_with
     with env.ledger.engine.begin() as conn:
         conn.execute(sa.text("DROP TRIGGER refuse_census"))
 
-    landed = env.sweep()  # due: the revision moved
+    # The failed attempt was made at `second` and nothing moved since: not due, and said
+    # so (failed, with its cause and retry time; no run).
+    waiting = env.sweep()
+    assert waiting["outcome"] == codes.OUTCOME_FAILED and "runId" not in waiting
+    assert waiting["deferredCauseCode"] == codes.STORE_FAILED and waiting["retryAfter"]
+    # Its backoff elapsed (the attempt moved into the past through the ledger): retried.
+    row = env.state()
+    back = row["next_due_at"] - row["last_attempt_at"] + 1.0
+    env.ledger.upsert_repo_state(
+        row["tenant_id"],
+        row["repo_slug"],
+        last_attempt_at=row["last_attempt_at"] - back,
+        attempt_inputs_at=row["attempt_inputs_at"] - back,
+    )
+    landed = env.sweep()  # due: its backoff elapsed
     assert_completed(env, landed, second)
     assert landed["undeliverableChunks"] == census_of([big])
 

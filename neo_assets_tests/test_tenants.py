@@ -891,6 +891,24 @@ CORPUS: list[tuple[str, str, str, tuple[str, ...], dict[str, object]]] = [
         {},
     ),
     (
+        "parser-id-unknown",
+        one_tenant(repo_body(parser=parser_body(id="neo-cod"))),
+        f"{REPO}.parser.id",
+        (
+            "unknown parser 'neo-cod'",
+            "did you mean 'neo-code'",
+            "available parsers: neo-code (versions 0.x, 1.x, 2.x)",
+        ),
+        {},
+    ),
+    (
+        "parser-id-unknown-any-version",
+        one_tenant(repo_body(parser=parser_body(id="tree-sitter", version="9.9.9"))),
+        f"{REPO}.parser.id",
+        ("unknown parser 'tree-sitter'", "available parsers: neo-code"),
+        {},
+    ),
+    (
         "exclude-string",
         one_tenant(repo_body(parser=parser_body(exclude='"vendor/**"'))),
         f"{REPO}.parser.exclude",
@@ -1276,17 +1294,17 @@ def test_to_plain_is_canonical_and_feeds_the_digests(site: Path) -> None:
 tenants:
   - id: acme
     repos:
-      - {slug: b, path: ../repos/plain, parser: {id: p, version: 1.0.0, exclude: [y, x, x]}}
+      - {slug: b, path: ../repos/plain, parser: {id: neo-code, version: 1.0.0, exclude: [y, x, x]}}
       - {slug: a, path: ../repos/git, ref: main, cadence_minutes: 5,
-         parser: {id: p, version: 1.0.0}}
+         parser: {id: neo-code, version: 1.0.0}}
 """
     # Same declaration: repos and exclude globs reordered, keys in another order.
     text_b = """\
 tenants:
   - repos:
-      - {parser: {version: 1.0.0, id: p}, cadence_minutes: 5, ref: main,
+      - {parser: {version: 1.0.0, id: neo-code}, cadence_minutes: 5, ref: main,
          path: ../repos/git, slug: a}
-      - {path: ../repos/plain, slug: b, parser: {exclude: [x, y], id: p, version: 1.0.0}}
+      - {path: ../repos/plain, slug: b, parser: {exclude: [x, y], id: neo-code, version: 1.0.0}}
     id: acme
 """
     tenant_a = load_tenants(write_tenants(site, text_a, "a.yaml")).tenants[0]
@@ -1298,14 +1316,14 @@ tenants:
                 "slug": "a",
                 "path": str((site / "repos" / "git").resolve()),
                 "ref": "main",
-                "parser": {"id": "p", "version": "1.0.0", "exclude": []},
+                "parser": {"id": "neo-code", "version": "1.0.0", "exclude": []},
                 "cadence_minutes": 5,
             },
             {
                 "slug": "b",
                 "path": str((site / "repos" / "plain").resolve()),
                 "ref": None,
-                "parser": {"id": "p", "version": "1.0.0", "exclude": ["x", "y"]},
+                "parser": {"id": "neo-code", "version": "1.0.0", "exclude": ["x", "y"]},
                 "cadence_minutes": None,
             },
         ],

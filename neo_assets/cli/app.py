@@ -61,6 +61,17 @@ def sweep(
         if not as_json:
             for r in results:
                 c = r.get("counts", {})
+                if r["outcome"] == codes.OUTCOME_FAILED and "retryAfter" in r:
+                    # not due: its last sweep failed and waits for its backoff (or a fix)
+                    err.print(
+                        f"{r['tenantId']}/{r['repoSlug']}: failed ("
+                        f"retry after {r['retryAfter'] or 'unknown'}"
+                        + (f"; {r['deferredCauseCode']}" if r.get("deferredCauseCode") else "")
+                        + (f": {r['error']}" if r.get("error") else "")
+                        + ")",
+                        highlight=False,
+                    )
+                    continue
                 if r["outcome"] == codes.OUTCOME_SKIPPED:
                     err.print(
                         f"{r['tenantId']}/{r['repoSlug']}: skipped (not due; "
@@ -106,9 +117,10 @@ def status(
                 err.print(
                     f"{r['tenantId']}/{r['repoSlug']}: {r['outcome'] or 'never swept'} "
                     f"rev {str(r['lastIngestedRev'])[:12]} rows {r['rows']} "
-                    f"failures {r['consecutiveFailures']} cause {r['deferredCauseCode']} "
-                    f"poison {poison['count'] if poison else None} "
-                    f"undeliverable {undeliverable['count'] if undeliverable else None}",
+                    f"failures {r['consecutiveFailures']} "
+                    + (f"cause {r['deferredCauseCode']} " if r["deferredCauseCode"] else "")
+                    + f"poison {poison['count'] if poison else None} "
+                    + f"undeliverable {undeliverable['count'] if undeliverable else None}",
                     highlight=False,
                 )
         return EXIT_OK

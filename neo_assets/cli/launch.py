@@ -2,6 +2,7 @@
 persistent instance (under NEO_HOME, or DAGSTER_HOME), so every run shows in the UI."""
 
 import contextlib
+import datetime
 import os
 import shutil
 import time
@@ -163,6 +164,11 @@ def _sweep_each(
         for due in dues:
             progress.update(task, description=f"sweeping {due.key}")
             progress.update(batches, visible=False)
+            if due.reason is None and due.last_failure is not None:
+                # Not due, but not fine either: its last sweep failed and is backing off.
+                results.append(not_due_failure(due))
+                progress.advance(task)
+                continue
             if due.reason is None:
                 results.append(
                     {
@@ -213,16 +219,44 @@ def _sweep_each(
                     }
                 )
             progress.advance(task)
+    # Launched and not skipped (a not-due failure launched nothing; a lease skip wrote nothing).
     swept = [
-        d.ctx for d, r in zip(dues, results, strict=True) if r["outcome"] != codes.OUTCOME_SKIPPED
+        d.ctx
+        for d, r in zip(dues, results, strict=True)
+        if "runId" in r and r["outcome"] != codes.OUTCOME_SKIPPED
     ]
     if swept:
         refresh_links(settings, swept, instance, console=console)
-    if any(r["outcome"] != codes.OUTCOME_SKIPPED for r in results):
+    if swept:
         defs.resolve_job_def("status").execute_in_process(
             instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
         )
     return results
+
+
+def utc_text(epoch: float) -> str:
+    """An epoch time as ISO 8601 UTC to the second: ``2026-01-02T03:04:05Z``."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def not_due_failure(due: Any) -> dict[str, Any]:
+    """The entry of a repo whose last sweep failed and is not due yet (no run launched):
+    outcome ``failed``, its recorded cause and error, and when it will be retried."""
+    failure = due.last_failure
+    error = failure.error
+    if error and failure.cause and error.startswith(f"{failure.cause}: "):
+        error = error[len(failure.cause) + 2 :]  # the cause is shown beside it already
+    return {
+        "tenantId": due.ctx.tenant_id,
+        "repoSlug": due.ctx.repo_slug,
+        "outcome": codes.OUTCOME_FAILED,
+        "revision": due.revision,
+        "counts": {},
+        "deferredCauseCode": failure.cause,
+        "error": error,
+        "nextDueAt": failure.retry_at,
+        "retryAfter": None if failure.retry_at is None else utc_text(failure.retry_at),
+    }
 
 
 def ensure_pool(instance: Any, attempts: int = 5) -> None:

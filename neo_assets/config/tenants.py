@@ -27,7 +27,11 @@ import yaml
 from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.sources.parser_versions import unsupported_version_problem
+from neo_assets.core.sources.parser_versions import (
+    NEO_CODE,
+    unknown_parser_problem,
+    unsupported_version_problem,
+)
 
 # The documented form; matching uses fullmatch + ASCII so "acme\n", " acme", a Cyrillic
 # "а" or a fullwidth "１" can never pass (``match`` + ``$`` accepts a trailing newline).
@@ -871,7 +875,13 @@ class _Validator:
         exclude: tuple[str, ...] = ()
         if raw.get("exclude") is not None:
             exclude = self.exclude(raw["exclude"], f"{location}.exclude", _key_line(raw, "exclude"))
-        if parser_id == "neo-code" and version is not None:
+        if parser_id is not None:
+            # Only parsers that exist, at versions they have (core/sources/parser_versions.py).
+            problem = unknown_parser_problem(parser_id)
+            if problem is not None:
+                self.add(f"{location}.id", problem, _key_line(raw, "id"))
+                return None
+        if parser_id == NEO_CODE and version is not None:
             problem = unsupported_version_problem(version)
             if problem is not None:
                 self.add(f"{location}.version", problem, _key_line(raw, "version"))

@@ -27,6 +27,7 @@ def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
         consecutive_failures=row.get("consecutive_failures"),
         last_attempt_at=row.get("last_attempt_at"),
         recovery_episode_opened_at=row.get("recovery_episode_opened_at"),
+        attempt_inputs_at=row.get("attempt_inputs_at"),
     )
 
 

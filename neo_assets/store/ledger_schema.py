@@ -28,6 +28,10 @@ repo_state = sa.Table(
     sa.Column("last_attempt_at", sa.Float),
     sa.Column("next_due_at", sa.Float),
     sa.Column("recovery_episode_opened_at", sa.Float),
+    # The attempt whose inputs last_attempted_rev / declaration_digest /
+    # embedding_generation are: equal to last_attempt_at when they are the last attempt's
+    # own (the due rule compares a failed repo with those; 0007).
+    sa.Column("attempt_inputs_at", sa.Float),
     sa.Column("content_poison_census", sa.Text),
     sa.Column("undeliverable_census", sa.Text),
     sa.Column("last_summary", sa.Text),

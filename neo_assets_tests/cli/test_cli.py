@@ -103,3 +103,18 @@ def test_unknown_tenant_for_query_is_a_usage_error(cli_env: dict[str, str]) -> N
     done = _run(["query", "x", "--tenant", "nobody"], cli_env)
     assert done.returncode == 2
     assert "nobody" in done.stderr
+
+
+def test_an_unknown_parser_is_refused_up_front_without_a_traceback(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    bad = write_tenants(
+        tmp_path / "typo.yaml",
+        {"acme": [repo_entry("widgets", tmp_path / "a", parser_id="neo-cod")]},
+    )
+    done = _run(["sweep"], {**cli_env, "NEO_TENANTS_FILE": str(bad)})
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    for named in (str(bad), "'acme'", "'widgets'", "parser.id", "neo-cod", "neo-code"):
+        assert named in done.stderr, named
+    assert not (Path(cli_env["NEO_HOME"]) / "chroma").exists()  # refused before anything ran

@@ -139,7 +139,7 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0006"
+        assert version == "0007"
     finally:
         ledger.dispose()
 
@@ -286,3 +286,45 @@ def test_an_envelope_recorded_by_its_changes_equals_one_recorded_whole(tmp_path:
     finally:
         whole.dispose()
         delta.dispose()
+
+
+def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Path) -> None:
+    """0007 on a ledger at 0006 without the column: a failed repo recorded by the old
+    code (its inputs those of an older sweep) reads as unobserved, never as compared."""
+    from neo_assets.core.sweep.scheduling import DUE_STATE_UNOBSERVED, Observed, due_reason
+    from neo_assets.services.status import repo_state_from_row
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    Ledger.open(url).dispose()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("alter table repo_state drop column attempt_inputs_at"))
+        conn.execute(sa.text("update alembic_version set version_num = '0006'"))
+        conn.execute(
+            sa.text(
+                "insert into repo_state (tenant_id, repo_slug, last_outcome, "
+                "consecutive_failures, last_attempt_at, last_attempted_rev, "
+                "declaration_digest, embedding_generation) "
+                "values ('acme', 'w', 'failed', 1, 100.0, 'r1', 'old-decl', 'g')"
+            )
+        )
+    engine.dispose()
+
+    ledger = Ledger.open(url)
+    try:
+        row = ledger.repo_state("acme", "w")
+        assert row is not None and row["attempt_inputs_at"] is None
+        observed = Observed(
+            repo_key="acme/w",
+            cadence_seconds=60.0,
+            current_revision="r1",
+            declaration_digest="old-decl",
+            embedding_generation="g",
+        )
+        assert due_reason(repo_state_from_row(row), observed, 101.0) == DUE_STATE_UNOBSERVED
+        ledger.upsert_repo_state("acme", "w", attempt_inputs_at=100.0)
+        assert (
+            due_reason(repo_state_from_row(ledger.repo_state("acme", "w")), observed, 101.0) is None
+        )
+    finally:
+        ledger.dispose()

@@ -6,8 +6,13 @@ Python through ``ast``, Markdown sections, windows for everything else. Major ve
 is the syntax-aware parser (tree-sitter code units, docs and data by structure, metadata
 on every chunk). Any other major is refused: chunks of a parser that does not exist
 must not be written under its name.
+
+This module is also the registry of parsers a repo may declare (``PARSERS``): the
+tenants loader refuses any other id, or a version its parser does not have, before
+anything runs, and it can read the list without importing a parser (or tree-sitter).
 """
 
+import difflib
 import re
 
 GENERATION_WINDOWS = 1
@@ -15,6 +20,30 @@ GENERATION_UNITS = 2
 SUPPORTED_MAJORS = {0: GENERATION_WINDOWS, 1: GENERATION_WINDOWS, 2: GENERATION_UNITS}
 
 _MAJOR_RE = re.compile(r"(0|[1-9]\d*)\.")
+
+NEO_CODE = "neo-code"
+# Every parser a repo may declare: its id -> the majors it has (major -> generation).
+PARSERS: dict[str, dict[int, int]] = {NEO_CODE: SUPPORTED_MAJORS}
+
+
+def available_parsers() -> str:
+    """The declarable parsers and their versions, as messages show them."""
+    return ", ".join(
+        f"{pid} (versions {', '.join(f'{m}.x' for m in sorted(majors))})"
+        for pid, majors in sorted(PARSERS.items())
+    )
+
+
+def unknown_parser_problem(parser_id: str) -> str | None:
+    """Why ``parser_id`` cannot be declared (no such parser), or None when it can."""
+    if parser_id in PARSERS:
+        return None
+    close = difflib.get_close_matches(parser_id, list(PARSERS), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return (
+        f"unknown parser {parser_id!r}; found {parser_id!r}; allowed: one of the "
+        f"available parsers: {available_parsers()}{hint}"
+    )
 
 
 def parser_generation(version: str) -> int:

@@ -9,12 +9,17 @@ A repo is due (first matching reason wins, in this order):
 1. ``DUE_NEVER_SWEPT`` — no state at all (``state is None`` or every field ``None``).
 2. ``DUE_STATE_UNOBSERVED`` — a state the rule cannot read: an unknown ``last_outcome``;
    a complete repo missing its checkpoint, declaration digest or generation; a deferred or
-   failed repo missing ``consecutive_failures`` (or negative) or ``last_attempt_at``. A
-   torn record means "not observed", and the sweep that follows rewrites it.
+   failed repo missing ``consecutive_failures`` (or negative) or ``last_attempt_at``; a
+   failed repo whose recorded inputs are not its last attempt's (``attempt_inputs_at`` is
+   not ``last_attempt_at``: a ledger from before failures recorded them, or a write that
+   recorded part of them) or that lacks the declaration digest or generation. A torn
+   record means "not observed", and the sweep that follows rewrites it.
 3. ``DUE_REVISION_MOVED`` — the current revision differs from the one the repo's state was
    decided at: the checkpoint (``last_ingested_rev``) for a complete repo, the revision of
    the last attempt (``last_attempted_rev``) for a deferred or failed one (its checkpoint
-   is held back by design, so comparing it would make the repo due on every tick).
+   is held back by design, so comparing it would make the repo due on every tick). For a
+   failed repo ``last_attempted_rev`` is the revision as its attempt saw it, ``None`` when
+   it could not be read: a revision readable now where the attempt saw none has moved.
 4. ``DUE_DECLARATION_MOVED`` — the declaration digest differs from the last attempt's.
 5. ``DUE_GENERATION_CHANGED`` — the embedding generation differs from the last attempt's
    (fenced chunks are offered again under the new geometry).
@@ -24,11 +29,15 @@ A repo is due (first matching reason wins, in this order):
 7. ``DUE_BACKOFF_ELAPSED`` — deferred or failed and ``now >= retry_due_at(...)``: the last
    attempt plus ``min(cadence × 2^consecutive_failures, cap)`` plus a stable jitter.
 
+So a failed repo is due only when its backoff has elapsed or something it was attempted
+with moved since that attempt: fixing the declaration that made it fail makes it due at
+once, and nothing else does.
+
 Otherwise ``None``: not due. A complete repo with nothing moved is never due, whatever the
 time. A comparison is made only when both sides are known: ``None`` in ``observed`` means
 "the sensor cannot tell now" and is never a reason; ``None`` on the state side of a
-deferred or failed repo means the attempt never learned it (e.g. it failed before the
-revision resolved), and the backoff governs it.
+deferred repo means the attempt never learned it, and the backoff governs it (a failed
+repo's ``None`` revision is the one exception above: its attempt saw it unreadable).
 """
 
 import hashlib
@@ -85,6 +94,9 @@ class RepoState:
     ``last_attempt_at``: when the last sweep was classified (epoch seconds).
     ``recovery_episode_opened_at``: when the open recovery episode was armed; ``None`` when
     no episode is open.
+    ``attempt_inputs_at``: the attempt whose inputs ``last_attempted_rev`` (``None``: seen
+    unreadable), ``declaration_digest`` and ``embedding_generation`` are; equal to
+    ``last_attempt_at`` when they are the last attempt's own.
     """
 
     last_outcome: str | None = None
@@ -95,6 +107,7 @@ class RepoState:
     consecutive_failures: int | None = None
     last_attempt_at: float | None = None
     recovery_episode_opened_at: float | None = None
+    attempt_inputs_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -209,7 +222,16 @@ def _is_unobserved(state: RepoState) -> bool:
             or state.declaration_digest is None
             or state.embedding_generation is None
         )
-    return not (_is_finite_number(state.last_attempt_at) and _readable_failures(state))
+    if not (_is_finite_number(state.last_attempt_at) and _readable_failures(state)):
+        return True
+    if state.last_outcome == codes.OUTCOME_FAILED:
+        return not (
+            _is_finite_number(state.attempt_inputs_at)
+            and state.attempt_inputs_at == state.last_attempt_at
+            and state.declaration_digest is not None
+            and state.embedding_generation is not None
+        )
+    return False
 
 
 def retry_due_at(
@@ -252,8 +274,14 @@ def due_reason(
         return DUE_STATE_UNOBSERVED
 
     complete = state.last_outcome == codes.OUTCOME_COMPLETE
-    decided_at_rev = state.last_ingested_rev if complete else state.last_attempted_rev
-    if _moved(decided_at_rev, observed.current_revision):
+    if state.last_outcome == codes.OUTCOME_FAILED:
+        # the revision as the failed attempt saw it (None: unreadable then)
+        now_rev = observed.current_revision
+        revision_moved = now_rev is not None and now_rev != state.last_attempted_rev
+    else:
+        decided_at_rev = state.last_ingested_rev if complete else state.last_attempted_rev
+        revision_moved = _moved(decided_at_rev, observed.current_revision)
+    if revision_moved:
         return DUE_REVISION_MOVED
     if _moved(state.declaration_digest, observed.declaration_digest):
         return DUE_DECLARATION_MOVED

@@ -1,9 +1,12 @@
 """Which declared repos are due now, and the run key that makes a request idempotent."""
 
+import json
 from dataclasses import dataclass
+from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.core import codes
 from neo_assets.core.health.freeze import released_by_lift
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.ids.partition_keys import partition_key
@@ -11,6 +14,7 @@ from neo_assets.core.sweep.scheduling import (
     DUE_RECOVERY_HEALTHY,
     Observed,
     due_reason,
+    retry_due_at,
     unreadable_source_reason,
 )
 from neo_assets.services.status import repo_state_from_row, retry_policy
@@ -23,11 +27,23 @@ DUE_FORCED = "forced"
 
 
 @dataclass(frozen=True)
+class LastFailure:
+    """The repo's last sweep failed: why (its code and the first line of its error, None
+    when not recorded) and when the backoff lets it be retried (None: not known)."""
+
+    cause: str | None
+    error: str | None
+    retry_at: float | None
+
+
+@dataclass(frozen=True)
 class DueRepo:
     ctx: RepoContext
     reason: str | None  # None: not due
     revision: str | None
     run_key: str
+    # Set when the last sweep failed (due or not), so a caller can say so.
+    last_failure: LastFailure | None = None
 
     @property
     def key(self) -> str:
@@ -70,11 +86,9 @@ def evaluate(
             embedding_generation=generation,
             recovery_healthy_at=healthy_at,
         )
-        reason = (
-            DUE_FORCED
-            if force
-            else due_reason(repo_state_from_row(row), observed, now, retry_policy(settings))
-        )
+        state = repo_state_from_row(row)
+        policy = retry_policy(settings)
+        reason = DUE_FORCED if force else due_reason(state, observed, now, policy)
         if reason is None and released_by_lift(
             (row or {}).get("last_outcome"),
             (row or {}).get("deferred_cause_code"),
@@ -83,8 +97,34 @@ def evaluate(
         ):
             reason = DUE_RECOVERY_HEALTHY
         if reason is None and revision is None:
-            reason = unreadable_source_reason(repo_state_from_row(row))
+            reason = unreadable_source_reason(state)
         failures = int((row or {}).get("consecutive_failures") or 0)
         run_key = f"{ctx.key}@{revision}:{decl[:12]}:{generation[:12]}:{failures}"
-        out.append(DueRepo(ctx=ctx, reason=reason, revision=revision, run_key=run_key))
+        last_failure = None
+        if row is not None and row.get("last_outcome") == codes.OUTCOME_FAILED:
+            last_failure = LastFailure(
+                cause=row.get("deferred_cause_code") or None,
+                error=first_error_line(row.get("last_summary")),
+                retry_at=retry_due_at(state, observed, policy),
+            )
+        out.append(
+            DueRepo(
+                ctx=ctx,
+                reason=reason,
+                revision=revision,
+                run_key=run_key,
+                last_failure=last_failure,
+            )
+        )
     return out
+
+
+def first_error_line(last_summary: Any) -> str | None:
+    """The first line of the first error a recorded sweep summary holds (None: none, or
+    the summary cannot be read)."""
+    try:
+        errors = json.loads(last_summary).get("errors") or []
+        message = str(errors[0].get("message") or "").strip()
+    except (TypeError, ValueError, AttributeError, IndexError):
+        return None
+    return message.splitlines()[0] if message else None

@@ -139,7 +139,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[1:]))
         mark = time.perf_counter()
-        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED, envelope):
             plan = plan_chunks(ctx, cfg, book, envelope)
             speedups = inputs.speedups or Speedups.from_settings(cfg)
             speedups.ready_provider(inputs.provider, len(plan.to_parse))
@@ -152,7 +152,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
         started = time.monotonic()
-        with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED):
+        with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED, envelope):
             try:
                 summary = embed_step(
                     ctx,
@@ -177,7 +177,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         yield StageEnded("kb_embeddings", envelope, summary=summary)
 
         mark = time.perf_counter()
-        with failure_recorded(ctx, cfg, book, codes.STORE_FAILED):
+        with failure_recorded(ctx, cfg, book, codes.STORE_FAILED, envelope):
             doc = census_step(ctx, cfg, book, envelope, summary, inputs.clock())
         stage_s["census_s"] = time.perf_counter() - mark
         stage_s["stages_s"] = sum(v for k, v in stage_s.items() if k != "stages_s")

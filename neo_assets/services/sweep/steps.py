@@ -8,7 +8,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -39,6 +39,7 @@ from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
+from neo_assets.sources.revision import current_revision
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
@@ -676,6 +677,7 @@ def census_step(
         "last_attempted_rev": envelope.revision,
         "declaration_digest": envelope.repo_declaration_digest,
         "embedding_generation": summary.get("generation"),
+        "attempt_inputs_at": now,  # the three above are this attempt's own
         "next_due_at": next_due,
         "recovery_episode_opened_at": episode,
         "content_poison_census": encode_census(censuses["contentPoisonChunks"]),
@@ -704,16 +706,37 @@ def census_step(
 
 
 def record_failed_sweep(
-    ctx: RepoContext, settings: Settings, ledger: Ledger, code: str, message: str, now: float
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    code: str,
+    message: str,
+    now: float,
+    envelope: EnvelopeResult | None = None,
 ) -> None:
     """A sweep that raised still counts: failed, one more consecutive failure, backoff.
 
     Without this a crashed run would leave the ledger as it was, so the sensor's run key
     would never change and the repo would never be retried (or retried with no backoff).
-    The checkpoint and the censuses are left as they were."""
+    The checkpoint and the censuses are left as they were.
+
+    What the attempt was made with is recorded too — its revision (``envelope``'s when the
+    envelope was listed; else the one the sensor would see now, ``None`` when the repo
+    cannot be read), its declaration digest and the settings' embedding generation —
+    with ``attempt_inputs_at`` set to the attempt's time. The due rule compares a failed
+    repo with exactly these, so the repo is due again when its backoff elapses or one of
+    them moves, not because the inputs of an older sweep differ from today's."""
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = int(previous.get("consecutive_failures") or 0) + 1
     cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
+    revision: str | None = None
+    if envelope is not None:
+        revision = envelope.revision
+    else:
+        with suppress(Exception):  # unreadable in any way: seen as None, still recorded
+            revision = current_revision(
+                ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.sweep.max_file_bytes
+            )
     ledger.record_sweep_result(
         ctx.tenant_id,
         ctx.repo_slug,
@@ -722,6 +745,10 @@ def record_failed_sweep(
             "deferred_cause_code": code,
             "consecutive_failures": failures,
             "last_attempt_at": now,
+            "last_attempted_rev": revision,
+            "declaration_digest": repo_declaration_digest(ctx.repo.to_plain()),
+            "embedding_generation": settings_generation(settings),
+            "attempt_inputs_at": now,
             "next_due_at": next_due_at(
                 now,
                 cadence_s,
@@ -737,10 +764,15 @@ def record_failed_sweep(
 
 @contextmanager
 def failure_recorded(
-    ctx: RepoContext, settings: Settings, ledger: Ledger, default_code: str
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    default_code: str,
+    envelope: EnvelopeResult | None = None,
 ) -> Iterator[None]:
     """Record a step's exception as a failed sweep (its own code when it carries one,
-    else ``default_code``), then let it propagate so the run fails visibly too."""
+    else ``default_code``; attempted at ``envelope``'s revision when the envelope was
+    listed), then let it propagate so the run fails visibly too."""
     try:
         yield
     except Exception as exc:
@@ -748,7 +780,7 @@ def failure_recorded(
         if not isinstance(code, str) or not code.isupper():
             code = default_code
         try:
-            record_failed_sweep(ctx, settings, ledger, code, str(exc), time.time())
+            record_failed_sweep(ctx, settings, ledger, code, str(exc), time.time(), envelope)
         except Exception:  # noqa: BLE001 - the ledger may be what failed; keep the cause
             pass
         raise

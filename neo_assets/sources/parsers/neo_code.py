@@ -35,9 +35,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neo_assets.core.sources.chunks import Chunk, dedupe_chunks, make_chunk
-from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
+from neo_assets.core.sources.parser_versions import GENERATION_UNITS, NEO_CODE, parser_generation
 
-PARSER_ID = "neo-code"
+PARSER_ID = NEO_CODE  # declared in the parser registry (core/sources/parser_versions.py)
 
 KIND_MODULE = "module"
 KIND_CLASS = "class"

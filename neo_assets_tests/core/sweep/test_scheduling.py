@@ -178,7 +178,8 @@ DEFERRED = dataclasses.replace(
     last_ingested_rev="rev-1",
     consecutive_failures=2,
 )
-FAILED = dataclasses.replace(DEFERRED, last_outcome=codes.OUTCOME_FAILED)
+# Failed on rev-2; the failed attempt recorded its inputs (attempt_inputs_at = its time).
+FAILED = dataclasses.replace(DEFERRED, last_outcome=codes.OUTCOME_FAILED, attempt_inputs_at=T0)
 
 
 def reason(state: RepoState | None, now: float = T0, **observed: object) -> str | None:
@@ -211,6 +212,13 @@ def test_never_swept() -> None:
         dataclasses.replace(DEFERRED, last_attempt_at=math.nan),
         dataclasses.replace(DEFERRED, last_attempt_at="yesterday"),
         dataclasses.replace(FAILED, last_attempt_at=None),
+        # a failed repo whose inputs are not those of its last attempt (a ledger from
+        # before they were recorded, a write that recorded only part of them)
+        dataclasses.replace(FAILED, attempt_inputs_at=None),
+        dataclasses.replace(FAILED, attempt_inputs_at=T0 - 60.0),
+        dataclasses.replace(FAILED, attempt_inputs_at="torn"),
+        dataclasses.replace(FAILED, declaration_digest=None),
+        dataclasses.replace(FAILED, embedding_generation=None),
     ],
     ids=repr,
 )
@@ -259,10 +267,58 @@ def test_a_deferred_repo_is_not_due_merely_because_its_checkpoint_is_held_back()
     assert reason(DEFERRED, T0 + 1.0) is None
 
 
-def test_a_retrying_repo_whose_attempt_never_learned_the_revision_waits_for_backoff() -> None:
-    early = dataclasses.replace(FAILED, last_attempted_rev=None, declaration_digest=None)
+def test_a_deferred_repo_whose_attempt_never_learned_the_revision_waits_for_backoff() -> None:
+    early = dataclasses.replace(DEFERRED, last_attempted_rev=None, declaration_digest=None)
     assert reason(early, T0 + 1.0) is None
     assert reason(early, independent_due_at(2)) == DUE_BACKOFF_ELAPSED
+
+
+# --- failed repos: compared with the failed attempt's own inputs
+
+# The case: the repo completed at rev-2 under decl-0, then 'ref:' got a typo
+# (decl-1): the failed attempt saw decl-1 and no revision (the ref does not resolve).
+BAD_REF = dataclasses.replace(
+    FAILED, last_ingested_rev="rev-2", last_attempted_rev=None, consecutive_failures=1
+)
+
+
+def test_a_failed_repo_with_nothing_moved_waits_for_its_backoff() -> None:
+    # what the sensor sees on every tick while the typo stands: the same declaration,
+    # still no revision
+    ticks = [T0 + 60.0 * n for n in range(1, 30) if T0 + 60.0 * n < independent_due_at(1)]
+    assert len(ticks) >= 19  # 20 minutes of backoff: about 20 ticks of a 60 s sensor
+    assert [reason(BAD_REF, now, current_revision=None) for now in ticks] == [None] * len(ticks)
+    assert reason(BAD_REF, independent_due_at(1) - 0.01, current_revision=None) is None
+    assert reason(BAD_REF, independent_due_at(1), current_revision=None) == DUE_BACKOFF_ELAPSED
+
+
+def test_a_failed_repo_is_not_due_for_the_declaration_its_checkpoint_was_made_with() -> None:
+    # the completed sweep's declaration is not what the failed attempt is compared with
+    assert reason(BAD_REF, T0 + 60.0, current_revision=None, declaration_digest="decl-1") is None
+
+
+def test_a_fixed_declaration_makes_a_failed_repo_due_at_once() -> None:
+    fixed = dict(current_revision="rev-2", declaration_digest="decl-2")
+    assert reason(BAD_REF, T0 + 60.0, **fixed) == DUE_REVISION_MOVED  # readable again
+    assert reason(BAD_REF, T0 + 60.0, current_revision=None, declaration_digest="decl-2") == (
+        DUE_DECLARATION_MOVED
+    )
+
+
+def test_a_failed_repo_whose_revision_became_readable_is_due_at_once() -> None:
+    # e.g. the declared branch was created after the failed attempt
+    assert reason(BAD_REF, T0 + 60.0, current_revision="rev-9") == DUE_REVISION_MOVED
+
+
+def test_a_failed_repo_whose_revision_became_unreadable_waits_for_its_backoff() -> None:
+    # None now means "cannot tell": never a reason; sweeping would fail the same way
+    assert reason(FAILED, T0 + 60.0, current_revision=None) is None
+
+
+def test_a_failed_repo_at_the_revision_it_failed_at_waits_for_its_backoff() -> None:
+    assert reason(FAILED, T0 + 60.0) is None
+    assert reason(FAILED, T0 + 60.0, current_revision="rev-3") == DUE_REVISION_MOVED
+    assert reason(FAILED, T0 + 60.0, embedding_generation="gen-2") == DUE_GENERATION_CHANGED
 
 
 @pytest.mark.parametrize("state", [DEFERRED, FAILED], ids=lambda s: s.last_outcome)
@@ -313,7 +369,10 @@ def test_a_healthy_provider_after_the_episode_makes_the_deferred_repo_due_at_onc
         (EPISODE, T0),  # not strictly after
         (dataclasses.replace(EPISODE, recovery_episode_opened_at=None), T0 + 4.0),  # no episode
         (dataclasses.replace(EPISODE, last_attempt_at=T0 + 10.0), T0 + 4.0),  # already retried
-        (dataclasses.replace(EPISODE, last_outcome=codes.OUTCOME_FAILED), T0 + 4.0),  # failed
+        (
+            dataclasses.replace(EPISODE, last_outcome=codes.OUTCOME_FAILED, attempt_inputs_at=T0),
+            T0 + 4.0,
+        ),  # failed
         (dataclasses.replace(EPISODE, recovery_episode_opened_at="torn"), T0 + 4.0),
     ],
     ids=["before-open", "at-open", "no-episode", "after-retry", "failed", "torn-episode"],
@@ -348,7 +407,9 @@ def test_every_reason_is_reachable_and_in_the_closed_set() -> None:
 def test_a_retrying_repo_is_due_exactly_when_its_backoff_has_elapsed(
     outcome: str, failures: int, elapsed: float
 ) -> None:
-    state = dataclasses.replace(DEFERRED, last_outcome=outcome, consecutive_failures=failures)
+    state = dataclasses.replace(
+        DEFERRED, last_outcome=outcome, consecutive_failures=failures, attempt_inputs_at=T0
+    )
     due = reason(state, T0 + elapsed)
     wait = min(CADENCE * 2.0**failures, 1800.0) + JITTER
     if elapsed >= wait + 1e-6:
