@@ -27,7 +27,7 @@ from neo_assets.core.embedding import (
 )
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.ids.stamps import row_stamps
+from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
 from neo_assets.core.sources.envelope_reuse import envelope_delta
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
@@ -43,7 +43,21 @@ from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
 
-CHUNK_COLUMNS = ["chunk_id", "source_path", "kind", "name", "start_line", "end_line", "content"]
+CHUNK_COLUMNS = [
+    "chunk_id",
+    "source_path",
+    "kind",
+    "name",
+    "start_line",
+    "end_line",
+    "content",
+    "language",
+    "qualified_name",
+    "parent",
+]
+# Read again (with the text) when a reused row must be embedded: what the row's metadata
+# takes from the parse.
+PARSED_COLUMNS = ("content", "start_line", "end_line", "language", "qualified_name", "parent")
 
 
 @dataclass(frozen=True)
@@ -229,10 +243,36 @@ def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str,
             "start_line": start,
             "end_line": end,
             "content": content,
+            "language": language,
+            "qualified_name": qualified_name,
+            "parent": parent,
+            "fallback_reason": reason,
             "blob": blob_of.get(path),
         }
-        for chunk_id, path, kind, name, start, end, content in rows
+        for (
+            chunk_id,
+            path,
+            kind,
+            name,
+            start,
+            end,
+            content,
+            language,
+            qualified_name,
+            parent,
+            reason,
+        ) in rows
     ]
+
+
+def fallback_counts(parsed: list[dict[str, Any]]) -> dict[str, int]:
+    """Files windowed instead of read by their structure, per reason (parsed rows only:
+    every chunk of such a file carries its reason)."""
+    paths: dict[str, set[str]] = {}
+    for r in parsed:
+        if r["fallback_reason"]:
+            paths.setdefault(r["fallback_reason"], set()).add(r["source_path"])
+    return {reason: len(p) for reason, p in sorted(paths.items())}
 
 
 def _parse(
@@ -391,6 +431,7 @@ def chunk_step(
     )
     chunks.attrs["parsed_paths"] = len(plan.to_parse)
     chunks.attrs["reused_paths"] = len(plan.reused)
+    chunks.attrs["fallback_files"] = fallback_counts(parsed)
     if unchanged:
         return chunks  # the recorded generation is this one: nothing to write
     record_parsed(ctx, ledger, envelope, plan, parsed, None if plan.full else plan.replaced, now)
@@ -410,6 +451,9 @@ def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
             "start_line": none,
             "end_line": none,
             "content": none,
+            "language": none,
+            "qualified_name": none,
+            "parent": none,
             "blob": [dc.blob for dc in kept],
         },
         columns=[*CHUNK_COLUMNS, "blob"],
@@ -419,21 +463,25 @@ def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
 def fill_missing_content(
     ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: pd.DataFrame
 ) -> pd.DataFrame:
-    """Give rows that need embedding but were reused without content their text, by
-    parsing just their files again (rare: only after an incomplete earlier sweep)."""
+    """Give rows that need embedding but were reused without content their text and
+    what the parse says of it (lines, language, qualified name, parent), by parsing just
+    their files again (rare: only after an incomplete earlier sweep)."""
     need = chunks[chunks["content"].isna()]
     if need.empty:
         return chunks
     env = previous_envelope(ledger, ctx)
     if env is None:
         return chunks
-    content = {
-        r["chunk_id"]: r["content"]
-        for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
+    reparsed = {
+        r["chunk_id"]: r for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
     }
-    filled = chunks.copy()
+    filled = chunks.copy().astype({c: object for c in PARSED_COLUMNS})
     mask = filled["content"].isna()
-    filled.loc[mask, "content"] = filled.loc[mask, "chunk_id"].map(content)
+    ids = filled.loc[mask, "chunk_id"]
+    for column in PARSED_COLUMNS:
+        filled.loc[mask, column] = ids.map(
+            lambda cid, c=column: reparsed[cid][c] if cid in reparsed else None
+        )
     return filled
 
 
@@ -483,7 +531,14 @@ def embed_step(
         for item in batch:
             r = by_id[item.chunk_id]
             metas.append(
-                row_stamps(
+                chunk_metadata(
+                    language=r["language"],
+                    start_line=r["start_line"],
+                    end_line=r["end_line"],
+                    qualified_name=r["qualified_name"],
+                    parent=r["parent"],
+                )
+                | row_stamps(
                     tenant_id=ctx.tenant_id,
                     repo_slug=ctx.repo_slug,
                     source_path=r["source_path"],
@@ -558,9 +613,10 @@ def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """The rows whose text is at hand, by id. Read column by column: to_dict("records")
     boxes every cell (0.17 s of a first sweep's 8,000 rows). A text that could not be read
     again is missing (None or NA), so only a str counts."""
-    cols = ("chunk_id", "source_path", "kind", "name", "content")
+    cols = tuple(CHUNK_COLUMNS)
+    text = cols.index("content")
     rows = zip(*(frame[c].tolist() for c in cols), strict=True)
-    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[4], str)}
+    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[text], str)}
 
 
 class SweepAborted(BaseException):
