@@ -28,6 +28,7 @@ from neo_assets.services.sweep.steps import (
     RepoContext,
     SweepAborted,
     census_step,
+    check_parser,
     chunk_step,
     embed_step,
     envelope_step,
@@ -131,6 +132,8 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES))
         mark = time.perf_counter()
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+            check_parser(ctx)  # a missing grammar fails here, before anything is written
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
             envelope = envelope_step(ctx, cfg, book, inputs.clock())
         stage_s["envelope_s"] = time.perf_counter() - mark

@@ -29,6 +29,7 @@ from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
 from neo_assets.core.sources.envelope_reuse import envelope_delta
+from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
@@ -115,6 +116,29 @@ def _default_model(kind: str) -> str:
     from neo_assets.embedding.providers.hashing import HashingProvider
 
     return HashingProvider().model if kind == "hashing" else ""
+
+
+class ParserUnavailable(RuntimeError):
+    """The repo's declared parser cannot run here (a grammar package is missing): the
+    sweep fails at its start, before anything is written, naming what to install."""
+
+    code = codes.PARSE_FAILED
+
+
+def check_parser(ctx: RepoContext) -> None:
+    """Before a sweep of a repo declared with parser 2.x: every tree-sitter grammar loads
+    (else ParserUnavailable, code PARSE_FAILED, naming the repo and the pip package).
+    Without it a missing grammar would window every file of its language silently
+    (``grammar-unusable``) and declare that as the generation. 1.x needs no grammar."""
+    if parser_generation(ctx.repo.parser.version) != GENERATION_UNITS:
+        return
+    from neo_assets.sources.parsers.grammars import GrammarUnavailable, check_grammars
+
+    try:
+        check_grammars()
+    except GrammarUnavailable as exc:
+        parser = f"{ctx.repo.parser.id} {ctx.repo.parser.version}"
+        raise ParserUnavailable(f"{ctx.key}: parser {parser} cannot run: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- 1 envelope
