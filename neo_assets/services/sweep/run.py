@@ -220,6 +220,7 @@ def frame_tally(chunks: Any) -> ChunkTally:
         chunks=len(chunks),
         parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
         reused_paths=int(chunks.attrs.get("reused_paths", 0)),
+        fallback_files=dict(chunks.attrs.get("fallback_files") or {}),
     )
     tally.kinds.update(chunks["kind"].tolist())
     tally.paths.update(chunks["source_path"].tolist())
