@@ -25,6 +25,7 @@ from neo_assets.core.embedding import (
     admission_band,
     embedding_generation,
 )
+from neo_assets.core.embedding_input import embedding_input, embedding_input_format
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
@@ -98,9 +99,16 @@ def lane_settings(settings: Settings) -> LaneSettings:
 
 
 def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
+    """The embedding generation: the one digest the sweep stamps, the due check compares
+    and reconciliation settles against (geometry and the input format in force)."""
     lane = lane_settings(settings)
     return embedding_generation(
-        provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms
+        provider_name,
+        model,
+        dims,
+        admission_band(lane),
+        lane.call_ceiling_ms,
+        embedding_input_format(),
     )
 
 
@@ -538,9 +546,27 @@ def embed_step(
     ids = chunks["chunk_id"].tolist()
     lookup = store.present_ids
     present = lookup(ids)
+    # Rows present at another generation (the input format or geometry changed since)
+    # are embedded again and rewritten in place.
+    stale = stale_rows(ctx, store, ledger, present, generation)
+    present -= stale
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
-    items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
+    version = ctx.repo.parser.version
+    items = [
+        LaneItem(
+            chunk_id=cid,
+            text=embedding_input(
+                r["content"],
+                kind=r["kind"],
+                name=r["name"],
+                qualified_name=r["qualified_name"],
+                source_path=r["source_path"],
+                parser_version=version,
+            ),
+        )
+        for cid, r in by_id.items()
+    ]
     tally = {"chunks": len(ids), "already_present": len(present)}
 
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
@@ -576,12 +602,20 @@ def embed_step(
                     embedding_generation=generation,
                 )
             )
-        store.add(
-            [i.chunk_id for i in batch],
-            vectors,
-            [by_id[i.chunk_id]["content"] for i in batch],
-            metas,
-        )
+        batch_ids = [i.chunk_id for i in batch]
+        documents = [by_id[cid]["content"] for cid in batch_ids]  # the content, no header
+        if not stale or stale.isdisjoint(batch_ids):
+            store.add(batch_ids, vectors, documents, metas)
+        else:
+            for write, keep in ((store.add, False), (store.upsert, True)):
+                rows = [n for n, cid in enumerate(batch_ids) if (cid in stale) == keep]
+                if rows:
+                    write(
+                        [batch_ids[n] for n in rows],
+                        vectors[rows],
+                        [documents[n] for n in rows],
+                        [metas[n] for n in rows],
+                    )
         timings["write_s"] += time.perf_counter() - write_started
 
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
@@ -631,6 +665,28 @@ def embed_step(
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     return summary
+
+
+def stale_rows(
+    ctx: RepoContext, store: ChromaStore, ledger: Ledger, present: set[str], generation: str
+) -> set[str]:
+    """Which ``present`` rows were embedded at another generation than ``generation``.
+
+    Read from the rows' stamps only when the repo is not settled at this generation (its
+    last sweep was at another one, or did not complete): a sweep that completed at
+    ``generation`` left every declared row at it, so an unchanged repo reads no stamps."""
+    if not present:
+        return set()
+    state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    if (
+        state.get("embedding_generation") == generation
+        and state.get("last_outcome") == codes.OUTCOME_COMPLETE
+    ):
+        return set()
+    rows = store.get_rows(sorted(present))
+    return {
+        rid for rid, row in rows.items() if row["metadata"].get("embeddingGeneration") != generation
+    }
 
 
 def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
