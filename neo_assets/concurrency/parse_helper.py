@@ -13,15 +13,18 @@ from dataclasses import astuple, dataclass
 from typing import Any
 
 from neo_assets.concurrency.helper_process import HelperProcess, HelperUnavailable, run_helper
-from neo_assets.sources.parsers.neo_code import chunk_file
+from neo_assets.sources.parsers.neo_code import chunk_file_result
 
 # Below this, the helper's start-up costs more than half the parse saves.
 HELP_MIN_FILES = 200
 # How long the helper may take to start before its half is parsed here instead.
 READY_WAIT_S = 2.0
 
-# (chunk_id, source_path, kind, name, start_line, end_line, content)
-Row = tuple[str, str, str, str, int, int, str]
+# (chunk_id, source_path, kind, name, start_line, end_line, content,
+#  language, qualified_name, parent, fallback_reason): plain values, so they cross the pipe
+#  to the helper cheaply. ``parent`` is "" when the chunk has none; ``fallback_reason`` is
+#  the file's (every chunk of a windowed file carries it), "" when it was read by structure.
+Row = tuple[str, str, str, str, int, int, str, str, str, str, str]
 
 
 @dataclass(frozen=True)
@@ -40,7 +43,7 @@ def parse_rows(identity: ParseIdentity, files: list[tuple[str, str]]) -> list[Ro
     """The chunks of ``files`` (path, text), in order, as plain rows."""
     rows: list[Row] = []
     for path, text in files:
-        for ch in chunk_file(
+        result = chunk_file_result(
             identity.tenant_id,
             identity.repo_slug,
             path,
@@ -49,9 +52,12 @@ def parse_rows(identity: ParseIdentity, files: list[tuple[str, str]]) -> list[Ro
             identity.parser_version,
             max_chunk_chars=identity.max_chunk_chars,
             window_lines=identity.window_lines,
-        ):
-            row = (ch.chunk_id, ch.source_path, ch.kind, ch.name)
-            rows.append((*row, ch.start_line, ch.end_line, ch.content))
+        )
+        reason = result.fallback_reason or ""
+        for ch in result.chunks:
+            row = (ch.chunk_id, ch.source_path, ch.kind, ch.name, ch.start_line, ch.end_line)
+            meta = (ch.language, ch.qualified_name, ch.parent or "", reason)
+            rows.append((*row, ch.content, *meta))
     return rows
 
 

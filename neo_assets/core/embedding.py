@@ -201,10 +201,17 @@ def admitted(text: str, settings: LaneSettings) -> bool:
 
 
 def embedding_generation(
-    provider_name: str, model: str, dimensions: int, band_tokens: int, call_ceiling_ms: int
+    provider_name: str,
+    model: str,
+    dimensions: int,
+    band_tokens: int,
+    call_ceiling_ms: int,
+    input_format: str,
 ) -> str:
-    """A short hex digest of the geometry; fences and strikes belong to one generation,
-    so changing any of these re-offers every fenced chunk."""
+    """A short hex digest of the geometry and of the input format (what text is sent for
+    a chunk: core/embedding_input.py); fences and strikes belong to one generation, so
+    changing any of these re-offers every fenced chunk, and rows stamped with another
+    generation are embedded again."""
     payload = json.dumps(
         {
             "provider": provider_name,
@@ -212,6 +219,7 @@ def embedding_generation(
             "dimensions": int(dimensions),
             "bandTokens": int(band_tokens),
             "callCeilingMs": int(call_ceiling_ms),
+            "inputFormat": str(input_format),
         },
         sort_keys=True,
         separators=(",", ":"),

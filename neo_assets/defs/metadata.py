@@ -86,9 +86,13 @@ def envelope_summary(
     return dg.MetadataValue.md(text)
 
 
-def chunks_summary(key: str, parser: str, chunks: int, paths: int, kinds: Mapping[str, int]) -> Any:
+def chunks_summary(
+    key: str, parser: str, chunks: int, paths: int, kinds: Mapping[str, int], windowed: str = ""
+) -> Any:
     rows = [{"kind": k, "chunks": n} for k, n in sorted(kinds.items())]
     text = f"**{key}** parsed by `{parser}`: **{chunks}** chunks from **{paths}** paths."
+    if windowed:
+        text += f" {windowed} (of the files parsed this sweep)."
     if rows:
         text += "\n\n" + markdown_table(rows, ["kind", "chunks"])
     return dg.MetadataValue.md(text)

@@ -118,6 +118,9 @@ def chunks_metadata(ctx: RepoContext, revision: str, tally: ChunkTally) -> dict[
         "parsed_paths": tally.parsed_paths,
         "reused_paths": tally.reused_paths,
         "kinds": dg.MetadataValue.json(kinds),
+        # Parsed files the parser windowed instead of reading their structure, by reason.
+        "windowed_files": tally.windowed_files,
+        "fallback_files": dg.MetadataValue.json(tally.fallback_files),
         "dagster/row_count": tally.chunks,
         "summary": chunks_summary(
             ctx.key,
@@ -125,6 +128,7 @@ def chunks_metadata(ctx: RepoContext, revision: str, tally: ChunkTally) -> dict[
             tally.chunks,
             tally.paths_with_chunks,
             kinds,
+            tally.windowed_line(),
         ),
         "preview": preview_records(tally.preview, PREVIEW_COLUMNS),
     }

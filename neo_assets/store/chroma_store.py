@@ -182,6 +182,28 @@ class ChromaStore:
                     metadatas=[dict(m) for m in metadatas[start:stop]],
                 )
 
+    def upsert(
+        self,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """Rewrite rows that exist (re-embedded at a new generation) in place."""
+        if not ids:
+            return
+        self._pin_threads()
+        step = self._max_batch
+        for start in range(0, len(ids), step):
+            stop = start + step
+            with helpers_kept_off(self.pin_core):
+                self.collection.upsert(
+                    ids=list(ids[start:stop]),
+                    embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
+                    documents=list(documents[start:stop]),
+                    metadatas=[dict(m) for m in metadatas[start:stop]],
+                )
+
     def get_rows(
         self, ids: Sequence[str], *, include_documents: bool = False
     ) -> dict[str, dict[str, Any]]:

@@ -106,9 +106,11 @@ def test_admission_band_and_boundary() -> None:
 
 # ---------------------------------------------------------------------------- generation
 def test_generation_is_a_short_stable_hex_digest() -> None:
-    g = rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000)
+    g = rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000, "plain")
     assert len(g) == 16 and all(c in "0123456789abcdef" for c in g)
-    assert g == rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000)
+    assert g == rules.embedding_generation(
+        "openai_compatible", "qwen3", 1024, 7372, 60_000, "plain"
+    )
 
 
 @pytest.mark.parametrize(
@@ -122,13 +124,21 @@ def test_generation_is_a_short_stable_hex_digest() -> None:
     ],
 )
 def test_any_geometry_change_changes_the_generation(changed: tuple) -> None:
-    base = rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000)
-    assert rules.embedding_generation(*changed) != base
+    base = rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000, "plain")
+    assert rules.embedding_generation(*changed, "plain") != base
+
+
+def test_the_input_format_changes_the_generation() -> None:
+    base = rules.embedding_generation("openai_compatible", "qwen3", 1024, 7372, 60_000, "plain")
+    other = rules.embedding_generation(
+        "openai_compatible", "qwen3", 1024, 7372, 60_000, "header-v1"
+    )
+    assert other != base
 
 
 def test_fields_cannot_bleed_into_each_other() -> None:
-    assert rules.embedding_generation("a", "bc", 1, 1, 1) != rules.embedding_generation(
-        "ab", "c", 1, 1, 1
+    assert rules.embedding_generation("a", "bc", 1, 1, 1, "plain") != rules.embedding_generation(
+        "ab", "c", 1, 1, 1, "plain"
     )
 
 

@@ -123,3 +123,34 @@ def test_markdown_table_escapes_cells() -> None:
 
 def test_status_summary_without_repos() -> None:
     assert status_summary(pd.DataFrame()).value == "No repo is declared."
+
+
+BROKEN_JS = "function broken( {\n  if (x {\n    return ]];\n  }\n}\n" * 3
+BROKEN_GO = "package p\n\nfunc broken( {\n\tif x {{\n\treturn ]]\n}\n" * 3
+
+
+def test_windowed_files_are_counted_per_reason_on_the_chunk_stage(
+    neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "web")
+    repo.write("src/ok.js", "export function ok() {\n  return 1;\n}\n")
+    repo.write("src/broken.js", BROKEN_JS)
+    repo.write("src/also_broken.js", BROKEN_JS)
+    repo.write("cmd/broken.go", BROKEN_GO)
+    repo.write("notes.txt", "plain text is windowed by design, not as a fallback\n")
+    repo.commit("initial", when=1_700_000_000)
+    tenants = write_tenants(
+        tmp_path / "tenants.yaml", {"acme": [repo_entry("web", repo.path, version="2.0.0")]}
+    )
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
+    (tmp_path / "dagster").mkdir()
+    instance = dg.DagsterInstance.local_temp(str(tmp_path / "dagster"))
+    try:
+        results = run_sweeps(load_settings(), load_tenants(tenants), instance)
+        assert [r["outcome"] for r in results] == ["complete"]
+        chunks = _latest(instance, "chunk_generation")
+    finally:
+        instance.dispose()
+    assert chunks["fallback_files"].value == {"syntax-errors": 3}
+    assert chunks["windowed_files"].value == 3
+    assert "3 files windowed: syntax-errors" in chunks["summary"].value

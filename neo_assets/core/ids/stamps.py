@@ -4,6 +4,9 @@ plain text in the document)."""
 
 from typing import Any
 
+# What the parser says about a chunk, beside the stamps: where it is and what it is.
+CHUNK_META_KEYS = ("language", "startLine", "endLine", "qualifiedName", "parent")
+
 
 def row_stamps(
     *,
@@ -31,6 +34,26 @@ def row_stamps(
         "ingestedAt": float(ingested_at),
         "revision": str(revision),
         "embeddingGeneration": str(embedding_generation),
+    }
+
+
+def chunk_metadata(
+    *,
+    language: str | None,
+    start_line: Any,
+    end_line: Any,
+    qualified_name: str | None,
+    parent: str | None,
+) -> dict[str, Any]:
+    """What the parser knows of a chunk, as row metadata: every key on every row (Chroma
+    metadata values cannot be None, so "none" is ``""``: a 1.x row's language and
+    qualified name, a function's parent). Lines are 1-based and inclusive."""
+    return {
+        "language": str(language or ""),
+        "startLine": int(start_line),
+        "endLine": int(end_line),
+        "qualifiedName": str(qualified_name or ""),
+        "parent": str(parent or ""),
     }
 
 

@@ -26,6 +26,9 @@ class ChunkTally:
     preview: list[dict[str, Any]] = field(default_factory=list)
     parsed_paths: int = 0
     reused_paths: int = 0
+    # Parsed files windowed instead of read by their structure, per reason (parser 2.x:
+    # "syntax-errors", "grammar-unusable", "no-top-level-keys").
+    fallback_files: dict[str, int] = field(default_factory=dict)
 
     def add(self, rows: Iterable[Mapping[str, Any]]) -> None:
         """Count chunk rows (mappings with at least ``source_path`` and ``kind``)."""
@@ -51,6 +54,19 @@ class ChunkTally:
     @property
     def paths_with_chunks(self) -> int:
         return len(self.paths)
+
+    @property
+    def windowed_files(self) -> int:
+        return sum(self.fallback_files.values())
+
+    def windowed_line(self) -> str:
+        """``"12 files windowed: syntax-errors"`` ("" when none was), for the operator."""
+        n = self.windowed_files
+        if not n:
+            return ""
+        items = sorted(self.fallback_files.items())
+        why = items[0][0] if len(items) == 1 else ", ".join(f"{r} {k}" for r, k in items)
+        return f"{n} file{'s' if n != 1 else ''} windowed: {why}"
 
     def kind_counts(self) -> dict[str, int]:
         """Chunks per kind, most first (ties by kind), as the UI lists them."""

@@ -28,6 +28,7 @@ from neo_assets.services.sweep.steps import (
     RepoContext,
     SweepAborted,
     census_step,
+    check_parser,
     chunk_step,
     embed_step,
     envelope_step,
@@ -131,6 +132,8 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES))
         mark = time.perf_counter()
+        with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED):
+            check_parser(ctx)  # a missing grammar fails here, before anything is written
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
             envelope = envelope_step(ctx, cfg, book, inputs.clock())
         stage_s["envelope_s"] = time.perf_counter() - mark
@@ -217,6 +220,7 @@ def frame_tally(chunks: Any) -> ChunkTally:
         chunks=len(chunks),
         parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
         reused_paths=int(chunks.attrs.get("reused_paths", 0)),
+        fallback_files=dict(chunks.attrs.get("fallback_files") or {}),
     )
     tally.kinds.update(chunks["kind"].tolist())
     tally.paths.update(chunks["source_path"].tolist())

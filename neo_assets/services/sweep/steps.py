@@ -25,10 +25,12 @@ from neo_assets.core.embedding import (
     admission_band,
     embedding_generation,
 )
+from neo_assets.core.embedding_input import embedding_input, embedding_input_format
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.ids.stamps import row_stamps
+from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
 from neo_assets.core.sources.envelope_reuse import envelope_delta
+from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
@@ -44,7 +46,21 @@ from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
 
-CHUNK_COLUMNS = ["chunk_id", "source_path", "kind", "name", "start_line", "end_line", "content"]
+CHUNK_COLUMNS = [
+    "chunk_id",
+    "source_path",
+    "kind",
+    "name",
+    "start_line",
+    "end_line",
+    "content",
+    "language",
+    "qualified_name",
+    "parent",
+]
+# Read again (with the text) when a reused row must be embedded: what the row's metadata
+# takes from the parse.
+PARSED_COLUMNS = ("content", "start_line", "end_line", "language", "qualified_name", "parent")
 
 
 @dataclass(frozen=True)
@@ -84,9 +100,16 @@ def lane_settings(settings: Settings) -> LaneSettings:
 
 
 def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
+    """The embedding generation: the one digest the sweep stamps, the due check compares
+    and reconciliation settles against (geometry and the input format in force)."""
     lane = lane_settings(settings)
     return embedding_generation(
-        provider_name, model, dims, admission_band(lane), lane.call_ceiling_ms
+        provider_name,
+        model,
+        dims,
+        admission_band(lane),
+        lane.call_ceiling_ms,
+        embedding_input_format(),
     )
 
 
@@ -102,6 +125,29 @@ def _default_model(kind: str) -> str:
     from neo_assets.embedding.providers.hashing import HashingProvider
 
     return HashingProvider().model if kind == "hashing" else ""
+
+
+class ParserUnavailable(RuntimeError):
+    """The repo's declared parser cannot run here (a grammar package is missing): the
+    sweep fails at its start, before anything is written, naming what to install."""
+
+    code = codes.PARSE_FAILED
+
+
+def check_parser(ctx: RepoContext) -> None:
+    """Before a sweep of a repo declared with parser 2.x: every tree-sitter grammar loads
+    (else ParserUnavailable, code PARSE_FAILED, naming the repo and the pip package).
+    Without it a missing grammar would window every file of its language silently
+    (``grammar-unusable``) and declare that as the generation. 1.x needs no grammar."""
+    if parser_generation(ctx.repo.parser.version) != GENERATION_UNITS:
+        return
+    from neo_assets.sources.parsers.grammars import GrammarUnavailable, check_grammars
+
+    try:
+        check_grammars()
+    except GrammarUnavailable as exc:
+        parser = f"{ctx.repo.parser.id} {ctx.repo.parser.version}"
+        raise ParserUnavailable(f"{ctx.key}: parser {parser} cannot run: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- 1 envelope
@@ -230,10 +276,36 @@ def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str,
             "start_line": start,
             "end_line": end,
             "content": content,
+            "language": language,
+            "qualified_name": qualified_name,
+            "parent": parent,
+            "fallback_reason": reason,
             "blob": blob_of.get(path),
         }
-        for chunk_id, path, kind, name, start, end, content in rows
+        for (
+            chunk_id,
+            path,
+            kind,
+            name,
+            start,
+            end,
+            content,
+            language,
+            qualified_name,
+            parent,
+            reason,
+        ) in rows
     ]
+
+
+def fallback_counts(parsed: list[dict[str, Any]]) -> dict[str, int]:
+    """Files windowed instead of read by their structure, per reason (parsed rows only:
+    every chunk of such a file carries its reason)."""
+    paths: dict[str, set[str]] = {}
+    for r in parsed:
+        if r["fallback_reason"]:
+            paths.setdefault(r["fallback_reason"], set()).add(r["source_path"])
+    return {reason: len(p) for reason, p in sorted(paths.items())}
 
 
 def _parse(
@@ -392,6 +464,7 @@ def chunk_step(
     )
     chunks.attrs["parsed_paths"] = len(plan.to_parse)
     chunks.attrs["reused_paths"] = len(plan.reused)
+    chunks.attrs["fallback_files"] = fallback_counts(parsed)
     if unchanged:
         return chunks  # the recorded generation is this one: nothing to write
     record_parsed(ctx, ledger, envelope, plan, parsed, None if plan.full else plan.replaced, now)
@@ -411,6 +484,9 @@ def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
             "start_line": none,
             "end_line": none,
             "content": none,
+            "language": none,
+            "qualified_name": none,
+            "parent": none,
             "blob": [dc.blob for dc in kept],
         },
         columns=[*CHUNK_COLUMNS, "blob"],
@@ -420,21 +496,25 @@ def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
 def fill_missing_content(
     ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: pd.DataFrame
 ) -> pd.DataFrame:
-    """Give rows that need embedding but were reused without content their text, by
-    parsing just their files again (rare: only after an incomplete earlier sweep)."""
+    """Give rows that need embedding but were reused without content their text and
+    what the parse says of it (lines, language, qualified name, parent), by parsing just
+    their files again (rare: only after an incomplete earlier sweep)."""
     need = chunks[chunks["content"].isna()]
     if need.empty:
         return chunks
     env = previous_envelope(ledger, ctx)
     if env is None:
         return chunks
-    content = {
-        r["chunk_id"]: r["content"]
-        for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
+    reparsed = {
+        r["chunk_id"]: r for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
     }
-    filled = chunks.copy()
+    filled = chunks.copy().astype({c: object for c in PARSED_COLUMNS})
     mask = filled["content"].isna()
-    filled.loc[mask, "content"] = filled.loc[mask, "chunk_id"].map(content)
+    ids = filled.loc[mask, "chunk_id"]
+    for column in PARSED_COLUMNS:
+        filled.loc[mask, column] = ids.map(
+            lambda cid, c=column: reparsed[cid][c] if cid in reparsed else None
+        )
     return filled
 
 
@@ -467,9 +547,27 @@ def embed_step(
     ids = chunks["chunk_id"].tolist()
     lookup = store.present_ids
     present = lookup(ids)
+    # Rows present at another generation (the input format or geometry changed since)
+    # are embedded again and rewritten in place.
+    stale = stale_rows(ctx, store, ledger, present, generation)
+    present -= stale
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
-    items = [LaneItem(chunk_id=cid, text=r["content"]) for cid, r in by_id.items()]
+    version = ctx.repo.parser.version
+    items = [
+        LaneItem(
+            chunk_id=cid,
+            text=embedding_input(
+                r["content"],
+                kind=r["kind"],
+                name=r["name"],
+                qualified_name=r["qualified_name"],
+                source_path=r["source_path"],
+                parser_version=version,
+            ),
+        )
+        for cid, r in by_id.items()
+    ]
     tally = {"chunks": len(ids), "already_present": len(present)}
 
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
@@ -484,7 +582,14 @@ def embed_step(
         for item in batch:
             r = by_id[item.chunk_id]
             metas.append(
-                row_stamps(
+                chunk_metadata(
+                    language=r["language"],
+                    start_line=r["start_line"],
+                    end_line=r["end_line"],
+                    qualified_name=r["qualified_name"],
+                    parent=r["parent"],
+                )
+                | row_stamps(
                     tenant_id=ctx.tenant_id,
                     repo_slug=ctx.repo_slug,
                     source_path=r["source_path"],
@@ -498,12 +603,20 @@ def embed_step(
                     embedding_generation=generation,
                 )
             )
-        store.add(
-            [i.chunk_id for i in batch],
-            vectors,
-            [by_id[i.chunk_id]["content"] for i in batch],
-            metas,
-        )
+        batch_ids = [i.chunk_id for i in batch]
+        documents = [by_id[cid]["content"] for cid in batch_ids]  # the content, no header
+        if not stale or stale.isdisjoint(batch_ids):
+            store.add(batch_ids, vectors, documents, metas)
+        else:
+            for write, keep in ((store.add, False), (store.upsert, True)):
+                rows = [n for n, cid in enumerate(batch_ids) if (cid in stale) == keep]
+                if rows:
+                    write(
+                        [batch_ids[n] for n in rows],
+                        vectors[rows],
+                        [documents[n] for n in rows],
+                        [metas[n] for n in rows],
+                    )
         timings["write_s"] += time.perf_counter() - write_started
 
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
@@ -555,13 +668,36 @@ def embed_step(
     return summary
 
 
+def stale_rows(
+    ctx: RepoContext, store: ChromaStore, ledger: Ledger, present: set[str], generation: str
+) -> set[str]:
+    """Which ``present`` rows were embedded at another generation than ``generation``.
+
+    Read from the rows' stamps only when the repo is not settled at this generation (its
+    last sweep was at another one, or did not complete): a sweep that completed at
+    ``generation`` left every declared row at it, so an unchanged repo reads no stamps."""
+    if not present:
+        return set()
+    state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    if (
+        state.get("embedding_generation") == generation
+        and state.get("last_outcome") == codes.OUTCOME_COMPLETE
+    ):
+        return set()
+    rows = store.get_rows(sorted(present))
+    return {
+        rid for rid, row in rows.items() if row["metadata"].get("embeddingGeneration") != generation
+    }
+
+
 def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """The rows whose text is at hand, by id. Read column by column: to_dict("records")
     boxes every cell (0.17 s of a first sweep's 8,000 rows). A text that could not be read
     again is missing (None or NA), so only a str counts."""
-    cols = ("chunk_id", "source_path", "kind", "name", "content")
+    cols = tuple(CHUNK_COLUMNS)
+    text = cols.index("content")
     rows = zip(*(frame[c].tolist() for c in cols), strict=True)
-    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[4], str)}
+    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[text], str)}
 
 
 class SweepAborted(BaseException):

@@ -15,9 +15,12 @@ def test_rows_without_text_are_left_out_whatever_the_missing_marker(dtype: objec
             "source_path": ["x.py", "x.py", "y.py", "z.py"],
             "kind": ["function", "class", "module", "function"],
             "name": ["f", "C", "y", "g"],
-            "start_line": [1, 3, None, None],
-            "end_line": [2, 9, None, None],
+            "start_line": [1, 3, None, 1],
+            "end_line": [2, 9, None, 1],
             "content": pd.Series(["def f(): ...", None, np.nan, "def g(): ..."], dtype=dtype),
+            "language": ["python", "python", None, "python"],
+            "qualified_name": ["x.f", "x.C", None, "z.g"],
+            "parent": ["", "", None, ""],
             "blob": ["1", "1", "2", "3"],
         },
         columns=[*CHUNK_COLUMNS, "blob"],
@@ -29,7 +32,12 @@ def test_rows_without_text_are_left_out_whatever_the_missing_marker(dtype: objec
         "source_path": "z.py",
         "kind": "function",
         "name": "g",
+        "start_line": 1,
+        "end_line": 1,
         "content": "def g(): ...",
+        "language": "python",
+        "qualified_name": "z.g",
+        "parent": "",
     }
 
 
