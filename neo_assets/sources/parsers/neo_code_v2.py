@@ -23,7 +23,7 @@ from neo_assets.core.sources.languages import (
 )
 from neo_assets.core.sources.syntax_errors import REASON_SYNTAX_ERRORS
 from neo_assets.core.sources.text_windows import window_ranges
-from neo_assets.sources.parsers import neo_code
+from neo_assets.sources.parsers import neo_code_v1
 from neo_assets.sources.parsers.code_units import code_units
 from neo_assets.sources.parsers.data_sections import data_units, style_units
 from neo_assets.sources.parsers.doc_sections import doc_units
@@ -53,7 +53,7 @@ def parse_file_v2(
         raise ValueError(f"max_chunk_chars must be at least 1, got {max_chunk_chars}")
     if window_lines < 1:
         raise ValueError(f"window_lines must be at least 1, got {window_lines}")
-    lines = neo_code.split_lines(text)
+    lines = neo_code_v1.split_lines(text)
     kind = language_of(source_path)
     language = kind.language
     units: list[Unit] | None = None
@@ -63,7 +63,7 @@ def parse_file_v2(
         units = _python_units(source_path, text, len(lines))
         if units is None:
             reason = REASON_SYNTAX_ERRORS
-        namespace = neo_code.module_name(source_path)
+        namespace = neo_code_v1.module_name(source_path)
     elif kind.family == FAMILY_CODE:
         found = code_units(language, source_path, text, lines)
         units = found.units or None
@@ -106,7 +106,7 @@ def window_units(
 
 def _python_units(source_path: str, text: str, n_lines: int) -> list[Unit] | None:
     """The units parser 1.x finds in Python, with their parents."""
-    pieces = neo_code._python_pieces(source_path, text, n_lines)
+    pieces = neo_code_v1._python_pieces(source_path, text, n_lines)
     if pieces is None:
         return None
     units = []
