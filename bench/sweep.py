@@ -176,6 +176,7 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     """One first sweep, then the raw baseline of the same rows: embedded in one call, and
     added to a fresh collection in max-size batches. Returns both, and the sweep."""
     from neo_assets.cli.launch import run_sweeps
+    from neo_assets.concurrency.chroma_writes import chroma_writes
     from neo_assets.embedding.providers.hashing import hash_embed
     from neo_assets.services import handles
     from neo_assets.store.chroma_store import open_store
@@ -194,7 +195,7 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
         persist_dir=work / "raw-chroma",
         url=None,
         collection_name="raw-add-bench",
-        one_core=settings.store.chroma_one_core,
+        hooks=chroma_writes(one_core=settings.store.chroma_one_core, gil_gap=False, remote=False),
     )
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.config.settings import Settings
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.store.ledger import Ledger
@@ -34,8 +35,11 @@ def open_store(settings: Settings) -> "ChromaStore":
         persist_dir=None if settings.store.chroma_url else settings.store.chroma_dir,
         url=settings.store.chroma_url,
         collection_name=settings.store.collection_name,
-        one_core=settings.store.chroma_one_core,
-        gil_gap=settings.store.chroma_gil_gap,
+        hooks=chroma_writes(
+            one_core=settings.store.chroma_one_core,
+            gil_gap=settings.store.chroma_gil_gap,
+            remote=bool(settings.store.chroma_url),
+        ),
     )
 
 

@@ -7,17 +7,15 @@ instead of reaching for the network.
 """
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import chromadb
 import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
-
-from neo_assets.concurrency.chroma_threads import chroma_core, helpers_kept_off, pin_chroma_threads
-from neo_assets.concurrency.gil_gap import GilGap
 
 COLLECTION_SPACE = "cosine"
 
@@ -103,17 +101,24 @@ def _forget_unstarted_system(identifier: str) -> None:
             SharedSystemClient._identifier_to_system.pop(identifier, None)  # noqa: SLF001
 
 
+class WriteHooks(Protocol):
+    """What the caller runs around the store's writes (concurrency/chroma_writes.py)."""
+
+    def opened(self) -> None: ...
+
+    def before_write(self) -> None: ...
+
+    def writing(self) -> AbstractContextManager[None]: ...
+
+
 @dataclass
 class ChromaStore:
     """Rows of the shared collection, read and written by id."""
 
     client: Any
     collection_name: str
-    # The core embedded Chroma's threads share (concurrency/chroma_threads.py), or None.
-    pin_core: int | None = None
-    # Before each embedded add, wait for the process's other threads to go idle
-    # (concurrency/idle_gap.py); None for a server, whose add does not hold our GIL.
-    gil_gap: GilGap | None = None
+    # Run around every write (thread pinning, the GIL gap); None: plain writes.
+    hooks: WriteHooks | None = None
     closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -126,8 +131,14 @@ class ChromaStore:
         self._max_batch = int(self.client.get_max_batch_size())
 
     def _pin_threads(self) -> None:
-        if self.pin_core is not None:
-            pin_chroma_threads(self.pin_core)
+        if self.hooks is not None:
+            self.hooks.opened()
+
+    def _writing(self) -> AbstractContextManager[None]:
+        if self.hooks is None:
+            return nullcontext()
+        self.hooks.before_write()
+        return self.hooks.writing()
 
     def close(self) -> None:
         """Release the client: a persistent Chroma's files are closed when the last client
@@ -172,9 +183,7 @@ class ChromaStore:
         step = self._max_batch
         for start in range(0, len(ids), step):
             stop = start + step
-            if self.gil_gap is not None:
-                self.gil_gap.wait()
-            with helpers_kept_off(self.pin_core):
+            with self._writing():
                 self.collection.add(
                     ids=list(ids[start:stop]),
                     embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
@@ -196,7 +205,7 @@ class ChromaStore:
         step = self._max_batch
         for start in range(0, len(ids), step):
             stop = start + step
-            with helpers_kept_off(self.pin_core):
+            with self._writing():
                 self.collection.upsert(
                     ids=list(ids[start:stop]),
                     embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
@@ -303,15 +312,7 @@ def open_store(
     persist_dir: Path | None,
     url: str | None,
     collection_name: str,
-    one_core: bool = False,
-    gil_gap: bool = False,
+    hooks: WriteHooks | None = None,
 ) -> ChromaStore:
-    """The collection; with ``one_core``, embedded Chroma's threads share one core
-    (concurrency/chroma_core.py says why); with ``gil_gap``, each embedded add first lets the
-    process's other threads go idle (concurrency/idle_gap.py). A Chroma server is neither: its
-    threads are its own business and its add does not hold this process's GIL."""
-    pin_core = chroma_core() if one_core and not url else None
-    gap = GilGap() if gil_gap and not url else None
-    return ChromaStore(
-        make_client(persist_dir=persist_dir, url=url), collection_name, pin_core, gap
-    )
+    """The collection (a server at ``url``, else the directory), ``hooks`` around its writes."""
+    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name, hooks)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.concurrency.gil_gap import GilGap
 from neo_assets.concurrency.idle_gap import IDLE_SLICES, MAX_S, SLICE_S
 from neo_assets.store.chroma_store import open_store
@@ -73,9 +74,12 @@ def _spin(seconds_of_work: int, done: threading.Event, go: threading.Event) -> N
 
 def test_work_another_thread_is_ready_to_do_runs_before_the_add(tmp_path: Path) -> None:
     store = open_store(
-        persist_dir=tmp_path / "chroma", url=None, collection_name="neo-gap-kb", gil_gap=True
+        persist_dir=tmp_path / "chroma",
+        url=None,
+        collection_name="neo-gap-kb",
+        hooks=chroma_writes(one_core=False, gil_gap=True, remote=False),
     )
-    assert store.gil_gap is not None
+    assert store.hooks is not None and store.hooks.gil_gap is not None
     order: list[str] = []
     done, go = threading.Event(), threading.Event()
     worker = threading.Thread(target=_spin, args=(500_000, done, go))
@@ -94,11 +98,12 @@ def test_work_another_thread_is_ready_to_do_runs_before_the_add(tmp_path: Path) 
     # The work (~0.05 s of pure Python, under the cap) ran before the add took the GIL.
     assert order == ["worker done"]
     assert store.count() == 4
-    assert (store.gil_gap.waits, store.gil_gap.capped) == (1, 0)
+    assert (store.hooks.gil_gap.waits, store.hooks.gil_gap.capped) == (1, 0)
 
 
 def test_a_server_store_never_waits(tmp_path: Path) -> None:
     # No GIL is held by a server's add; and an embedded store without the setting waits
     # for nothing either.
     store = open_store(persist_dir=tmp_path / "chroma", url=None, collection_name="neo-gap-kb")
-    assert store.gil_gap is None
+    assert store.hooks is None
+    assert chroma_writes(one_core=True, gil_gap=True, remote=True) is None

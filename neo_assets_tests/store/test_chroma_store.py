@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.store.chroma_store import open_store
 
 
@@ -92,16 +93,19 @@ def test_one_core_puts_every_chroma_thread_on_the_picked_core(tmp_path: Path) ->
     if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
         pytest.skip("needs Linux and two allowed cores")
     store = open_store(
-        persist_dir=tmp_path / "chroma", url=None, collection_name="neo-test-kb", one_core=True
+        persist_dir=tmp_path / "chroma",
+        url=None,
+        collection_name="neo-test-kb",
+        hooks=chroma_writes(one_core=True, gil_gap=False, remote=False),
     )
-    assert store.pin_core in os.sched_getaffinity(0)
+    assert store.hooks.pin_core in os.sched_getaffinity(0)
     # A second client starts threads of its own after the pin: the next write moves them.
     other = open_store(persist_dir=tmp_path / "other", url=None, collection_name="neo-test-kb")
     ids = [f"{i:064x}" for i in range(20)]
     store.add(ids, _vec(20), [f"doc {i}" for i in range(20)], [{"tenantId": "a"}] * 20)
     threads = _chroma_threads()
     assert threads, "embedded Chroma runs its writes on threads of its own"
-    assert all(cores == {store.pin_core} for cores in threads.values())
+    assert all(cores == {store.hooks.pin_core} for cores in threads.values())
     # The rows are written and read as without the pin; this process's own thread is free.
     assert store.present_ids(ids) == set(ids)
     assert other.count() == 0
@@ -123,7 +127,10 @@ def test_one_core_keeps_helper_processes_off_chromas_core_while_it_adds(
     with HelperProcess("neo_assets_tests.fakes.echo_helper") as helper:
         assert helper.call(("echo", 1), wait_ready_s=30, answer_within_s=30) == 1
         store = open_store(
-            persist_dir=tmp_path / "chroma", url=None, collection_name="neo-test-kb", one_core=True
+            persist_dir=tmp_path / "chroma",
+            url=None,
+            collection_name="neo-test-kb",
+            hooks=chroma_writes(one_core=True, gil_gap=False, remote=False),
         )
         assert os.sched_getaffinity(helper.pid) == anywhere
         during: list[set[int]] = []
@@ -135,13 +142,13 @@ def test_one_core_keeps_helper_processes_off_chromas_core_while_it_adds(
 
         monkeypatch.setattr(type(store.collection), "add", watching_add)
         store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
-        assert during == [anywhere - {store.pin_core}]
+        assert during == [anywhere - {store.hooks.pin_core}]
         assert os.sched_getaffinity(helper.pid) == anywhere
 
 
 def test_without_one_core_the_store_pins_nothing(tmp_path: Path) -> None:
     store = _store(tmp_path)
-    assert store.pin_core is None
+    assert store.hooks is None
     store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
     assert store.count() == 1
 
