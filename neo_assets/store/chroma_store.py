@@ -177,19 +177,7 @@ class ChromaStore:
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Write new rows with ``add`` (upsert of existing ids is ~5x slower)."""
-        if not ids:
-            return
-        self._pin_threads()
-        step = self._max_batch
-        for start in range(0, len(ids), step):
-            stop = start + step
-            with self._writing():
-                self.collection.add(
-                    ids=list(ids[start:stop]),
-                    embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
-                    documents=list(documents[start:stop]),
-                    metadatas=[dict(m) for m in metadatas[start:stop]],
-                )
+        self._write(self.collection.add, ids, embeddings, documents, metadatas)
 
     def upsert(
         self,
@@ -199,6 +187,16 @@ class ChromaStore:
         metadatas: Sequence[Mapping[str, Any]],
     ) -> None:
         """Rewrite rows that exist (re-embedded at a new generation) in place."""
+        self._write(self.collection.upsert, ids, embeddings, documents, metadatas)
+
+    def _write(
+        self,
+        write: Any,
+        ids: Sequence[str],
+        embeddings: np.ndarray,
+        documents: Sequence[str],
+        metadatas: Sequence[Mapping[str, Any]],
+    ) -> None:
         if not ids:
             return
         self._pin_threads()
@@ -206,7 +204,7 @@ class ChromaStore:
         for start in range(0, len(ids), step):
             stop = start + step
             with self._writing():
-                self.collection.upsert(
+                write(
                     ids=list(ids[start:stop]),
                     embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
                     documents=list(documents[start:stop]),

@@ -97,28 +97,12 @@ def chunk_file_result(
         result = parse_file_v2(
             source_path, text, max_chunk_chars=max_chunk_chars, window_lines=window_lines
         )
-        chunks = dedupe_chunks(
-            make_chunk(
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                source_path=source_path,
-                parser_id=parser_id,
-                parser_version=parser_version,
-                kind=p.kind,
-                name=p.name,
-                content=p.content,
-                start_line=p.start_line,
-                end_line=p.end_line,
-                language=result.language,
-                qualified_name=p.qualified_name,
-                parent=p.parent,
-            )
-            for p in result.chunks
+        parsed, language, reason = list(result.chunks), result.language, result.fallback_reason
+    else:
+        parsed = parse_file(
+            source_path, text, max_chunk_chars=max_chunk_chars, window_lines=window_lines
         )
-        return ChunkedFile(chunks, result.language, result.fallback_reason)
-    parsed = parse_file(
-        source_path, text, max_chunk_chars=max_chunk_chars, window_lines=window_lines
-    )
+        language, reason = "", None  # 1.x names no language and never falls back by choice
     chunks = dedupe_chunks(
         make_chunk(
             tenant_id=tenant_id,
@@ -131,7 +115,11 @@ def chunk_file_result(
             content=p.content,
             start_line=p.start_line,
             end_line=p.end_line,
+            language=language,
+            # 1.x chunks carry neither (ParsedChunk has no such fields): "" and None.
+            qualified_name=getattr(p, "qualified_name", ""),
+            parent=getattr(p, "parent", None),
         )
         for p in parsed
     )
-    return ChunkedFile(chunks, "", None)
+    return ChunkedFile(chunks, language, reason)
