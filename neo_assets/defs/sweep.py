@@ -48,7 +48,6 @@ from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
 from neo_assets.services.sweep.run import (
-    SWEEP_STAGES,
     StageEnded,
     StageSkipped,
     SweepInputs,
@@ -62,7 +61,6 @@ OWNERS = ["team:knowledge-platform"]
 EMBEDDING_POOL = "neo-embedding-provider"
 # The one op that materializes a repo's sweep assets (its step key in every sweep run).
 SWEEP_STEP = "sweep_repo"
-SWEEP_ASSETS = SWEEP_STAGES
 
 
 def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:

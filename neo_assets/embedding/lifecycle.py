@@ -2,13 +2,11 @@
 
 The sweep builds its provider before parsing, so a provider with start-up work (the
 hashing embedder's helper process) can start it while the files parse. The lane closes
-the provider when it ends; these close it on the paths that never reach the lane (a
-failed chunk stage, a lost lease). Closing twice is harmless for every provider.
+the provider when it ends; ``close_provider`` closes it on the paths that never reach the
+lane (a failed chunk stage, a lost lease). Closing twice is harmless for every provider.
 """
 
 import asyncio
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from neo_assets.embedding.provider import EmbeddingProvider
 
@@ -22,13 +20,3 @@ def prepare(provider: EmbeddingProvider) -> None:
 
 def close_provider(provider: EmbeddingProvider) -> None:
     asyncio.run(provider.aclose())
-
-
-@contextmanager
-def closed_on_error(provider: EmbeddingProvider) -> Iterator[None]:
-    """Close ``provider`` if the block raises (the error goes on)."""
-    try:
-        yield
-    except BaseException:
-        close_provider(provider)
-        raise

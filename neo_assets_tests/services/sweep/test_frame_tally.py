@@ -1,23 +1,37 @@
-from neo_assets.core.sweep.chunk_tally import PREVIEW_ROWS, ChunkTally
+"""The chunk stage's frame, tallied for the UI: counts, kinds, paths and a preview."""
+
+from neo_assets.core.sweep.chunk_tally import PREVIEW_ROWS
+from neo_assets.services.sweep.run import frame_tally
+from neo_assets.services.sweep.steps import chunks_frame
 from neo_assets.store.ledger import DeclaredChunk
 
 
 def _rows(path: str, kinds: list[str]) -> list[dict]:
     return [
-        {"source_path": path, "kind": k, "name": f"{k}{i}", "start_line": i + 1, "content": "x"}
+        {
+            "chunk_id": f"{path}:{i}",
+            "source_path": path,
+            "kind": k,
+            "name": f"{k}{i}",
+            "start_line": i + 1,
+            "end_line": i + 1,
+            "content": "x",
+            "blob": "b" * 40,
+        }
         for i, k in enumerate(kinds)
     ]
 
 
-def test_waves_then_kept_rows_are_counted_in_the_serial_frames_order() -> None:
-    tally = ChunkTally(parsed_paths=3, reused_paths=1)
-    tally.add(_rows("a.py", ["function", "class", "function"]))
-    tally.add([])  # a wave of files without chunks
-    tally.add(_rows("b.py", ["function"] * 4) + _rows("c.md", ["section"] * 4))
+def test_parsed_then_kept_rows_are_counted_in_the_frames_order() -> None:
+    parsed = _rows("a.py", ["function", "class", "function"])
+    parsed += _rows("b.py", ["function"] * 4) + _rows("c.md", ["section"] * 4)
     kept = [DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}", "b" * 40) for i in range(3)]
-    tally.add_declared(kept)
+    frame = chunks_frame(parsed, kept)
+    frame.attrs.update(parsed_paths=3, reused_paths=1)
+    tally = frame_tally(frame)
 
     assert tally.chunks == 3 + 8 + 3
+    assert (tally.parsed_paths, tally.reused_paths) == (3, 1)
     assert tally.kinds == {"function": 6, "class": 4, "section": 4}
     assert tally.kind_counts() == {"function": 6, "class": 4, "section": 4}
     assert list(tally.kind_counts()) == ["function", "class", "section"]  # most first, then by name
@@ -35,9 +49,8 @@ def test_waves_then_kept_rows_are_counted_in_the_serial_frames_order() -> None:
 
 
 def test_kept_rows_fill_the_preview_after_the_parsed_ones_without_a_line() -> None:
-    tally = ChunkTally()
-    tally.add(_rows("a.py", ["function"]))
-    tally.add_declared(DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}") for i in range(20))
+    kept = [DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}") for i in range(20)]
+    tally = frame_tally(chunks_frame(_rows("a.py", ["function"]), kept))
     assert tally.chunks == 21 and tally.kind_counts() == {"class": 20, "function": 1}
     assert tally.preview[1] == {
         "source_path": "k.py",
@@ -49,9 +62,7 @@ def test_kept_rows_fill_the_preview_after_the_parsed_ones_without_a_line() -> No
 
 
 def test_an_empty_generation_tallies_to_nothing() -> None:
-    tally = ChunkTally()
-    tally.add([])
-    tally.add_declared([])
+    tally = frame_tally(chunks_frame([], []))
     assert (tally.chunks, tally.kind_counts(), tally.paths_with_chunks, tally.preview) == (
         0,
         {},
