@@ -16,7 +16,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
-from neo_assets.defs.partition_sync import sync_partitions
+from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
 from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.services.sweep.due import declared_repos, evaluate
@@ -112,8 +112,8 @@ def run_sweeps(
 ) -> list[dict[str, Any]]:
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
 
-    sync_partitions(instance, tenants)
     with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
+        sync_partitions(instance, tenants, retained_tenants(ledger, tenants))
         return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
 
@@ -350,17 +350,26 @@ def run_reconciliation(
     tenant: str | None = None,
     apply: bool = False,
 ) -> list[dict[str, Any]]:
-    """One ``reconcile`` run per selected declared tenant. Without ``apply`` the run is
-    classify-only (no write of any kind); with it, the run re-stamps and, as the setting
-    alone decides, reclaims. Returns one report per tenant, with its checks' verdicts."""
+    """One ``reconcile`` run per selected tenant, declared or retired (a retired tenant's
+    rows are reclaimed by its own run). Without ``apply`` the run is classify-only (no
+    write of any kind); with it, the run re-stamps and, as the setting alone decides,
+    reclaims. Returns one report per tenant, with its checks' verdicts."""
     from neo_assets.definitions import defs
     from neo_assets.defs.reconcile import RECONCILE_JOB
 
-    tenant_ids = [t.id for t in tenants.tenants if tenant is None or t.id == tenant]
-    sync_partitions(instance, tenants)
+    with open_ledger(settings) as ledger:
+        retired = retained_tenants(ledger, tenants)
+    known = [t.id for t in tenants.tenants] + retired
+    tenant_ids = [t for t in known if tenant is None or t == tenant]
+    sync_partitions(instance, tenants, retired)
     job = defs.resolve_job_def(RECONCILE_JOB)
     with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
-        return [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
+        reports = [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
+        if tenant_ids:  # the snapshot the UI shows follows every reconciliation
+            defs.resolve_job_def("status").execute_in_process(
+                instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
+            )
+        return reports
 
 
 def _reconcile_one(

@@ -68,7 +68,16 @@ def register(app: typer.Typer) -> None:
         def go() -> int:
             settings, tenants = common.load_config()
             if tenant and not any(t.id == tenant for t in tenants.tenants):
-                raise common.UsageError(f"no tenant {tenant!r} in {tenants.path}")
+                from neo_assets.services.handles import open_ledger
+                from neo_assets.services.reconcile.retirement import retired_tenant_ids
+
+                with open_ledger(settings) as ledger:
+                    retired = retired_tenant_ids(ledger, tenants)
+                if tenant not in retired:
+                    raise common.UsageError(
+                        f"no tenant {tenant!r} in {tenants.path}, and none retired by that "
+                        f"id: name a declared tenant, or one of {sorted(retired) or 'none'}"
+                    )
             if apply and not settings.reconcile.enabled:
                 raise common.UsageError(
                     f"--apply refused: reconciliation is disabled; {ENABLE_HINT}"

@@ -142,6 +142,9 @@ class ReconcileSettings(_Section):
     enabled: bool = False
     stale_gap: int = Field(2, ge=1)
     delete_batch: int = Field(500, ge=1)
+    # How long a reclaim batch waits for its repo's sweep lease (a sweep of that repo
+    # holds it); a batch that does not get it deletes nothing and is retried next run.
+    lease_wait_s: float = Field(30.0, ge=0)
 
 
 class HealthSettings(_Section):

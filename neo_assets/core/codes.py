@@ -101,6 +101,7 @@ CONFIG_INVALID = "CONFIG_INVALID"
 
 # --- Orphan kinds of reconciliation (closed vocabulary, one kind per row at most).
 KIND_MANIFEST_ORPHAN = "manifest-orphan"
+KIND_MANIFEST_ORPHAN_PENDING = "manifest-orphan-pending"
 KIND_UNDECLARED_REPO = "undeclared-repo"
 KIND_UNYIELDED_PATH = "unyielded-path"
 KIND_SUPERSEDED_GENERATION = "superseded-generation"

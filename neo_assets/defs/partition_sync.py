@@ -1,11 +1,17 @@
 """The dynamic partitions brought to the tenants file: the declared repos and tenants
 added, the retired ones removed (core/ids/partition_changes.py is the rule).
 
+A retired tenant keeps its reconciliation partition (``retained_tenants``: the retired
+tenants the ledger remembers), so its rows can still be reclaimed by a run of its own;
+a retired repo's sweep partition goes (its runs stay in the history).
+
 Every evaluation that requests partitioned runs syncs first, so each request names a
 partition that exists: a sensor returns the changes as requests (the daemon applies them,
 and the tick's history lists them); a schedule cannot return them and the CLI has no
 daemon, so both apply them to the instance (``sync_partitions``).
 """
+
+from collections.abc import Sequence
 
 import dagster as dg
 
@@ -16,25 +22,34 @@ from neo_assets.core.ids.partition_changes import (
     tenant_partition_keys,
 )
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
+from neo_assets.services.reconcile.retirement import retired_tenant_ids
+from neo_assets.store.ledger import Ledger
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 
 
-def declared_partitions(tenants: TenantsFile) -> dict[str, list[str]]:
-    """Each dynamic partitions definition's declared keys."""
+def declared_partitions(
+    tenants: TenantsFile, retained_tenants: Sequence[str] = ()
+) -> dict[str, list[str]]:
+    """Each dynamic partitions definition's declared keys (and the retained tenants')."""
     declaration = [(t.id, [r.slug for r in t.repos]) for t in tenants.tenants]
     return {
         TENANT_REPOS: repo_partition_keys(declaration),
-        TENANTS: tenant_partition_keys(declaration),
+        TENANTS: tenant_partition_keys(declaration) + list(retained_tenants),
     }
 
 
+def retained_tenants(ledger: Ledger, tenants: TenantsFile) -> list[str]:
+    """The retired tenants whose reconciliation partition stays (see the module doc)."""
+    return retired_tenant_ids(ledger, tenants)
+
+
 def partition_requests(
-    instance: dg.DagsterInstance, tenants: TenantsFile
+    instance: dg.DagsterInstance, tenants: TenantsFile, retained: Sequence[str] = ()
 ) -> list[PartitionRequest]:
     """What brings the instance's partitions to ``tenants``: adds, then removals."""
     requests: list[PartitionRequest] = []
-    for name, declared in declared_partitions(tenants).items():
+    for name, declared in declared_partitions(tenants, retained).items():
         changes = partition_changes(declared, instance.get_dynamic_partitions(name))
         if changes.add:
             requests.append(dg.AddDynamicPartitionsRequest(name, list(changes.add)))
@@ -53,8 +68,10 @@ def apply_requests(instance: dg.DagsterInstance, requests: list[PartitionRequest
                 instance.delete_dynamic_partition(request.partitions_def_name, key)
 
 
-def sync_partitions(instance: dg.DagsterInstance, tenants: TenantsFile) -> list[PartitionRequest]:
+def sync_partitions(
+    instance: dg.DagsterInstance, tenants: TenantsFile, retained: Sequence[str] = ()
+) -> list[PartitionRequest]:
     """Apply ``partition_requests`` now; returns what was applied."""
-    requests = partition_requests(instance, tenants)
+    requests = partition_requests(instance, tenants, retained)
     apply_requests(instance, requests)
     return requests

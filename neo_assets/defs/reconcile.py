@@ -20,7 +20,11 @@ from neo_assets.core.reconcile.trigger import (
     tenant_of_sweep,
 )
 from neo_assets.defs.metadata import markdown_table
-from neo_assets.defs.partition_sync import partition_requests, sync_partitions
+from neo_assets.defs.partition_sync import (
+    partition_requests,
+    retained_tenants,
+    sync_partitions,
+)
 from neo_assets.defs.partitions import tenants_partitions
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -139,8 +143,9 @@ def kb_reconciliation(
     tenants_file = tenants.load()
     if not any(t.id == tenant_id for t in tenants_file.tenants):
         context.log.warning(
-            f"tenant {tenant_id!r} is not declared in {tenants_file.path}: every row of it is "
-            "an undeclared-repo orphan"
+            f"tenant {tenant_id!r} is retired (no longer declared in {tenants_file.path}): "
+            "every row of it is an undeclared-repo orphan, reclaimed when "
+            "NEO_RECONCILIATION_ENABLED=true"
         )
     outcome = reconcile_tenant(
         settings.load(),
@@ -160,6 +165,7 @@ def kb_reconciliation(
     value = {
         **report,
         "reclaimedPaths": {slug: sorted(paths) for slug, paths in outcome.reclaimed_paths.items()},
+        "departedPaths": {slug: sorted(paths) for slug, paths in outcome.departed_paths.items()},
         "finishedAt": time.time(),
     }
     return dg.Output(value, metadata=report_metadata(report))
@@ -171,6 +177,8 @@ def _result(outcome: checks.CheckOutcome, severity: dg.AssetCheckSeverity) -> dg
         for key, value in outcome.metadata.items()
     }
     metadata["summary"] = dg.MetadataValue.md(outcome.summary)
+    if outcome.warn:  # something to act on, not a breach (retired rows waiting)
+        severity = dg.AssetCheckSeverity.WARN
     return dg.AssetCheckResult(passed=outcome.passed, severity=severity, metadata=metadata)
 
 
@@ -188,7 +196,9 @@ with warnings.catch_warnings():
             "its declared generation complete (every id present or durably fenced at the "
             "current embedding generation), or an earlier generation's rows still there. A "
             "path this reconciliation removed rows from must be complete; in a repo whose "
-            "sweep completed, every yielded path must be. The reclaim plan must not have "
+            "sweep completed, every yielded path must be. Rows of a path that left the "
+            "manifest (deleted, moved, renamed) go only once the repo's declared generation "
+            "is complete, so moved content is never absent. The reclaim plan must not have "
             "named a path losing its last complete set. Names the offending paths."
         ),
     )
@@ -208,6 +218,7 @@ with warnings.catch_warnings():
             ledger.get(),
             kb_reconciliation.get("reclaimedPaths", {}),
             kb_reconciliation.get("planHoles"),
+            kb_reconciliation.get("departedPaths", {}),
         )
         return _result(outcome, dg.AssetCheckSeverity.ERROR)
 
@@ -217,7 +228,9 @@ with warnings.catch_warnings():
         blocking=True,
         description=(
             "Tenant containment: every row of the collection carries a valid tenantId of a "
-            "declared tenant that declares its repoSlug (counted per tenantId); the reclaim "
+            "declared tenant that declares its repoSlug (counted per tenantId), or is a "
+            "retired tenant's or repo's (WARN on its own tenant only: retired-tenant, "
+            "retired-repo, rows waiting for reclamation, never a breach); the reclaim "
             "plan's rows, re-read by id before deleting, are all this tenant's; a "
             "tenant-scoped query returns only this tenant's rows. Names the offending ids."
         ),
@@ -227,12 +240,14 @@ with warnings.catch_warnings():
         kb_reconciliation: dict[str, Any],
         tenants: TenantsResource,
         store: StoreResource,
+        ledger: LedgerResource,
     ) -> dg.AssetCheckResult:
         outcome = checks.tenant_containment(
             tenants.load(),
             context.partition_key,
             store.get(),
             kb_reconciliation.get("planRowsByTenant"),
+            ledger.get(),
         )
         return _result(outcome, dg.AssetCheckSeverity.ERROR)
 
@@ -280,7 +295,7 @@ reconcile_job = dg.define_asset_job(
     ),
 )
 def reconciliation_sensor(
-    context: dg.RunStatusSensorContext, tenants: TenantsResource
+    context: dg.RunStatusSensorContext, tenants: TenantsResource, ledger: LedgerResource
 ) -> dg.SensorResult | dg.SkipReason:
     run = context.dagster_run
     tenant_id = tenant_of_sweep(run.tags.get("dagster/partition"))
@@ -320,7 +335,9 @@ def reconciliation_sensor(
             )
         ],
         # The tenant's partition, should the sweep sensor not have registered it yet.
-        dynamic_partitions_requests=partition_requests(instance, tenants_file),
+        dynamic_partitions_requests=partition_requests(
+            instance, tenants_file, retained_tenants(ledger.get(), tenants_file)
+        ),
     )
 
 
@@ -330,19 +347,21 @@ def reconciliation_sensor(
     execution_timezone="UTC",
     default_status=dg.DefaultScheduleStatus.STOPPED,
     description=(
-        "Nightly reconciliation of every declared tenant (03:00 UTC, off by default), after "
-        "the forced full sweep. Passes no config: deletion follows NEO_RECONCILIATION_ENABLED."
+        "Nightly reconciliation of every declared tenant and every retired one (03:00 UTC, "
+        "off by default), after the forced full sweep. Passes no config: deletion follows "
+        "NEO_RECONCILIATION_ENABLED."
     ),
 )
 def nightly_reconciliation_schedule(
-    context: dg.ScheduleEvaluationContext, tenants: TenantsResource
+    context: dg.ScheduleEvaluationContext, tenants: TenantsResource, ledger: LedgerResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     tenants_file = tenants.load()
-    tenant_ids = [t.id for t in tenants_file.tenants]
+    retired = retained_tenants(ledger.get(), tenants_file)
+    tenant_ids = [t.id for t in tenants_file.tenants] + retired
     if not tenant_ids:
-        return dg.SkipReason("no tenant is declared in the tenants file")
+        return dg.SkipReason("no tenant is declared in the tenants file, and none is retired")
     # A schedule cannot return partition requests: the partitions are synced here.
-    sync_partitions(context.instance, tenants_file)
+    sync_partitions(context.instance, tenants_file, retired)
     when = context.scheduled_execution_time
     tick = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
     return [

@@ -35,7 +35,11 @@ from neo_assets.defs.metadata import (
     strikes_table,
     sweep_numbers,
 )
-from neo_assets.defs.partition_sync import partition_requests, sync_partitions
+from neo_assets.defs.partition_sync import (
+    partition_requests,
+    retained_tenants,
+    sync_partitions,
+)
 from neo_assets.defs.partitions import tenant_repos
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -349,7 +353,8 @@ def sweep_sensor(
     ctxs = declared_repos(tenants_file)
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests = []
-    for due in evaluate(ctxs, cfg, ledger.get(), time.time()):
+    the_ledger = ledger.get()
+    for due in evaluate(ctxs, cfg, the_ledger, time.time()):
         if due.reason is None or cursor.get(due.key) == due.run_key:
             continue
         cursor[due.key] = due.run_key
@@ -363,7 +368,9 @@ def sweep_sensor(
     return dg.SensorResult(
         run_requests=requests,
         # Declared repos and tenants added, retired ones removed (their runs are kept).
-        dynamic_partitions_requests=partition_requests(context.instance, tenants_file),
+        dynamic_partitions_requests=partition_requests(
+            context.instance, tenants_file, retained_tenants(the_ledger, tenants_file)
+        ),
         cursor=json.dumps(cursor, sort_keys=True),
     )
 
@@ -385,7 +392,7 @@ FORCED_SWEEP_CRON = "0 2 * * *"
     ),
 )
 def forced_sweep_schedule(
-    context: dg.ScheduleEvaluationContext, tenants: TenantsResource
+    context: dg.ScheduleEvaluationContext, tenants: TenantsResource, ledger: LedgerResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     tenants_file = tenants.load()
     ctxs = declared_repos(tenants_file)
@@ -393,7 +400,7 @@ def forced_sweep_schedule(
         return dg.SkipReason("no repo is declared in the tenants file")
     # A schedule cannot return partition requests (a sensor can): they are synced here, as
     # the CLI does, so every run request names a known partition.
-    sync_partitions(context.instance, tenants_file)
+    sync_partitions(context.instance, tenants_file, retained_tenants(ledger.get(), tenants_file))
     when = context.scheduled_execution_time
     stamp = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
     return [

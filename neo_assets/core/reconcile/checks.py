@@ -15,12 +15,19 @@ together and only once the replacement is complete). It is a hole when:
   declaration, at the current embedding generation): every declared id should be there,
   so a missing one was removed after the sweep wrote it.
 
+And for moves (content-keyed): when this reconciliation removed rows of a path that had
+left the manifest, the repo's whole declared generation must be complete now, so the
+moved content is held at its new path (``departed_holes``).
+
 A path that nothing holds yet while its repo's sweep is not settled is *in flight* (a new
 path the current sweep has not delivered): reported, not failed, since no row of it was
 ever there to lose.
 
 **Tenant containment.** Every row carries a valid tenantId of a declared tenant, and that
-tenant declares the row's repoSlug; rows are counted per tenantId. A reclaim plan (or a
+tenant declares the row's repoSlug; rows are counted per tenantId. A row of a *retired*
+tenant or repo (``core.reconcile.retirement``: the ledger knew it, tenants.yaml no longer
+declares it) is no breach: it is counted under ``retired-tenant`` / ``retired-repo``, and
+only on its own tenant's check (``focus``), never on another tenant's. A reclaim plan (or a
 tenant-scoped query) holds rows of its own tenant only, counted from the rows re-read by
 id, never from the classifier's report.
 
@@ -31,10 +38,21 @@ repo's declared one (``core.reconcile.residue_share``), broken down by repo and 
 import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration, residue_share
+from neo_assets.core.reconcile.orphans import (
+    RepoDeclaration,
+    TenantDeclaration,
+    generation_complete,
+    residue_share,
+)
+from neo_assets.core.reconcile.retirement import (
+    RETIRED_KINDS,
+    RETIRED_REPO,
+    Retired,
+    scope_label,
+)
 
 # The contract's id pattern (tenants.yaml): a tenantId that does not match is no tenant's.
 _TENANT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,62}", re.ASCII)
@@ -102,6 +120,21 @@ def path_wholeness(
     return Wholeness(complete, tuple(held), tuple(in_flight), tuple(holes))
 
 
+def departed_holes(
+    repo: RepoDeclaration,
+    departed_paths: Set[str],
+    present_ids: Set[str],
+    fenced_ids: Set[str],
+) -> tuple[str, ...]:
+    """Content-keyed no hole for moves: rows of paths that had left the manifest (deleted,
+    moved, renamed) were removed by this reconciliation, so the repo's declared generation
+    must be complete now (a moved file's content is held by its new path); else each such
+    path is a hole, sorted ``slug:path`` labels."""
+    if not departed_paths or generation_complete(repo, present_ids, fenced_ids):
+        return ()
+    return tuple(path_label(repo.repo_slug, path) for path in sorted(departed_paths))
+
+
 def row_ids_by_path(
     rows: Iterable[Mapping[str, Any]], tenant_id: str, repo_slug: str
 ) -> dict[str, set[str]]:
@@ -142,25 +175,55 @@ def foreign_count(tenant_id: str, counts: Mapping[str, int]) -> int:
 @dataclass(frozen=True)
 class Containment:
     """Every row of the collection, counted per tenantId, and the rows that violate
-    containment: per reason a count and a few sorted example ids."""
+    containment: per reason a count, a few sorted example ids and ``slug:path`` labels.
+    Retired rows of the focus tenant are counted apart (``retired``), per kind and per
+    scope (``globex``, ``acme/widgets``); other tenants' retired rows only in
+    ``others_retired``."""
 
     rows_by_tenant: dict[str, int]
     violations: dict[str, int]
     examples: dict[str, tuple[str, ...]]
+    example_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    retired: dict[str, int] = field(default_factory=dict)
+    retired_examples: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    retired_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    retired_by_scope: dict[str, int] = field(default_factory=dict)
+    others_retired: int = 0
 
     @property
     def violating_rows(self) -> int:
         return sum(self.violations.values())
+
+    @property
+    def retired_rows(self) -> int:
+        return sum(self.retired.values())
+
+
+def _row_label(md: Mapping[str, Any]) -> str | None:
+    slug, path = md.get("repoSlug"), md.get("sourcePath")
+    if type(slug) is str and type(path) is str:
+        return path_label(slug, path)
+    return None
 
 
 def containment(
     rows: Iterable[Mapping[str, Any]],
     owners: Mapping[str, Set[str]],
     examples: int = DEFAULT_EXAMPLES,
+    *,
+    retired: Retired = Retired(),
+    focus: str | None = None,
 ) -> Containment:
-    """Judge every row against ``owners`` (declared tenantId -> its declared repo slugs)."""
+    """Judge every row against ``owners`` (declared tenantId -> its declared repo slugs)
+    and ``retired``; ``focus`` is the tenant whose check this is (None: every tenant's
+    retired rows are counted as the focus's)."""
     by_tenant: Counter[str] = Counter()
     bad: dict[str, list[str]] = {reason: [] for reason in CONTAINMENT_REASONS}
+    bad_paths: dict[str, set[str]] = {reason: set() for reason in CONTAINMENT_REASONS}
+    gone: dict[str, list[str]] = {kind: [] for kind in RETIRED_KINDS}
+    gone_paths: dict[str, set[str]] = {kind: set() for kind in RETIRED_KINDS}
+    scopes: Counter[str] = Counter()
+    others = 0
     for row in rows:
         md = row.get("metadata")
         md = md if isinstance(md, Mapping) else {}
@@ -168,16 +231,41 @@ def containment(
         label = rid if type(rid) is str else repr(rid)
         tid = md.get("tenantId")
         by_tenant[tenant_key(md)] += 1
+        reason: str | None = None
         if type(tid) is not str or _TENANT_ID.fullmatch(tid) is None:
-            bad[CONTAINMENT_UNSTAMPED_TENANT].append(label)
+            reason = CONTAINMENT_UNSTAMPED_TENANT
+        elif (tid not in owners or md.get("repoSlug") not in owners[tid]) and (
+            kind := retired.kind(tid, md.get("repoSlug"))
+        ):
+            if focus is not None and tid != focus:
+                others += 1
+                continue
+            gone[kind].append(label)
+            where = _row_label(md)
+            if where is not None:
+                gone_paths[kind].add(where)
+            slug = str(md.get("repoSlug")) if kind == RETIRED_REPO else None
+            scopes[scope_label(tid, slug)] += 1
+            continue
         elif tid not in owners:
-            bad[CONTAINMENT_UNDECLARED_TENANT].append(label)
+            reason = CONTAINMENT_UNDECLARED_TENANT
         elif md.get("repoSlug") not in owners[tid]:
-            bad[CONTAINMENT_UNOWNED_REPO].append(label)
+            reason = CONTAINMENT_UNOWNED_REPO
+        if reason is not None:
+            bad[reason].append(label)
+            where = _row_label(md)
+            if where is not None:
+                bad_paths[reason].add(where)
     return Containment(
         rows_by_tenant=dict(sorted(by_tenant.items())),
         violations={reason: len(ids) for reason, ids in bad.items()},
         examples={reason: tuple(sorted(ids)[:examples]) for reason, ids in bad.items()},
+        example_paths={r: tuple(sorted(p)[:examples]) for r, p in bad_paths.items()},
+        retired={kind: len(ids) for kind, ids in gone.items()},
+        retired_examples={kind: tuple(sorted(ids)[:examples]) for kind, ids in gone.items()},
+        retired_paths={kind: tuple(sorted(p)[:examples]) for kind, p in gone_paths.items()},
+        retired_by_scope=dict(sorted(scopes.items())),
+        others_retired=others,
     )
 
 

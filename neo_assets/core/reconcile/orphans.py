@@ -14,10 +14,14 @@ Every row lands in at most one kind. The precedence, and why:
    no authority on path membership, so its rows are kept (counted as ``no_envelope``).
 3. **Path membership** (the latest complete envelope is the authority, complete even while
    embedding runs in slices). Absent from the envelope -> ``manifest-orphan``; in the
-   envelope but not yielded by the declared parser -> ``unyielded-path``. Both are
-   actionable at once and regardless of parser identity: nothing can replace such a row, so
-   the replacement gate does not apply (this is the tier that clears a ``vendor/**``
-   exclusion without a parser bump). Both are scoped to what the envelope could see: a row
+   envelope but not yielded by the declared parser -> ``unyielded-path`` (actionable at
+   once, regardless of parser identity: this is the tier that clears a ``vendor/**``
+   exclusion without a parser bump). A path that left the manifest may have *moved* (a
+   rename: its content's new rows sit on another path), so its rows are actionable only
+   once the repo's declared generation is complete (every declared id of every yielded
+   path present or fenced); until then they are ``manifest-orphan-pending`` and survive:
+   content-keyed no hole, a renamed function is never absent while its new path waits.
+   All three are scoped to what the envelope could see: a row
    ingested after the envelope was recorded (``ingestedAt > envelope_recorded_at``) was
    written by a sweep the envelope predates and is kept (``newer_than_envelope``).
 4. **Yielded path, declared id.** The row *is* the declared generation: never deleted. When
@@ -67,6 +71,7 @@ from typing import Any, TypedDict
 from neo_assets.core import codes
 
 KIND_MANIFEST_ORPHAN = codes.KIND_MANIFEST_ORPHAN
+KIND_MANIFEST_ORPHAN_PENDING = codes.KIND_MANIFEST_ORPHAN_PENDING
 KIND_UNDECLARED_REPO = codes.KIND_UNDECLARED_REPO
 KIND_UNYIELDED_PATH = codes.KIND_UNYIELDED_PATH
 KIND_SUPERSEDED_GENERATION = codes.KIND_SUPERSEDED_GENERATION
@@ -83,6 +88,7 @@ ORPHAN_KINDS = (
     KIND_STALE_CONTENT,
     KIND_STALE_CONTENT_PENDING,
     KIND_CONFIG_STALE,
+    KIND_MANIFEST_ORPHAN_PENDING,
 )
 ACTIONABLE_KINDS = frozenset(
     {
@@ -93,7 +99,9 @@ ACTIONABLE_KINDS = frozenset(
         KIND_STALE_CONTENT,
     }
 )
-PENDING_KINDS = frozenset({KIND_SUPERSEDED_PENDING, KIND_STALE_CONTENT_PENDING})
+PENDING_KINDS = frozenset(
+    {KIND_SUPERSEDED_PENDING, KIND_STALE_CONTENT_PENDING, KIND_MANIFEST_ORPHAN_PENDING}
+)
 
 # Mirrors settings.reconcile.stale_gap's default; the shell passes the setting.
 DEFAULT_STALE_GAP = 2
@@ -255,6 +263,17 @@ def _replacement_complete(
     return bool(fenced_ids) and all(i in present_ids or i in fenced_ids for i in declared)
 
 
+def generation_complete(repo: RepoDeclaration, present_ids: Set[str], fenced_ids: Set[str]) -> bool:
+    """Whether the repo's declared generation is complete: it has authority and every
+    declared id of every yielded path is present or fenced (the moves gate)."""
+    if not repo.has_complete_envelope:
+        return False
+    return all(
+        _replacement_complete(repo.declared_ids_by_path.get(path), present_ids, fenced_ids)
+        for path in repo.yielded_paths
+    )
+
+
 def _declared_among(tenant: TenantDeclaration, candidates: list[list[Any]]) -> set[Any]:
     """The candidate ids that the tenant declares anywhere (the guard of the module doc).
     Costs one C-level disjointness test per declared path, against the candidates only."""
@@ -380,6 +399,9 @@ def classify_orphans(
     }
 
     manifest: list[str] = []
+    manifest_pending: list[str] = []
+    # Per repo slug, once: whether its declared generation is complete (the moves gate).
+    whole_repo: dict[str, bool] = {}
     undeclared: list[str] = []
     unyielded: list[str] = []
     superseded: list[str] = []
@@ -432,7 +454,11 @@ def classify_orphans(
                 elif ingested > recorded_at:
                     newer += 1
                 elif declared is absent:
-                    manifest.append(row["id"])
+                    if slug not in whole_repo:
+                        whole_repo[slug] = generation_complete(
+                            tenant.repos[slug], present_ids, fenced_ids
+                        )
+                    (manifest if whole_repo[slug] else manifest_pending).append(row["id"])
                 else:
                     unyielded.append(row["id"])
                 continue
@@ -482,6 +508,7 @@ def classify_orphans(
         KIND_STALE_CONTENT: stale,
         KIND_STALE_CONTENT_PENDING: stale_pending,
         KIND_CONFIG_STALE: restamp,
+        KIND_MANIFEST_ORPHAN_PENDING: manifest_pending,
     }
     inconsistent = 0
     if duplicated:
@@ -543,6 +570,10 @@ def plan_keeps_complete_sets(
 ) -> list[str]:
     """The no-hole check on a plan, independent of the classifier that made it.
 
+    A path that left the manifest (a deleted, moved or renamed file) may lose its rows only
+    when the repo's whole declared generation is complete after the plan, so moved content
+    is served from its new path before the old rows go.
+
     A yielded path keeps a complete set under the plan when either the plan removes none of
     its rows (whatever set it holds now stays intact), or after the plan its declared
     generation is complete: the path's generation is recorded and every declared id is in
@@ -559,6 +590,7 @@ def plan_keeps_complete_sets(
         return []
     tenant_id = tenant.tenant_id
     touched: set[tuple[str, str]] = set()
+    departed: set[tuple[str, str]] = set()
     offenders: set[str] = set()
     for row in rows:
         try:
@@ -584,6 +616,14 @@ def plan_keeps_complete_sets(
             offenders.add(f"{slug}:{path}")
         elif path in repo.yielded_paths:
             touched.add((slug, path))
+        elif path not in repo.envelope_paths:
+            departed.add((slug, path))
+    # A path that left the manifest may have moved: its rows go only once the repo's
+    # declared generation is complete after the plan (the moved content's rows exist).
+    after = frozenset(present_ids) - deleting
+    for slug, path in departed:
+        if not generation_complete(tenant.repos[slug], after, fenced_ids):
+            offenders.add(f"{slug}:{path}")
     for slug, repo in tenant.repos.items():
         for path, ids in repo.declared_ids_by_path.items():
             if not deleting.isdisjoint(ids):

@@ -19,12 +19,15 @@ from neo_assets.core.reconcile.checks import (
     CONTAINMENT_REASONS,
     containment,
     count_by_tenant,
+    departed_holes,
     foreign_count,
     path_wholeness,
     residue,
     row_ids_by_path,
 )
+from neo_assets.core.reconcile.retirement import RETIRED_KINDS
 from neo_assets.services.reconcile.reading import read_snapshot
+from neo_assets.services.reconcile.retirement import declared_owners, read_retired
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 
@@ -38,6 +41,8 @@ class CheckOutcome:
     passed: bool
     metadata: dict[str, Any]
     summary: str
+    # Not passed, yet no breach: something the operator should act on (WARN, not ERROR).
+    warn: bool = False
 
 
 def _named(items: Iterable[str]) -> dict[str, Any]:
@@ -61,10 +66,13 @@ def no_hole(
     ledger: Ledger,
     reclaimed_paths: Mapping[str, Iterable[str]],
     plan_holes: Mapping[str, Any] | None = None,
+    departed_paths: Mapping[str, Iterable[str]] | None = None,
 ) -> CheckOutcome:
     """Every yielded path of the tenant holds a complete set (``core.reconcile_checks``),
-    and the executed plan named no hole-opening path (``plan_holes``: the asset's
-    ``{"count", "ids"}`` of what ``plan_keeps_complete_sets`` returned)."""
+    a repo whose departed paths (``departed_paths``: left the manifest, rows removed by
+    this run) lost rows has its whole declared generation complete, and the executed plan
+    named no hole-opening path (``plan_holes``: the asset's ``{"count", "ids"}`` of what
+    ``plan_keeps_complete_sets`` returned)."""
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     holes: list[str] = []
     in_flight: list[str] = []
@@ -80,7 +88,10 @@ def no_hole(
             settled=snap.settled(ledger, slug),
             reclaimed_paths=frozenset(reclaimed_paths.get(slug, ())),
         )
-        holes += judged.holes
+        moved = departed_holes(
+            repo, frozenset((departed_paths or {}).get(slug, ())), snap.present, snap.fenced
+        )
+        holes += judged.holes + moved
         in_flight += judged.in_flight
         held += judged.held
         complete += judged.complete
@@ -89,7 +100,8 @@ def no_hole(
             "complete": judged.complete,
             "held": len(judged.held),
             "inFlight": len(judged.in_flight),
-            "holes": len(judged.holes),
+            "holes": len(judged.holes) + len(moved),
+            "departedHoles": len(moved),
         }
     plan_offenders = sorted((plan_holes or {}).get("ids", []))
     plan_hole_count = int((plan_holes or {}).get("count", len(plan_offenders)))
@@ -135,18 +147,23 @@ def tenant_containment(
     tenant_id: str,
     store: ChromaStore,
     plan_rows_by_tenant: Mapping[str, int] | None,
+    ledger: Ledger,
 ) -> CheckOutcome:
-    """Every row of the collection is a declared tenant's, in a repo that tenant declares;
+    """Every row of the collection is a declared tenant's, in a repo that tenant declares,
+    or a retired tenant's or repo's (reported apart, WARN, on its own tenant's check only);
     the executed plan's rows (re-read by id before the delete, counted per tenantId) are
     all this tenant's; a tenant-scoped query returns only this tenant's rows."""
-    owners = {tenant.id: {repo.slug for repo in tenant.repos} for tenant in tenants.tenants}
-    judged = containment(store.iter_rows(None), owners, MAX_NAMED)
+    found = read_retired(ledger, tenants)
+    judged = containment(
+        store.iter_rows(None), declared_owners(tenants), MAX_NAMED, retired=found, focus=tenant_id
+    )
     plan_counts = dict(plan_rows_by_tenant or {})
     plan_foreign = foreign_count(tenant_id, plan_counts)
     query_counts = _probe_query(store, tenant_id)
     query_foreign = foreign_count(tenant_id, query_counts or {})
     offending = sorted({rid for ids in judged.examples.values() for rid in ids})
-    passed = judged.violating_rows == 0 and plan_foreign == 0 and query_foreign == 0
+    offending_paths = sorted({p for paths in judged.example_paths.values() for p in paths})
+    breach = judged.violating_rows != 0 or plan_foreign != 0 or query_foreign != 0
     lines = [
         f"**{tenant_id}**: {sum(judged.rows_by_tenant.values())} rows in the collection, "
         f"**{judged.violating_rows}** violating containment; the executed plan held "
@@ -158,12 +175,29 @@ def tenant_containment(
             lines.append(
                 _md_list(f"{reason} ({judged.violations[reason]})", list(judged.examples[reason]))
             )
+            lines.append(_md_list(f"{reason} paths", list(judged.example_paths[reason])))
+    if judged.retired_rows:
+        waiting = ", ".join(f"`{scope}` {n} rows" for scope, n in judged.retired_by_scope.items())
+        lines.append(
+            f"\n\n**Retired, not a breach**: {waiting} wait for reclamation (they left "
+            "tenants.yaml; queries no longer serve them; a reconciliation with "
+            "NEO_RECONCILIATION_ENABLED=true reclaims them, re-declaring keeps them)."
+        )
+        for kind in RETIRED_KINDS:
+            lines.append(_md_list(f"{kind} paths", list(judged.retired_paths[kind])))
     return CheckOutcome(
-        passed=passed,
+        passed=not breach and judged.retired_rows == 0,
+        warn=not breach and judged.retired_rows > 0,
         metadata={
             "offending_ids": {"count": judged.violating_rows, "ids": offending[:MAX_NAMED]},
+            "offending_paths": {"count": len(offending_paths), "ids": offending_paths[:MAX_NAMED]},
             "violations": judged.violations,
             "violating_rows": judged.violating_rows,
+            "retired": judged.retired,
+            "retired_rows": judged.retired_rows,
+            "retired_by_scope": judged.retired_by_scope,
+            "retired_paths": {k: list(v) for k, v in judged.retired_paths.items() if v},
+            "other_tenants_retired_rows": judged.others_retired,
             "rows_by_tenant": judged.rows_by_tenant,
             "plan_rows_by_tenant": plan_counts,
             "plan_foreign_rows": plan_foreign,

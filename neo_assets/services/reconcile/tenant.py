@@ -8,15 +8,18 @@ The order of guards before anything is deleted:
    complete set of a yielded path), else nothing is deleted;
 3. the plan's rows are re-read by id and counted per tenantId: any row of another tenant
    (or with no tenantId) and nothing is deleted;
-4. each batch is re-read right before its delete (metadata first, then the ledger's
-   records, so a sweep that moved in between is seen) and only the ids that
-   ``reverify_before_delete`` confirms are deleted.
+4. each batch, per repo, takes that repo's sweep lease (waiting at most
+   ``NEO_RECONCILIATION_LEASE_WAIT_S``; a batch that cannot get it deletes nothing), then
+   is re-read right before its delete (metadata first, then the ledger's records, so a
+   sweep that moved in between is seen) and only the ids that ``reverify_before_delete``
+   confirms are deleted.
 
 Re-stamping is a metadata update of declared rows only (a new tenantConfigVersion: never
 a re-embed, never a delete), so it runs whenever the run may write, enabled or not.
 """
 
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +39,8 @@ from neo_assets.core.reconcile.orphans import (
     reverify_before_delete,
 )
 from neo_assets.core.reconcile.reclaim_gate import reclaim_blocked
+from neo_assets.core.reconcile.retirement import Retired
+from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.services.reconcile.reading import (
     TenantSnapshot,
     declaration_marker,
@@ -44,7 +49,9 @@ from neo_assets.services.reconcile.reading import (
     read_declaration,
     read_snapshot,
 )
+from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.leases import LeaseKeeper, LeaseLostError, holder_detail
 from neo_assets.store.ledger import Ledger
 
 # Example ids per kind (and offending paths) in a report: enough to act on, bounded.
@@ -59,6 +66,8 @@ class ReconcileOutcome:
     report: dict[str, Any]
     plan: ReconcilePlan
     reclaimed_paths: dict[str, set[str]] = field(default_factory=dict)
+    # Paths that had left the manifest and lost rows (the moves gate's evidence).
+    departed_paths: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _batches(ids: Sequence[str], size: int) -> Iterator[Sequence[str]]:
@@ -121,12 +130,21 @@ def _present_declared(
     metadatas: Sequence[dict[str, Any] | None],
 ) -> set[str]:
     """The declared ids of the paths these rows sit on that are present now as this
-    tenant's rows: all the completeness gate of the re-verification needs."""
+    tenant's rows: all the completeness gate of the re-verification needs (for a row of a
+    path that left the manifest, the whole repo's: the moves gate asks for all of it)."""
     wanted: set[str] = set()
+    whole: set[str] = set()
     for md in metadatas:
         place = _locate(declaration, md)
-        if place is not None:
-            wanted |= place[0].declared_ids_by_path.get(place[1], frozenset())
+        if place is None:
+            continue
+        repo, path = place
+        if path in repo.envelope_paths:
+            wanted |= repo.declared_ids_by_path.get(path, frozenset())
+        elif repo.repo_slug not in whole:
+            whole.add(repo.repo_slug)
+            for ids in repo.declared_ids_by_path.values():
+                wanted |= ids
     got = store.get_rows(sorted(wanted))
     return {rid for rid, row in got.items() if row["metadata"].get("tenantId") == tenant_id}
 
@@ -137,7 +155,33 @@ class _Reclaim:
     deleted: set[str] = field(default_factory=set)
     unconfirmed: int = 0
     batches: int = 0
+    # Ids left for the next run because their repo's sweep lease was held throughout.
+    lease_held: int = 0
     paths: dict[str, set[str]] = field(default_factory=dict)
+    # Paths that had left the manifest (deleted, moved, renamed) and lost rows.
+    departed: dict[str, set[str]] = field(default_factory=dict)
+
+
+def _by_repo(snap: TenantSnapshot, ids: Sequence[str]) -> dict[str, list[str]]:
+    """A batch's ids grouped by the repoSlug their rows carried when read."""
+    slug_of = {row["id"]: row["metadata"].get("repoSlug") for row in snap.rows}
+    out: dict[str, list[str]] = {}
+    for rid in ids:
+        out.setdefault(str(slug_of.get(rid)), []).append(rid)
+    return out
+
+
+def _repo_lease(settings: Settings, ledger: Ledger, tenant_id: str, slug: str) -> LeaseKeeper:
+    """The repo's sweep lease, held by this reconciliation for one reclaim batch, so a
+    delete never interleaves with a sweep of the same repo."""
+    return LeaseKeeper(
+        ledger,
+        sweep_lease_key(tenant_id, slug),
+        f"reconcile:{holder_detail()}:{uuid.uuid4().hex[:12]}",
+        ttl_s=settings.sweep.sweep_lease_ttl_s,
+        wait_s=settings.reconcile.lease_wait_s,
+        release_on_exit=True,
+    )
 
 
 def reclaim(
@@ -149,7 +193,8 @@ def reclaim(
     plan: ReconcilePlan,
     log: Callable[[str], None] | None = None,
 ) -> _Reclaim:
-    """Delete the plan's actionable ids in batches, each re-verified right before."""
+    """Delete the plan's actionable ids in batches, each under its repo's sweep lease and
+    re-verified, inside the lease, right before its delete."""
     tenant_id = snap.tenant_id
     expected = {
         rid: kind
@@ -160,34 +205,83 @@ def reclaim(
     declaration, marker = snap.declaration, snap.marker
     tenant = find_tenant(tenants, tenant_id)
     out = _Reclaim()
-    for ids in _batches(plan.delete_ids, settings.reconcile.delete_batch):
-        current = _metadata_by_id(store, ids)
-        now_marker = declaration_marker(ledger, tenant_id)
-        if now_marker != marker:  # a sweep moved: judge against what it recorded
-            declaration, _problems, _records = read_declaration(ledger, tenant_id, tenant)
-            marker = now_marker
-        fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, snap.generation)
-        present = _present_declared(store, tenant_id, declaration, list(current.values()))
-        confirmed = reverify_before_delete(
-            declaration,
-            {rid: expected[rid] for rid in ids},
-            current,
-            present,
-            fenced,
-            settings.reconcile.stale_gap,
-        )
-        store.delete_ids(list(confirmed))
-        out.batches += 1
-        out.unconfirmed += len(ids) - len(confirmed)
-        out.deleted.update(confirmed)
-        for rid in confirmed:
-            out.by_kind[expected[rid]] += 1
-            place = _locate(declaration, current[rid])
-            if place is not None and place[1] in place[0].yielded_paths:
-                out.paths.setdefault(place[0].repo_slug, set()).add(place[1])
-        if log is not None:
-            log(f"{tenant_id}: batch {out.batches}: deleted {len(confirmed)} of {len(ids)}")
+    for batch in _batches(plan.delete_ids, settings.reconcile.delete_batch):
+        for slug, ids in _by_repo(snap, batch).items():
+            with _repo_lease(settings, ledger, tenant_id, slug) as lease:
+                if not lease.held:
+                    out.lease_held += len(ids)
+                    out.unconfirmed += len(ids)
+                    if log is not None:
+                        log(f"{tenant_id}/{slug}: a sweep holds the lease; {len(ids)} ids wait")
+                    continue
+                current = _metadata_by_id(store, ids)
+                now_marker = declaration_marker(ledger, tenant_id)
+                if now_marker != marker:  # a sweep moved: judge against what it recorded
+                    declaration, _problems, _records = read_declaration(ledger, tenant_id, tenant)
+                    marker = now_marker
+                fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, snap.generation)
+                present = _present_declared(store, tenant_id, declaration, list(current.values()))
+                confirmed = reverify_before_delete(
+                    declaration,
+                    {rid: expected[rid] for rid in ids},
+                    current,
+                    present,
+                    fenced,
+                    settings.reconcile.stale_gap,
+                )
+                try:
+                    lease.check()  # still ours, right before the delete
+                except LeaseLostError:
+                    out.lease_held += len(ids)
+                    out.unconfirmed += len(ids)
+                    continue
+                store.delete_ids(list(confirmed))
+            out.batches += 1
+            out.unconfirmed += len(ids) - len(confirmed)
+            out.deleted.update(confirmed)
+            for rid in confirmed:
+                out.by_kind[expected[rid]] += 1
+                place = _locate(declaration, current[rid])
+                if place is None:
+                    continue
+                repo, path = place
+                if path in repo.yielded_paths:
+                    out.paths.setdefault(repo.repo_slug, set()).add(path)
+                elif path not in repo.envelope_paths:
+                    out.departed.setdefault(repo.repo_slug, set()).add(path)
+            if log is not None:
+                log(
+                    f"{tenant_id}/{slug}: batch {out.batches}: deleted {len(confirmed)} "
+                    f"of {len(ids)}"
+                )
     return out
+
+
+def retired_rows(
+    found: Retired,
+    tenant_id: str,
+    before: Sequence[dict[str, Any]],
+    after: Sequence[dict[str, Any]],
+) -> dict[str, Any]:
+    """What of this tenant is retired and its rows per repo, before and after the reclaim:
+    ``{"tenant": bool, "repos": {slug: {"rows", "waiting"}}}`` (a retired tenant lists
+    every repo its rows name)."""
+    whole = tenant_id in found.tenants
+    slugs = set(found.repos_of(tenant_id))
+
+    def per_slug(rows: Sequence[dict[str, Any]]) -> Counter[str]:
+        return Counter(
+            str(row["metadata"].get("repoSlug"))
+            for row in rows
+            if whole or row["metadata"].get("repoSlug") in slugs
+        )
+
+    had, left = per_slug(before), per_slug(after)
+    names = sorted(set(had) | (set() if whole else slugs))
+    return {
+        "tenant": whole,
+        "repos": {slug: {"rows": had.get(slug, 0), "waiting": left.get(slug, 0)} for slug in names},
+    }
 
 
 def _orphans(plan: ReconcilePlan) -> dict[str, dict[str, Any]]:
@@ -239,6 +333,7 @@ def reconcile_tenant(
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
+    retired_now = retired_rows(read_retired(ledger, tenants), tenant_id, snap.rows, remaining)
     telemetry = plan.telemetry()
     report: dict[str, Any] = {
         "tenantId": tenant_id,
@@ -257,6 +352,7 @@ def reconcile_tenant(
         "reclaimed": sum(done.by_kind.values()),
         "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
         "unconfirmed": done.unconfirmed,
+        "leaseHeld": done.lease_held,
         "deleteBatches": done.batches,
         "skippedUnstamped": plan.skipped_unstamped,
         "skippedByStamp": telemetry["skippedByStamp"],
@@ -269,6 +365,7 @@ def reconcile_tenant(
         "planHoles": {"count": len(plan_holes), "ids": plan_holes[:REPORT_MAX_IDS]},
         "planRowsByTenant": plan_counts,
         "planForeignRows": plan_foreign,
+        "retired": retired_now,
         "residueShare": residue_now.share,
         "residueRows": residue_now.residue_rows,
         "repos": {
@@ -281,4 +378,6 @@ def reconcile_tenant(
             "total": round(time.perf_counter() - started, 4),
         },
     }
-    return ReconcileOutcome(report=report, plan=plan, reclaimed_paths=done.paths)
+    return ReconcileOutcome(
+        report=report, plan=plan, reclaimed_paths=done.paths, departed_paths=done.departed
+    )

@@ -14,6 +14,7 @@ from neo_assets.core.reconcile.orphans import (
     ACTIONABLE_KINDS,
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
+    KIND_MANIFEST_ORPHAN_PENDING,
     KIND_STALE_CONTENT,
     KIND_STALE_CONTENT_PENDING,
     KIND_SUPERSEDED_GENERATION,
@@ -145,6 +146,13 @@ def new_ids(paths: Iterable[str]) -> set[str]:
 
 def ids_of(rows: Iterable[Mapping[str, Any]]) -> set[str]:
     return {r["id"] for r in rows}
+
+
+def declared_of(tenant: TenantDeclaration) -> set[str]:
+    """Every id the tenant declares (its declared generation, all present)."""
+    return {
+        i for r in tenant.repos.values() for ids in r.declared_ids_by_path.values() for i in ids
+    }
 
 
 def kinds_holding(plan: ReconcilePlan, rid: str) -> list[str]:
@@ -456,7 +464,7 @@ def test_manifest_orphan_only_when_ingested_at_or_before_the_envelope(
     tenant = tenant_decl(repo_decl(OLD, SRC_PATHS[1:], envelope=SRC_PATHS[1:]))
     rows = generation_rows(OLD, ["src/a.py"], ingested=ingested)
 
-    plan = classify_orphans(tenant, rows, ids_of(rows), frozenset())
+    plan = classify_orphans(tenant, rows, ids_of(rows) | declared_of(tenant), frozenset())
 
     assert set(plan.ids_by_kind[KIND_MANIFEST_ORPHAN]) == (ids_of(rows) if actionable else set())
     assert plan.newer_than_envelope == (0 if actionable else len(rows))
@@ -542,12 +550,22 @@ def test_a_row_whose_id_is_declared_elsewhere_is_never_deleted() -> None:
 
 
 def test_each_kind_is_reported_separately() -> None:
-    tenant = tenant_decl(repo_decl(NEW, SRC_PATHS, envelope=SRC_PATHS + VENDOR_PATHS[:1]), config=3)
+    # "tidy" is complete, so a path that left its manifest is actionable there; the main
+    # repo has an open path, so a path that left its manifest waits (it may have moved).
+    tidy = repo_decl(NEW, SRC_PATHS[:1], slug="tidy", envelope=SRC_PATHS[:1])
+    tenant = tenant_decl(
+        repo_decl(NEW, SRC_PATHS, envelope=SRC_PATHS + VENDOR_PATHS[:1]), tidy, config=3
+    )
     done_path, open_path = "src/a.py", "src/b.py"
     stale_done = chunk_id(TENANT, REPO, "k", "n", "old a", done_path, PARSER, NEW)
     stale_open = chunk_id(TENANT, REPO, "k", "n", "old b", open_path, PARSER, NEW)
     rows = {
-        KIND_MANIFEST_ORPHAN: row(ids_for(TENANT, VENDOR_PATHS[1], OLD)[0], VENDOR_PATHS[1], OLD),
+        KIND_MANIFEST_ORPHAN: row(
+            ids_for(TENANT, VENDOR_PATHS[1], OLD, "tidy")[0], VENDOR_PATHS[1], OLD, slug="tidy"
+        ),
+        KIND_MANIFEST_ORPHAN_PENDING: row(
+            ids_for(TENANT, VENDOR_PATHS[1], OLD)[0], VENDOR_PATHS[1], OLD
+        ),
         KIND_UNYIELDED_PATH: row(ids_for(TENANT, VENDOR_PATHS[0], OLD)[0], VENDOR_PATHS[0], OLD),
         KIND_UNDECLARED_REPO: row(
             ids_for(TENANT, done_path, OLD, "gone")[0], done_path, OLD, slug="gone"
@@ -559,7 +577,8 @@ def test_each_kind_is_reported_separately() -> None:
         KIND_CONFIG_STALE: row(ids_for(TENANT, done_path, NEW)[0], done_path, NEW, cfg=1),
     }
     current = row(ids_for(TENANT, done_path, NEW)[1], done_path, NEW, cfg=3)
-    all_rows = [*rows.values(), current]
+    tidy_rows = generation_rows(NEW, SRC_PATHS[:1], slug="tidy", cfg=3)
+    all_rows = [*rows.values(), current, *tidy_rows]
 
     plan = classify_orphans(tenant, all_rows, ids_of(all_rows), frozenset())
     telemetry = plan.telemetry()
@@ -575,8 +594,44 @@ def test_each_kind_is_reported_separately() -> None:
     assert set(plan.delete_ids) == {rows[k]["id"] for k in ACTIONABLE_KINDS}
     assert set(plan.pending_ids) == {rows[k]["id"] for k in PENDING_KINDS}
     assert plan.restamp_ids == (rows[KIND_CONFIG_STALE]["id"],)
-    assert telemetry["actionable"] == 5 and telemetry["pending"] == 2 and telemetry["restamp"] == 1
-    assert plan.kept == 1
+    assert telemetry["actionable"] == 5 and telemetry["pending"] == 3 and telemetry["restamp"] == 1
+    assert plan.kept == 1 + len(tidy_rows)
+
+
+def test_a_renamed_files_old_rows_wait_until_the_repos_generation_is_complete() -> None:
+    # a.py renamed to zebra.py: a.py left the manifest, zebra.py is yielded and declared.
+    old_path, new_path = "src/a.py", "src/zebra.py"
+    tenant = tenant_decl(repo_decl(OLD, [new_path], envelope=[new_path]))
+    old_rows = generation_rows(OLD, [old_path])
+    new_ids = set(ids_for(TENANT, new_path, OLD))
+
+    # zebra.py not embedded yet (the sweep deferred): a.py's rows are kept, pending.
+    waiting = classify_orphans(tenant, old_rows, ids_of(old_rows), frozenset())
+    assert set(waiting.ids_by_kind[KIND_MANIFEST_ORPHAN_PENDING]) == ids_of(old_rows)
+    assert waiting.delete_ids == ()
+    # One of zebra.py's chunks arrived: still not the whole generation.
+    part = classify_orphans(tenant, old_rows, ids_of(old_rows) | {min(new_ids)}, frozenset())
+    assert part.delete_ids == ()
+    # A durably fenced chunk counts as delivered, as for every completeness gate.
+    fenced = classify_orphans(tenant, old_rows, ids_of(old_rows) | {min(new_ids)}, new_ids)
+    assert set(fenced.delete_ids) == ids_of(old_rows)
+    # zebra.py complete: a.py's rows are reclaimable.
+    done = classify_orphans(tenant, old_rows, ids_of(old_rows) | new_ids, frozenset())
+    assert set(done.ids_by_kind[KIND_MANIFEST_ORPHAN]) == ids_of(old_rows)
+
+
+def test_the_plan_check_refuses_removing_a_departed_path_before_the_generation_is_whole() -> None:
+    old_path, new_path = "src/a.py", "src/zebra.py"
+    tenant = tenant_decl(repo_decl(OLD, [new_path], envelope=[new_path]))
+    old_rows = generation_rows(OLD, [old_path])
+    new_ids = set(ids_for(TENANT, new_path, OLD))
+    # A plan made when zebra.py was complete, checked after one of its rows went.
+    plan = classify_orphans(tenant, old_rows, ids_of(old_rows) | new_ids, frozenset())
+    assert plan.delete_ids
+    present_now = ids_of(old_rows) | (new_ids - {min(new_ids)})
+    offenders = plan_keeps_complete_sets(plan, tenant, old_rows, present_now, frozenset())
+    assert offenders == [f"{REPO}:{old_path}"]
+    assert plan_keeps_complete_sets(plan, tenant, old_rows, ids_of(old_rows) | new_ids, set()) == []
 
 
 def test_telemetry_bounds_example_ids_and_keeps_counts_exact() -> None:

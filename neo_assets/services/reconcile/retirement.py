@@ -1,0 +1,46 @@
+"""Read what is retired: tenants.yaml now against what the ledger remembers (the rule is
+``neo_assets.core.reconcile.retirement``), and how many rows of each retired scope wait."""
+
+import sqlalchemy as sa
+
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.core.reconcile.retirement import Retired, retired, scope_label
+from neo_assets.store import ledger_schema as t
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+
+def declared_owners(tenants: TenantsFile) -> dict[str, set[str]]:
+    """tenantId -> its declared repo slugs."""
+    return {tenant.id: {repo.slug for repo in tenant.repos} for tenant in tenants.tenants}
+
+
+def read_retired(ledger: Ledger, tenants: TenantsFile) -> Retired:
+    """The retired tenants and repos: known to the ledger, no longer declared."""
+    with ledger.engine.connect() as conn:
+        known_tenants = conn.execute(sa.select(t.tenant_config_versions.c.tenant_id).distinct())
+        tenant_ids = [row[0] for row in known_tenants]
+        pairs = {
+            (row[0], row[1])
+            for table in (t.repo_state, t.envelopes)
+            for row in conn.execute(sa.select(table.c.tenant_id, table.c.repo_slug))
+        }
+    return retired(declared_owners(tenants), tenant_ids, sorted(pairs))
+
+
+def retired_tenant_ids(ledger: Ledger, tenants: TenantsFile) -> list[str]:
+    """The retired tenants, sorted: reconciliation visits them as it visits declared ones."""
+    return sorted(read_retired(ledger, tenants).tenants)
+
+
+def rows_waiting(store: ChromaStore, found: Retired) -> dict[str, int]:
+    """Rows still in the collection per retired scope (``globex``, ``acme/widgets``)."""
+    out = {scope_label(tid): store.count_where(tenant_filter(tid)) for tid in found.tenants}
+    out.update(
+        {
+            scope_label(tid, slug): store.count_where(tenant_filter(tid, slug))
+            for tid, slug in found.repos
+        }
+    )
+    return dict(sorted(out.items()))
