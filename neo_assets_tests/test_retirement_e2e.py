@@ -19,11 +19,14 @@ import dagster as dg
 import pytest
 
 from neo_assets.cli.launch import QUIET_CONSOLE, _checks
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.reconcile.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
+from neo_assets.services.status import build_status
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -165,6 +168,14 @@ def test_retiring_a_repo_and_a_tenant_warns_then_reclaims_only_them(world, monke
         "gadgets": {"rows": len(gadgets), "waiting": len(gadgets)}
     }
     assert _ids(kb, "acme", "gadgets") == gadgets and _ids(kb, "globex") == tools
+    # The snapshot lists the retired repos apart, with the rows that wait.
+    snap = build_status(load_settings(), load_tenants(world["tenants"]), kb.ledger, kb.store)
+    states = {(r["tenantId"], r["repoSlug"]): (r["state"], r["rows"]) for r in snap["repos"]}
+    assert states == {
+        ("acme", "widgets"): ("complete", len(widgets)),
+        ("acme", "gadgets"): ("retired", len(gadgets)),
+        ("globex", "tools"): ("retired", len(tools)),
+    }
 
     # The CLI reconciles the retired tenant by name (it used to exit 2) and exits 0.
     shown = subprocess.run(

@@ -120,7 +120,12 @@ def status(
                     f"failures {r['consecutiveFailures']} "
                     + (f"cause {r['deferredCauseCode']} " if r["deferredCauseCode"] else "")
                     + f"poison {poison['count'] if poison else None} "
-                    + f"undeliverable {undeliverable['count'] if undeliverable else None}",
+                    + f"undeliverable {undeliverable['count'] if undeliverable else None}"
+                    + (
+                        f" — {r['stateDetail']}"
+                        if r.get("state") in ("deferred", "failed", "retired")
+                        else ""
+                    ),
                     highlight=False,
                 )
         return EXIT_OK

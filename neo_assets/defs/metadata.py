@@ -167,17 +167,24 @@ def census_summary(key: str, result: Mapping[str, Any], numbers: Mapping[str, An
 
 
 def status_summary(frame: pd.DataFrame) -> Any:
+    """Per repo what an operator acts on (``core.status.repo_state_line``): complete,
+    deferred (cause, next try), failed (the error's first line and its fix), retired."""
     if not len(frame) or "outcome" not in frame.columns:
         return dg.MetadataValue.md("No repo is declared.")
-    counts = frame["outcome"].fillna("never swept").value_counts().to_dict()
-    line = ", ".join(f"**{n}** {outcome}" for outcome, n in sorted(counts.items()))
-    cols = [
-        c
-        for c in ("tenantId", "repoSlug", "outcome", "deferredCauseCode", "rows")
-        if c in frame.columns
+    column = "state" if "state" in frame.columns else "outcome"
+    counts = frame[column].fillna("never swept").value_counts().to_dict()
+    line = ", ".join(f"**{n}** {state}" for state, n in sorted(counts.items()))
+    cols = [c for c in ("tenantId", "repoSlug", column, "rows") if c in frame.columns]
+    records = frame.head(50).to_dict("records")
+    table = markdown_table(records, cols)
+    # The details in full (a table cell is bounded): what to do about each repo not complete.
+    details = [
+        f"- `{r['tenantId']}/{r['repoSlug']}` **{r[column]}**: {r['stateDetail']}"
+        for r in records
+        if r.get("stateDetail") and r.get(column) not in ("complete",)
     ]
-    table = markdown_table(frame[cols].head(50).to_dict("records"), cols)
-    return dg.MetadataValue.md(f"{len(frame)} repos: {line}.\n\n{table}")
+    tail = ("\n\n" + "\n".join(details)) if details else ""
+    return dg.MetadataValue.md(f"{len(frame)} repos: {line}.\n\n{table}{tail}")
 
 
 def run_seconds(instance: dg.DagsterInstance, run_id: str, now: float) -> float | None:

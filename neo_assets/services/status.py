@@ -5,10 +5,13 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.codes import OUTCOME_FAILED
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.core.status import STATE_RETIRED, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
+from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -38,9 +41,45 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
+def retired_repo_rows(
+    tenants: TenantsFile, ledger: Ledger, store: ChromaStore
+) -> list[dict[str, Any]]:
+    """One row per retired repo (a retired tenant's repos included) the ledger remembers:
+    outcome ``retired`` and the rows that still wait for reclamation."""
+    found = read_retired(ledger, tenants)
+    out = []
+    for state in ledger.all_repo_states():
+        tid, slug = state["tenant_id"], state["repo_slug"]
+        if found.kind(tid, slug) is None:
+            continue
+        out.append(
+            {
+                "tenantId": tid,
+                "repoSlug": slug,
+                "outcome": STATE_RETIRED,
+                "lastIngestedRev": state.get("last_ingested_rev"),
+                "consecutiveFailures": state.get("consecutive_failures"),
+                "deferredCauseCode": None,
+                "nextDueAt": None,
+                "lastAttemptAt": state.get("last_attempt_at"),
+                "embeddingGeneration": state.get("embedding_generation"),
+                "contentPoisonChunks": None,
+                "undeliverableChunks": None,
+                "strikes": [],
+                "rows": store.count_where(tenant_filter(tid, slug)),
+                "error": None,
+                "retired": True,
+            }
+        )
+    return sorted(out, key=lambda r: (r["tenantId"], r["repoSlug"]))
+
+
 def build_status(
     settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
 ) -> dict[str, Any]:
+    # services.sweep.due imports this module's scheduling helpers: import it here.
+    from neo_assets.services.sweep.due import first_error_line
+
     repos = []
     for tenant in tenants.tenants:
         for repo in tenant.repos:
@@ -89,8 +128,15 @@ def build_status(
                     "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
                     "strikes": strikes,
                     "rows": rows,
+                    "error": first_error_line((row or {}).get("last_summary"))
+                    if (row or {}).get("last_outcome") == OUTCOME_FAILED
+                    else None,
+                    "retired": False,
                 }
             )
+    repos += retired_repo_rows(tenants, ledger, store)
+    for entry in repos:
+        entry["state"], entry["stateDetail"] = repo_state_line(entry)
     canary = health_store.latest_canary(ledger)
     freeze = health_store.freeze_record(ledger, settings.store.collection_name)
     return {
