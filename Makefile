@@ -16,8 +16,11 @@ STAMP := $(VENV)/.installed
 absolute = $(if $(filter /%,$(firstword $(1))),$(1),$(CURDIR)/$(patsubst ./%,%,$(1)))
 NEO_HOME_DIR = $(call absolute,$(patsubst ~/%,$(HOME)/%,$(patsubst ~,$(HOME),$(or $(NEO_HOME),.neo))))
 DAGSTER_HOME_DIR = $(if $(DAGSTER_HOME),$(call absolute,$(DAGSTER_HOME)),$(NEO_HOME_DIR)/dagster)
-# Both homes, so the UI's runs use the ledger and store this instance's runs used.
-UI := NEO_HOME='$(NEO_HOME_DIR)' DAGSTER_HOME='$(DAGSTER_HOME_DIR)' $(BIN)/dagster dev -m neo_assets.definitions
+# Both homes, so the UI's runs use the ledger and store this instance's runs used; the
+# UI's port (UI_PORT) and, unless NEO_UI_BASE_URL says otherwise, alerts link runs there.
+UI_PORT ?= 3000
+UI_BASE_URL = $(or $(NEO_UI_BASE_URL),http://127.0.0.1:$(UI_PORT))
+UI := NEO_HOME='$(NEO_HOME_DIR)' DAGSTER_HOME='$(DAGSTER_HOME_DIR)' NEO_UI_BASE_URL='$(UI_BASE_URL)' $(BIN)/dagster dev -m neo_assets.definitions -p $(UI_PORT)
 
 ifeq ($(SKIP_INSTALL),1)
 READY := venv-present
@@ -46,7 +49,7 @@ run: $(READY)
 	@echo ""
 	@echo "Open the Dagster UI on this instance (or: make dev, with the same NEO_HOME/DAGSTER_HOME):"
 	@echo "  $(UI)"
-	@echo "then browse http://127.0.0.1:3000 (assets, runs, sensors)."
+	@echo "then browse $(UI_BASE_URL) (assets, runs, sensors)."
 
 test: $(READY)
 	$(BIN)/python -m pytest

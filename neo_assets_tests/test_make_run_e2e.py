@@ -147,10 +147,11 @@ def _make_n(target: str, env: dict[str, str], *assignments: str) -> str:
     return done.stdout
 
 
-def _ui_command(neo_home: str, dagster_home: str) -> str:
+def _ui_command(neo_home: str, dagster_home: str, port: int = 3000) -> str:
     return (
         f"NEO_HOME='{neo_home}' DAGSTER_HOME='{dagster_home}' "
-        f"{VENV}/bin/dagster dev -m neo_assets.definitions"
+        f"NEO_UI_BASE_URL='http://127.0.0.1:{port}' "
+        f"{VENV}/bin/dagster dev -m neo_assets.definitions -p {port}"
     )
 
 
@@ -185,3 +186,12 @@ def test_make_dev_and_the_run_hint_name_the_homes_the_cli_uses(
 def test_homes_given_on_the_make_command_line_count_too(target: str) -> None:
     printed = _make_n(target, _env(NEO_HOME="/ignored"), "NEO_HOME=/srv/neo", "DAGSTER_HOME=/d")
     assert _ui_command("/srv/neo", "/d") in printed
+
+
+@pytest.mark.parametrize("target", ["dev", "run"])
+def test_make_dev_on_another_port_links_alerts_there(target: str) -> None:
+    printed = _make_n(target, _env(NEO_HOME="/srv/neo"), "UI_PORT=3111")
+    assert _ui_command("/srv/neo", "/srv/neo/dagster", port=3111) in printed
+    # An explicit NEO_UI_BASE_URL (a proxy in front of the UI) wins over the port.
+    proxied = _make_n(target, _env(NEO_HOME="/srv/neo", NEO_UI_BASE_URL="https://ops.example"))
+    assert "NEO_UI_BASE_URL='https://ops.example'" in proxied

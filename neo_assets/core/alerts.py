@@ -20,6 +20,7 @@ of one tick.
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +38,7 @@ STREAM_CHECKS = "checks"
 STREAM_RUNS = "runs"
 STREAMS = (STREAM_CHECKS, STREAM_RUNS)
 
+# Where `make dev` serves the UI (its UI_PORT default); NEO_UI_BASE_URL says otherwise.
 DEFAULT_UI_BASE_URL = "http://127.0.0.1:3000"
 OFFENDING_CAP = 20
 # Metadata keys that name offenders, most specific first. Any other key starting with
@@ -244,14 +246,43 @@ def _bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def check_summary(metadata: Mapping[str, Any] | None) -> str | None:
+    """The check's own summary (its ``summary`` metadata, markdown) as one plain line: its
+    prose paragraphs, without the lists of offenders (the alert lists those itself)."""
+    text = (metadata or {}).get("summary")
+    if not isinstance(text, str) or not text.strip():
+        return None
+    kept = []
+    for paragraph in re.split(r"\n\s*\n", text):
+        para = paragraph.strip()
+        if not para or para.startswith(("- ", "|")) or para.endswith(":"):
+            continue
+        kept.append(para.replace("**", "").replace("`", ""))
+    return " ".join(kept) or None
+
+
+def repo_of_offenders(offending: Iterable[str]) -> str | None:
+    """The one repo slug every ``slug:path`` offender names (None: none, or several)."""
+    slugs = {item.split(":", 1)[0] for item in offending if ":" in item}
+    slugs.discard("unlocatable")
+    return slugs.pop() if len(slugs) == 1 else None
+
+
 def alert_from_check(ev: CheckEvaluation, ui_base_url: str | None) -> Alert | None:
-    """The alert for a failed evaluation; None when it passed (nothing to tell)."""
+    """The alert for a failed evaluation; None when it passed (nothing to tell). Its
+    summary is the check's own (which rule, how many rows, which repo), else the check's
+    description; its repo is the partition's, the metadata's, or the one repo all the
+    offending paths name."""
     if ev.passed:
         return None
     severity = ev.severity if ev.severity in SEVERITIES else SEVERITY_ERROR
     tenant, repo = alert_scope(ev.partition_key, ev.metadata)
     offending, more = offending_items(ev.metadata)
-    detail = (ev.description or "").strip() or "the check did not pass"
+    if repo is None:
+        repo = repo_of_offenders(offending)
+    detail = (
+        check_summary(ev.metadata) or (ev.description or "").strip() or "the check did not pass"
+    )
     summary = _bounded(f"{ev.check_name} on {ev.asset_key}: {detail}", _SUMMARY_MAX)
     return Alert(
         alert_id=f"{ALERT_KIND_CHECK}:{ev.run_id}:{ev.event_id}",

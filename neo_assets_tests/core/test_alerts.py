@@ -331,3 +331,49 @@ def test_retry_wait_is_bounded_by_retries_and_budget() -> None:
     assert retry_wait(delays, 0, 0.0, 30.0) is None
     assert retry_wait(delays, 2, 29.5, 30.0) is None  # would end past the budget
     assert retry_wait(delays, 2, 29.0, 30.0) == 1.0
+
+
+# ------------------------------------------------------------------------ actionable
+CONTAINMENT_SUMMARY = (
+    "**acme**: 40 rows in the collection, **0** violating containment; the executed plan "
+    "held 0 rows of another tenant; a tenant-scoped query returned 0 rows of another "
+    "tenant.\n\n**Retired, not a breach**: `acme/gadgets` 6 rows wait for reclamation "
+    "(they left tenants.yaml).\n\nretired-repo paths:\n\n- `gadgets:g.py`\n- `gadgets:README.md`"
+)
+
+
+def test_an_alert_says_the_checks_own_summary_paths_first_and_the_repo() -> None:
+    ev = _check(
+        check_name="tenant_containment",
+        severity="WARN",
+        partition_key="acme",  # a tenant partition: no repo in it
+        description="Tenant containment: every row carries a valid tenantId…",
+        metadata={
+            "summary": CONTAINMENT_SUMMARY,
+            "offending_ids": {"count": 0, "ids": []},
+            "offending_paths": {"count": 0, "ids": []},
+            "offending_retired_paths": ["gadgets:README.md", "gadgets:g.py"],
+        },
+    )
+    alert = alert_from_check(ev, None)
+    # Which rule, how many rows, what was retired and how many rows wait: the check's
+    # words, not its description, and no markdown or offender list inside.
+    assert alert.summary.startswith("tenant_containment on kb_reconciliation: acme: 40 rows")
+    assert "Retired, not a breach: acme/gadgets 6 rows wait for reclamation" in alert.summary
+    assert "**" not in alert.summary and "- " not in alert.summary
+    assert alert.offending == ("gadgets:README.md", "gadgets:g.py")
+    assert (alert.tenant_id, alert.repo_slug) == ("acme", "gadgets")
+
+
+def test_paths_come_before_ids_and_several_repos_name_no_single_repo() -> None:
+    ev = _check(
+        partition_key="acme",
+        metadata={
+            "offending_ids": {"count": 3, "ids": ["id1"]},
+            "offending_paths": {"count": 2, "ids": ["widgets:a.py", "tools:b.py"]},
+        },
+    )
+    alert = alert_from_check(ev, None)
+    assert alert.offending[:2] == ("widgets:a.py", "tools:b.py")
+    assert alert.offending_more == 2
+    assert alert.repo_slug is None

@@ -197,6 +197,10 @@ def tenant_containment(
             "retired_rows": judged.retired_rows,
             "retired_by_scope": judged.retired_by_scope,
             "retired_paths": {k: list(v) for k, v in judged.retired_paths.items() if v},
+            # What an alert lists when only retired rows are reported (paths, not ids).
+            "offending_retired_paths": sorted(
+                {p for paths in judged.retired_paths.values() for p in paths}
+            )[:MAX_NAMED],
             "other_tenants_retired_rows": judged.others_retired,
             "rows_by_tenant": judged.rows_by_tenant,
             "plan_rows_by_tenant": plan_counts,
