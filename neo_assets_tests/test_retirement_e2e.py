@@ -26,6 +26,7 @@ from neo_assets.core.reconcile.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
+from neo_assets.services.alerts.sinks import ALERTS_FILE
 from neo_assets.services.status import build_status
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
@@ -126,7 +127,18 @@ def _no_error_check(runs: dict[str, dict[str, Any]]) -> None:
             assert check["passed"] or check["severity"] == "WARN", (tenant, name, check)
 
 
-def test_retiring_a_repo_and_a_tenant_warns_then_reclaims_only_them(world, monkeypatch) -> None:
+def _alerts(instance: dg.DagsterInstance, neo_home: Path) -> list[dict[str, Any]]:
+    """One tick of the alert sensor, as the daemon would; what it wrote to alerts.jsonl."""
+    sensor = _defs().resolve_sensor_def("asset_check_alert_sensor")
+    with dg.build_sensor_context(instance=instance, resources=default_resources()) as ctx:
+        sensor(ctx)
+    path = neo_home / ALERTS_FILE
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_retiring_a_repo_and_a_tenant_warns_then_reclaims_only_them(
+    world, monkeypatch, neo_home: Path
+) -> None:
     instance, kb = world["instance"], world["kb"]
     _declare(world, ["widgets", "gadgets"], globex=True)
     requests = _sweep_tick(instance)
@@ -176,6 +188,21 @@ def test_retiring_a_repo_and_a_tenant_warns_then_reclaims_only_them(world, monke
         ("acme", "gadgets"): ("retired", len(gadgets)),
         ("globex", "tools"): ("retired", len(tools)),
     }
+
+    # The alerts say what was retired and how many rows wait, by path, with the repo and
+    # a run link in the UI the operator uses; none of them is an ERROR.
+    monkeypatch.setenv("NEO_UI_BASE_URL", "https://ops.example/dagster")
+    alerts = _alerts(instance, neo_home)
+    assert alerts and all(a["severity"] == "WARN" for a in alerts), alerts
+    by_tenant = {a["tenantId"]: a for a in alerts if a["check"] == "tenant_containment"}
+    acme_alert = by_tenant["acme"]
+    assert f"acme/gadgets {len(gadgets)} rows wait for reclamation" in acme_alert["summary"]
+    assert acme_alert["repoSlug"] == "gadgets"
+    assert acme_alert["offending"] and all(
+        o.startswith("gadgets:") for o in acme_alert["offending"]
+    )
+    assert acme_alert["runUrl"].startswith("https://ops.example/dagster/runs/")
+    assert f"globex {len(tools)} rows wait" in by_tenant["globex"]["summary"]
 
     # The CLI reconciles the retired tenant by name (it used to exit 2) and exits 0.
     shown = subprocess.run(
