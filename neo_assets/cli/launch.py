@@ -294,23 +294,44 @@ def refresh_links(
     job = defs.resolve_job_def("links")
     out: list[dict[str, Any]] = []
     with open_ledger(settings) as ledger:
-        dues = evaluate_links(ctxs, settings, ledger)
-    for due in dues:
-        if due.reason is None:
-            continue
-        result = job.execute_in_process(
-            instance=instance,
-            run_config=QUIET_CONSOLE,
-            partition_key=due.key,
-            raise_on_error=False,
-            tags={"neo/links-reason": due.reason, "neo/launched-by": "cli"},
-        )
-        out.append({"key": due.key, "runId": result.run_id, "success": result.success})
-        if not result.success:
-            (console or Console(stderr=True)).print(
-                f"[yellow]links of {due.key} not refreshed: {_failure_message(result)}[/]"
-            )
+        dues = [d for d in evaluate_links(ctxs, settings, ledger) if d.reason is not None]
+    if not dues:
+        return out
+    bar = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} rows"),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
+    )
+    # The links run's stages (rows read, temporal pass, each semantic block, storing),
+    # reported in process like the embedding batches.
+    task = bar.add_task("links", total=None, visible=False)
+
+    def on_links(stage: str, done: int, total: int, _rows: int) -> None:
+        bar.update(task, description=stage, completed=done, total=total, visible=True)
+
+    with bar, listening(on_links):
+        for due in dues:
+            out.append(_links_one(job, instance, due, console))
     return out
+
+
+def _links_one(job: Any, instance: Any, due: Any, console: Console | None) -> dict[str, Any]:
+    """One links run of ``due`` (a failed one is reported, never a failed sweep)."""
+    result = job.execute_in_process(
+        instance=instance,
+        run_config=QUIET_CONSOLE,
+        partition_key=due.key,
+        raise_on_error=False,
+        tags={"neo/links-reason": due.reason, "neo/launched-by": "cli"},
+    )
+    if not result.success:
+        (console or Console(stderr=True)).print(
+            f"[yellow]links of {due.key} not refreshed: {_failure_message(result)}[/]"
+        )
+    return {"key": due.key, "runId": result.run_id, "success": result.success}
 
 
 # ------------------------------------------------------------------------ reconcile

@@ -26,6 +26,7 @@ from neo_assets.services.links.due import evaluate_links
 from neo_assets.services.links.link_repo import LinkParams, LinkReport, link_repo
 from neo_assets.services.sweep.due import declared_repos
 from neo_assets.services.sweep.lease import SweepLease
+from neo_assets.services.sweep.progress import report as report_progress
 
 
 def links_metadata(report: LinkReport) -> dict[str, Any]:
@@ -110,6 +111,7 @@ def chunk_links(
             now=time.time(),
             # Per-machine derived data (rebuilt when missing), whichever ledger is used.
             cache_dir=settings.load().store.home_dir / "links-cache",
+            progress=_links_progress(context, ctx.key),
         )
     if report.stored:
         context.log.info(
@@ -120,6 +122,26 @@ def chunk_links(
     else:
         context.log.warning(f"{ctx.key}: links not stored ({report.reason})")
     return dg.MaterializeResult(metadata=links_metadata(report))
+
+
+# A links run's log gets a progress line at most this often (and at each new stage).
+PROGRESS_LOG_EVERY_S = 5.0
+
+
+def _links_progress(context: dg.AssetExecutionContext, key: str) -> Any:
+    """The run log every few seconds and at each stage; the CLI's bar, when one listens."""
+    started = time.monotonic()
+    last: dict[str, Any] = {"at": started, "stage": None}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        report_progress(f"{key} links: {stage}", done, total, done)
+        now = time.monotonic()
+        if stage == last["stage"] and now - last["at"] < PROGRESS_LOG_EVERY_S:
+            return
+        last["at"], last["stage"] = now, stage
+        context.log.info(f"links {key}: {stage} {done}/{total} rows, {now - started:.1f}s")
+
+    return progress
 
 
 links_job = dg.define_asset_job(

@@ -18,7 +18,7 @@ Shared conventions:
 """
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypedDict, Unpack
 
@@ -313,9 +313,11 @@ def semantic_pairs(
     threshold: float = SEMANTIC_THRESHOLD,
     top_k: int = SEMANTIC_TOP_K,
     block_rows: int = SEMANTIC_BLOCK_ROWS,
+    on_block: Callable[[int, int], None] | None = None,
 ) -> tuple[list[str], LinkPairs]:
     """``semantic_links`` as arrays: the distinct chunk ids (input order) and the kept
-    links over their indices (``LinkPairs``)."""
+    links over their indices (``LinkPairs``). ``on_block(rows done, rows)`` is told after
+    each block (the pass's progress; it does not change the result)."""
     matrix = check_semantic_args(ids, vectors, threshold, top_k, block_rows)
 
     first: dict[str, int] = {}
@@ -349,6 +351,8 @@ def semantic_pairs(
             above &= sims >= kth[:, None]
         row, col, sim = best_per_row(sims, above, top_k)
         parts.append(LinkPairs(name_rows[row + start], name_rows[col], sim.astype(np.float64)))
+        if on_block is not None:
+            on_block(stop, count)
     return distinct, LinkPairs.concat(parts)
 
 

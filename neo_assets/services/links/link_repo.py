@@ -22,7 +22,7 @@ incremental one to: equal bit for bit wherever the full pass is itself reproduci
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -196,13 +196,26 @@ def row_times(rows: RepoRows, changed_at: Mapping[str, float | None]) -> list[fl
     return [by_path[path] for path in rows.paths]
 
 
+# What a links run reports as it goes: (stage, rows done, rows in the stage).
+LinkProgress = Callable[[str, int, int], None]
+STAGE_READ = "rows read"
+STAGE_TEMPORAL = "temporal pass"
+STAGE_SEMANTIC = "semantic pass"
+STAGE_STORE = "storing"
+
+
 def compute_lists(
-    rows: RepoRows, times: Sequence[float], params: LinkParams
+    rows: RepoRows,
+    times: Sequence[float],
+    params: LinkParams,
+    progress: LinkProgress | None = None,
 ) -> dict[str, LinkLists]:
     """Both passes over the rows, as lists over row indices: temporal by file change time,
     semantic within each embedding generation. Built from the passes' arrays, never a
-    tuple per link (at 32,000 rows each pass keeps ~640,000 links)."""
+    tuple per link (at 32,000 rows each pass keeps ~640,000 links). ``progress`` hears
+    the end of the temporal pass and each semantic block."""
     n = len(rows.ids)
+    tell = progress or (lambda _stage, _done, _total: None)
     ids, temporal = temporal_pairs(
         list(zip(rows.ids, rows.kinds, times, strict=True)),
         window_seconds=params.window_seconds,
@@ -211,16 +224,21 @@ def compute_lists(
     )
     if len(ids) != n:
         raise ValueError(f"{n - len(ids)} row id(s) repeat: rows are one per chunk")
+    tell(STAGE_TEMPORAL, n, n)
     semantic: list[LinkPairs] = []
+    done_before = 0
     for positions in generation_groups(zip(rows.ids, rows.generations, strict=True)).values():
         at = np.asarray(positions, dtype=np.int64)
+        base = done_before
         _, pairs = semantic_pairs(
             [rows.ids[p] for p in positions],
             rows.vectors[at],
             threshold=params.threshold,
             top_k=params.top_k,
             block_rows=params.block_rows,
+            on_block=lambda done, _count, base=base: tell(STAGE_SEMANTIC, base + done, n),
         )
+        done_before += len(positions)
         semantic.append(LinkPairs(at[pairs.src], at[pairs.dst], pairs.weight))
     return {
         LINK_TEMPORAL: LinkLists.from_pairs(n, temporal),
@@ -494,6 +512,7 @@ def link_repo(
     *,
     now: float,
     cache_dir: Path | None = None,
+    progress: LinkProgress | None = None,
 ) -> LinkReport:
     """Compute and store the repo's links for its current declared generation.
 
@@ -531,6 +550,8 @@ def link_repo(
     )
     times = row_times(rows, changed_at)
     n = len(rows.ids)
+    if progress is not None:
+        progress(STAGE_READ, n, n)
 
     outcome: _Outcome | None = None
     full_reason: str | None = None
@@ -555,7 +576,9 @@ def link_repo(
         lists = outcome.lists
     else:
         mode = MODE_FULL
-        lists = compute_lists(rows, times, params)
+        lists = compute_lists(rows, times, params, progress)
+    if progress is not None:
+        progress(STAGE_STORE, n, n)
     counts = {kind: int(lists[kind].lengths().sum()) for kind in LINK_KINDS}
     store_args: dict[str, Any] = {
         "revision": generation["revision"],
