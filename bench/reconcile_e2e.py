@@ -252,7 +252,10 @@ def measure(
                 settings, tenants, "migrating", store, ledger, done.reclaimed_paths
             ),
         ),
-        ("tenant_containment", lambda: checks.tenant_containment(tenants, "migrating", store, {})),
+        (
+            "tenant_containment",
+            lambda: checks.tenant_containment(tenants, "migrating", store, {}, ledger),
+        ),
         (
             "generation_residue",
             lambda: checks.generation_residue(settings, tenants, "migrating", store, ledger),
@@ -267,7 +270,7 @@ def measure(
     steady_checks_s, _ = timed(
         lambda: (
             checks.no_hole(settings, tenants, "steady", store, ledger, {}),
-            checks.tenant_containment(tenants, "steady", store, {}),
+            checks.tenant_containment(tenants, "steady", store, {}, ledger),
             checks.generation_residue(settings, tenants, "steady", store, ledger),
         )
     )

@@ -162,9 +162,8 @@ class _Reclaim:
     departed: dict[str, set[str]] = field(default_factory=dict)
 
 
-def _by_repo(snap: TenantSnapshot, ids: Sequence[str]) -> dict[str, list[str]]:
-    """A batch's ids grouped by the repoSlug their rows carried when read."""
-    slug_of = {row["id"]: row["metadata"].get("repoSlug") for row in snap.rows}
+def _by_repo(slug_of: dict[str, Any], ids: Sequence[str]) -> dict[str, list[str]]:
+    """A batch's ids grouped by the repoSlug their rows carried when read (``slug_of``)."""
     out: dict[str, list[str]] = {}
     for rid in ids:
         out.setdefault(str(slug_of.get(rid)), []).append(rid)
@@ -205,8 +204,10 @@ def reclaim(
     declaration, marker = snap.declaration, snap.marker
     tenant = find_tenant(tenants, tenant_id)
     out = _Reclaim()
+    deleting = set(plan.delete_ids)
+    slug_of = {r["id"]: r["metadata"].get("repoSlug") for r in snap.rows if r["id"] in deleting}
     for batch in _batches(plan.delete_ids, settings.reconcile.delete_batch):
-        for slug, ids in _by_repo(snap, batch).items():
+        for slug, ids in _by_repo(slug_of, batch).items():
             with _repo_lease(settings, ledger, tenant_id, slug) as lease:
                 if not lease.held:
                     out.lease_held += len(ids)
