@@ -206,8 +206,10 @@ def reclaim(
     out = _Reclaim()
     deleting = set(plan.delete_ids)
     slug_of = {r["id"]: r["metadata"].get("repoSlug") for r in snap.rows if r["id"] in deleting}
-    for batch in _batches(plan.delete_ids, settings.reconcile.delete_batch):
-        for slug, ids in _by_repo(slug_of, batch).items():
+    # Repo by repo, batches within each: one lease per batch, at most one batch per repo
+    # more than batching all ids together.
+    for slug, repo_ids in _by_repo(slug_of, plan.delete_ids).items():
+        for ids in _batches(repo_ids, settings.reconcile.delete_batch):
             with _repo_lease(settings, ledger, tenant_id, slug) as lease:
                 if not lease.held:
                     out.lease_held += len(ids)
