@@ -1,0 +1,84 @@
+"""Hybrid ranking: vector similarity fused with exact identifier / keyword matches.
+
+Code questions name symbols (``dispatch_request``, ``ExactArgs``); an embedding blurs
+them, a lexical match does not. Pure: the shell fetches the vector candidates and the
+rows that contain the query's identifiers; these functions score and merge.
+
+Fusion is reciprocal-rank (RRF, k=60): each list contributes ``1 / (60 + rank)``, so
+neither score scale dominates, and a row found by both lists rises above either.
+"""
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+RRF_K = 60
+# At most this many query terms are looked up lexically (each costs one store read).
+MAX_TERMS = 4
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_STOP = frozenset(
+    """a an and are as at be by do does for from how in is it of on or the this to what
+    when where which who why with where's get set use used using code function class method
+    file files return returns value values""".split()
+)
+
+
+def looks_like_identifier(word: str) -> bool:
+    """A word a programmer would spell exactly: snake_case, camelCase / PascalCase past
+    its first letter, a dotted name, or digits inside."""
+    if "_" in word.strip("_") or "." in word:
+        return True
+    if any(c.isdigit() for c in word):
+        return True
+    return any(c.isupper() for c in word[1:])
+
+
+def query_terms(text: str) -> list[str]:
+    """The query's exact-match terms: identifiers first (in order), then other words of
+    four letters or more that are no stop words; at most MAX_TERMS, no repeats."""
+    words = _WORD.findall(text)
+    idents = [w for w in words if looks_like_identifier(w)]
+    plain = [w for w in words if w not in idents and len(w) >= 4 and w.lower() not in _STOP]
+    out: list[str] = []
+    for w in idents + plain:
+        if w not in out:
+            out.append(w)
+    return out[:MAX_TERMS]
+
+
+def lexical_score(document: str, metadata: Mapping[str, Any], terms: Sequence[str]) -> float:
+    """How well a row matches the terms exactly: a term that is the chunk's name or the
+    last part of its qualified name counts 3, one in its qualified name 2, one in the
+    text 1 (identifiers count double: they are what the asker spelled on purpose)."""
+    name = str(metadata.get("name") or "")
+    qualified = str(metadata.get("qualifiedName") or "")
+    leaf = qualified.rsplit(".", 1)[-1] if qualified else ""
+    score = 0.0
+    for term in terms:
+        weight = 2.0 if looks_like_identifier(term) else 1.0
+        if term == name or term == leaf or name.endswith("." + term):
+            score += 3 * weight
+        elif term in qualified:
+            score += 2 * weight
+        elif term in document:
+            score += weight
+    return score
+
+
+def fuse(
+    vector_ids: Sequence[str], lexical: Mapping[str, float], k: int
+) -> list[tuple[str, float]]:
+    """The top ``k`` ids by reciprocal-rank fusion of the vector ranking (best first) and
+    the lexical scores (rows with score > 0, ranked by score, ties by vector rank)."""
+    vector_rank = {rid: i for i, rid in enumerate(vector_ids)}
+    lexical_ranked = sorted(
+        (rid for rid, s in lexical.items() if s > 0),
+        key=lambda rid: (-lexical[rid], vector_rank.get(rid, len(vector_rank)), rid),
+    )
+    fused: dict[str, float] = {}
+    for i, rid in enumerate(vector_ids):
+        fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + i + 1)
+    for i, rid in enumerate(lexical_ranked):
+        fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + i + 1)
+    order = sorted(fused, key=lambda rid: (-fused[rid], vector_rank.get(rid, 1 << 30), rid))
+    return [(rid, fused[rid]) for rid in order[: max(0, k)]]
