@@ -3,6 +3,7 @@
 
 import contextlib
 import logging
+import threading
 from collections.abc import AsyncIterator
 
 from mcp.server.transport_security import TransportSecuritySettings
@@ -20,9 +21,20 @@ log = logging.getLogger("neo_assets.serve")
 
 
 async def warm(runtime: Runtime) -> None:
-    """Build the provider and embed once, so the first agent does not pay the load."""
+    """Build the provider and embed once, so the first agent does not pay the load; then
+    compute each declared tenant's read-side truth in a background thread (a query that
+    comes first waits for its own tenant's, not for all)."""
     target = serving_target(runtime.resident, "", None)
     await target.provider.embed(["warm up"], CancelScope(label="warm"), "query")
+
+    def tenants_truth() -> None:
+        for tenant in runtime.resident.tenants().tenants:
+            try:
+                runtime.service.view(tenant.id)
+            except Exception:
+                log.exception("warming the read-side truth of %s failed", tenant.id)
+
+    threading.Thread(target=tenants_truth, name="truth-warm", daemon=True).start()
 
 
 def build_app(settings: Settings, runtime: Runtime | None = None) -> Starlette:

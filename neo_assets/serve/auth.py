@@ -26,6 +26,7 @@ def configure_logging() -> None:
     log.setLevel(logging.INFO)
     log.propagate = False
 
+
 _MESSAGES = {
     codes.AUTH_MISSING_TOKEN: "no token: send 'Authorization: Bearer <token>' "
     "(issue one with `neo-assets token issue --tenant T`)",

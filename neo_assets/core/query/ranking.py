@@ -47,22 +47,14 @@ def query_terms(text: str) -> list[str]:
 
 
 def lexical_score(document: str, metadata: Mapping[str, Any], terms: Sequence[str]) -> float:
-    """How well a row matches the terms exactly: a term that is the chunk's name or the
-    last part of its qualified name counts 3, one in its qualified name 2, one in the
-    text 1 (identifiers count double: they are what the asker spelled on purpose)."""
-    name = str(metadata.get("name") or "")
-    qualified = str(metadata.get("qualifiedName") or "")
-    leaf = qualified.rsplit(".", 1)[-1] if qualified else ""
-    score = 0.0
-    for term in terms:
-        weight = 2.0 if looks_like_identifier(term) else 1.0
-        if term == name or term == leaf or name.endswith("." + term):
-            score += 3 * weight
-        elif term in qualified:
-            score += 2 * weight
-        elif term in document:
-            score += weight
-    return score
+    """How well a row matches the terms exactly: a term (or a dotted term's last part)
+    that is the chunk's name counts 3, one that is a part of its qualified name 2, a
+    token of its text 1; identifiers count double (what the asker spelled on purpose)."""
+    index = LexicalIndex()
+    index.add(
+        "row", str(metadata.get("name") or ""), str(metadata.get("qualifiedName") or ""), document
+    )
+    return index.scores(terms).get("row", 0.0)
 
 
 def fuse(
@@ -82,3 +74,61 @@ def fuse(
         fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + i + 1)
     order = sorted(fused, key=lambda rid: (-fused[rid], vector_rank.get(rid, 1 << 30), rid))
     return [(rid, fused[rid]) for rid in order[: max(0, k)]]
+
+
+# ---------------------------------------------------------------------------- index
+_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
+# A text token in more rows than this share (and COMMON_MIN_ROWS) is too common to count.
+COMMON_SHARE = 0.02
+COMMON_MIN_ROWS = 200
+_PLACES = ("name", "qualified", "text")
+
+
+class LexicalIndex:
+    """Exact tokens of the served rows → their ids, by where the token stands (the chunk's
+    name, its qualified name's parts, its text). Built once per truth computation, so a
+    query's exact matches cost dictionary lookups, not a scan of the documents."""
+
+    def __init__(self) -> None:
+        self._postings: dict[str, dict[str, list[str]]] = {p: {} for p in _PLACES}
+        self.rows = 0
+
+    def add(self, row_id: str, name: str, qualified_name: str, document: str) -> None:
+        self.rows += 1
+        seen: set[tuple[str, str]] = set()
+        qualified_parts = re.split(r"[.:#/]", qualified_name) if qualified_name else []
+        for place, tokens in (
+            ("name", [name] if name else []),
+            ("qualified", qualified_parts),
+            ("text", _TOKEN.findall(document)),
+        ):
+            for token in tokens:
+                if token and (place, token) not in seen:
+                    seen.add((place, token))
+                    self._postings[place].setdefault(token, []).append(row_id)
+
+    def common(self, postings: Sequence[str]) -> bool:
+        """A text token in this many rows tells nothing (a stop word of this corpus)."""
+        return len(postings) > max(COMMON_MIN_ROWS, COMMON_SHARE * self.rows)
+
+    def scores(self, terms: Sequence[str]) -> dict[str, float]:
+        """``lexical_score`` of every row matching a term, from the postings alone. A text
+        match of a token that is in more than COMMON_SHARE of the rows is not counted."""
+        out: dict[str, float] = {}
+        for term in terms:
+            weight = 2.0 if looks_like_identifier(term) else 1.0
+            parts = [p for p in re.split(r"[.:#/]", term) if p] or [term]
+            leaf = parts[-1]
+            best: dict[str, float] = {}
+            text = self._postings["text"].get(leaf, ())
+            for rid in () if self.common(text) else text:
+                best[rid] = weight
+            for rid in self._postings["qualified"].get(leaf, ()):
+                best[rid] = 2 * weight
+            for rid in self._postings["name"].get(term, ()):
+                best[rid] = 3 * weight
+            for rid in self._postings["name"].get(leaf, ()):
+                best[rid] = 3 * weight
+            for rid, s in best.items():
+                out[rid] = out.get(rid, 0.0) + s
+        return out

@@ -3,20 +3,22 @@ related chunks, the caller's repos. Only the caller's tenant, only the repos its
 may read, only the true knowledge base (``truth.TruthCache``).
 
 A search embeds the question with the resident provider, asks Chroma for vector
-candidates (over-fetched, then kept only when served and matching the path glob), adds
-rows that name the question's identifiers exactly (``where`` on name / qualifiedName,
-``where_document`` ``$contains``), and fuses both rankings (``core.query.ranking``).
+candidates (over-fetched, then kept only when served and matching the filters), adds the
+served rows that name the question's identifiers exactly (the truth view's lexical index)
+and fuses both rankings (``core.query.ranking``). Rows are read by id, re-checked to be
+the caller's, only for the results.
 """
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.query.ranking import fuse, lexical_score, query_terms
+from neo_assets.core.query.ranking import fuse, query_terms
 from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_chunk_id
 from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.embedding.cancel import CancelScope
@@ -24,12 +26,14 @@ from neo_assets.services.query.serving import Resident, ServingTarget, serving_t
 from neo_assets.services.query.truth import TruthCache, TruthView
 from neo_assets.store.links import neighbours as linked_neighbours
 
-# Vector candidates asked per result wanted, and the most ever asked at once.
+# Vector candidates asked per result wanted, and the most ever asked at once (of the
+# whole collection, then with the tenant's where-filter).
 OVERFETCH = 4
 MIN_FETCH = 40
+MAX_UNFILTERED = 640
 MAX_FETCH = 4000
-# Rows read per exact-match term (by name, and by text).
-LEXICAL_PER_TERM = 100
+# Exact-match candidates fused with the vector list, best lexical scores first.
+LEXICAL_CANDIDATES = 100
 EXPAND_PER_HIT = 5
 DEFAULT_RELATED = 10
 
@@ -94,6 +98,10 @@ class QueryService:
             raise forbidden(repo)
         return [repo]
 
+    def view(self, tenant_id: str) -> TruthView:
+        """The tenant's read-side truth now (computed when not cached)."""
+        return self._view(serving_target(self.resident, tenant_id, None), tenant_id)
+
     def _view(self, target: ServingTarget, tenant_id: str) -> TruthView:
         return self.truth.view(
             self.resident.ledger,
@@ -154,79 +162,98 @@ class QueryService:
         hybrid: bool,
     ) -> list[dict[str, Any]]:
         view = self._view(target, tenant_id)
-        where = self._where(tenant_id, target.embedding_generation, repos, request)
         repo_set = set(repos)
 
-        def keep(row: dict[str, Any]) -> bool:
-            md = row["metadata"]
+        def keep(rid: str) -> bool:
+            # Served ids are the tenant's own (read tenantId-filtered, re-checked): a
+            # foreign id has no facet and is dropped here, before anything is read of it.
+            facet = view.facets.get(rid)
             return (
-                row["id"] in view.ids
-                and md.get("tenantId") == tenant_id
-                and md.get("repoSlug") in repo_set
-                and (
-                    request.path is None
-                    or fnmatch.fnmatchcase(str(md.get("sourcePath", "")), request.path)
-                )
+                facet is not None
+                and facet.repo in repo_set
+                and (request.language is None or facet.language == request.language)
+                and (request.kind is None or facet.kind == request.kind)
+                and (request.path is None or fnmatch.fnmatchcase(facet.path, request.path))
             )
 
+        similarity = self._vector_candidates(target, tenant_id, request, repos, vector, keep)
+        vector_ids = sorted(similarity, key=lambda rid: -similarity[rid])
+        lexical: dict[str, float] = {}
+        if hybrid:
+            scored = view.index.scores(query_terms(request.query))
+            best = heapq.nsmallest(
+                LEXICAL_CANDIDATES,
+                (rid for rid in scored if keep(rid)),
+                key=lambda rid: (-scored[rid], rid),
+            )
+            lexical = {rid: scored[rid] for rid in best}
+            ranked = fuse(vector_ids, lexical, request.k)
+        else:
+            ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
+        wanted = [rid for rid, _ in ranked]
+        rows = self._rows(target, wanted)
+        out = []
+        for rid, score in ranked:
+            row = rows.get(rid)
+            # Re-checked on the row as read: never another tenant's, never another repo's.
+            if row is None or row["metadata"].get("tenantId") != tenant_id:
+                continue
+            if row["metadata"].get("repoSlug") not in repo_set:
+                continue
+            sim = similarity.get(rid)
+            if sim is None and row.get("embedding") is not None:
+                sim = _cosine(vector, row["embedding"])
+            out.append(_result(row, score, sim, lexical.get(rid, 0.0)))
+        return out
+
+    def _vector_candidates(
+        self,
+        target: ServingTarget,
+        tenant_id: str,
+        request: SearchRequest,
+        repos: list[str],
+        vector: np.ndarray,
+        keep: Any,
+    ) -> dict[str, float]:
+        """Nearest served rows (id -> cosine similarity). Asked first of the whole
+        collection, ids and distances only, then kept by the served facets (cheap: a
+        metadata filter makes Chroma's query several times slower); when too few of them
+        are the caller's, asked again with the tenant's where-filter."""
+        collection = target.store.collection
+        query = np.asarray([vector], dtype=np.float32)
+        fetch = min(max(request.k * OVERFETCH, MIN_FETCH), MAX_UNFILTERED)
+        while True:
+            got = collection.query(query_embeddings=query, n_results=fetch, include=["distances"])
+            pairs = list(zip(got["ids"][0], got["distances"][0], strict=True))
+            kept = {rid: 1.0 - float(d) for rid, d in pairs if keep(rid)}
+            if len(kept) >= request.k or len(pairs) < fetch:
+                return kept
+            if fetch >= MAX_UNFILTERED:
+                break
+            fetch = min(fetch * 8, MAX_UNFILTERED)
+        where = self._where(tenant_id, target.embedding_generation, repos, request)
         fetch = min(max(request.k * OVERFETCH, MIN_FETCH), MAX_FETCH)
         while True:
-            hits = target.store.query(vector, where=where, k=fetch)
-            kept = [h for h in hits if keep(h)]
-            if len(kept) >= request.k or len(hits) < fetch or fetch >= MAX_FETCH:
-                break
+            got = collection.query(
+                query_embeddings=query, n_results=fetch, where=where, include=["distances"]
+            )
+            pairs = list(zip(got["ids"][0], got["distances"][0], strict=True))
+            kept = {rid: 1.0 - float(d) for rid, d in pairs if keep(rid)}
+            if len(kept) >= request.k or len(pairs) < fetch or fetch >= MAX_FETCH:
+                return kept
             fetch = min(fetch * 8, MAX_FETCH)
-        rows = {h["id"]: h for h in kept}
-        similarity = {h["id"]: h["score"] for h in kept}
-        vector_ids = [h["id"] for h in kept]
-        if not hybrid:
-            return [
-                _result(rows[i], similarity[i], similarity[i], 0.0) for i in vector_ids[: request.k]
-            ]
-        terms = query_terms(request.query)
-        for row in self._lexical_rows(target, where, terms, vector):
-            if row["id"] not in rows and keep(row):
-                rows[row["id"]] = row
-                similarity[row["id"]] = row["score"]
-        lexical = {
-            rid: lexical_score(row["document"] or "", row["metadata"], terms)
-            for rid, row in rows.items()
-        }
-        return [
-            _result(rows[rid], score, similarity.get(rid), lexical[rid])
-            for rid, score in fuse(vector_ids, lexical, request.k)
-        ]
 
-    def _lexical_rows(
-        self, target: ServingTarget, where: dict[str, Any], terms: Iterable[str], vector: np.ndarray
-    ) -> list[dict[str, Any]]:
-        """Rows naming a term exactly (chunk name, qualified name, or text), with their
-        cosine similarity to the question computed from their stored embeddings."""
-        found: dict[str, dict[str, Any]] = {}
-        collection = target.store.collection
-        for term in terms:
-            asks = [
-                {"where": {"$and": [*where["$and"], {"name": {"$eq": term}}]}},
-                {"where": {"$and": [*where["$and"], {"qualifiedName": {"$eq": term}}]}},
-                {"where": where, "where_document": {"$contains": term}},
-            ]
-            for ask in asks:
-                got = collection.get(
-                    **ask,
-                    limit=LEXICAL_PER_TERM,
-                    include=["metadatas", "documents", "embeddings"],
-                )
-                for rid, md, doc, emb in zip(
-                    got["ids"], got["metadatas"], got["documents"], got["embeddings"], strict=True
-                ):
-                    if rid not in found:
-                        found[rid] = {
-                            "id": rid,
-                            "metadata": dict(md or {}),
-                            "document": doc,
-                            "score": _cosine(vector, emb),
-                        }
-        return list(found.values())
+    def _rows(self, target: ServingTarget, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Metadata, document and stored embedding of ``ids``, in one read."""
+        if not ids:
+            return {}
+        got = target.store.collection.get(ids=ids, include=["metadatas", "documents", "embeddings"])
+        return {
+            rid: {"id": rid, "metadata": dict(md or {}), "document": doc, "embedding": emb}
+            for rid, md, doc, emb in zip(
+                got["ids"], got["metadatas"], got["documents"], got["embeddings"], strict=True
+            )
+        }
 
     # ------------------------------------------------------------------ neighbours
     def _attach_neighbours(
