@@ -4,6 +4,7 @@ for HTTP, the mcp SDK's streamable HTTP client for MCP), real tokens issued and 
 through the CLI."""
 
 import json
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,10 @@ import httpx
 import httpx2
 import pytest
 from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from neo_assets_tests.serve.service_harness import Served, ServedKb
+from neo_assets_tests.serve.service_harness import ROOT, Served, ServedKb
 
 FOREIGN_MARK = "globex_vault_secret"
 
@@ -286,4 +288,31 @@ def test_token_cli_refuses_an_undeclared_tenant_or_repo(kb: ServedKb) -> None:
         done = kb.cli("token", "issue", *args, "--json")
         assert done.returncode == 2 and "error" in json.loads(done.stdout)
     assert kb.cli("token", "revoke", "0" * 16).returncode == 2
-    _ = Path  # noqa: F841
+
+
+def test_mcp_on_stdio_reads_as_the_token_in_neo_token(
+    kb: ServedKb, tokens: Any, tmp_path: Path
+) -> None:
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "neo_assets.cli", "mcp"],
+        env=kb.env | {"NEO_TOKEN": tokens["widgets"]["token"]},
+        cwd=ROOT,
+    )
+
+    async def go() -> tuple[set[str], Any]:
+        with (tmp_path / "mcp-stderr.log").open("w") as errlog:
+            async with stdio_client(params, errlog=errlog) as (read, write, *_):
+                async with ClientSession(read, write) as session:
+                    await session.initialize()
+                    listed = await session.list_tools()
+                    found = await session.call_tool("search_code", {"query": "gadget_power"})
+        return {t.name for t in listed.tools}, found
+
+    names, found = anyio.run(go)
+    assert names == {"search_code", "get_chunk", "related_chunks", "list_repos"}
+    assert not found.is_error
+    results = found.structured_content["results"]
+    assert results and {h["repo"] for h in results} == {"widgets"}  # the token's subset
+    missing = kb.cli("mcp")  # NEO_TOKEN unset: a usage error naming it
+    assert missing.returncode == 2 and "NEO_TOKEN is not set" in missing.stderr
