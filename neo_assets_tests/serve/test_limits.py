@@ -31,3 +31,17 @@ def test_bearer_header_parsing():
     assert bearer("Bearer abc") == "abc"
     assert bearer("bearer   abc ") == "abc"
     assert bearer("Basic abc") is None and bearer("") is None and bearer("Bearer ") is None
+
+
+def test_a_provider_refusal_of_the_question_is_the_askers_and_a_dead_provider_is_503():
+    from neo_assets.core import codes
+    from neo_assets.embedding.failures import EmbedFailure
+    from neo_assets.services.query.search import embed_refused
+
+    too_long = embed_refused(
+        EmbedFailure(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, detail="300 tokens over 256")
+    )
+    assert (too_long.status, too_long.field) == (400, "query")
+    assert "shorten" in too_long.message
+    down = embed_refused(EmbedFailure(codes.KB_VECTOR_EMBED_TIMEOUT))
+    assert down.status == 503 and down.code == codes.QUERY_UNAVAILABLE

@@ -22,6 +22,7 @@ from neo_assets.core.query.ranking import fuse, query_terms
 from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_chunk_id
 from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.services.query.serving import Resident, ServingTarget, serving_target
 from neo_assets.services.query.truth import TruthCache, TruthView
 from neo_assets.store.links import neighbours as linked_neighbours
@@ -45,6 +46,23 @@ def forbidden(repo: str) -> QueryInputError:
         "repos (GET /v1/repos lists them)",
         "repo",
         status=403,
+    )
+
+
+def embed_refused(exc: EmbedFailure) -> QueryInputError:
+    """A provider's refusal of the question is the asker's to fix (400); any other
+    failure is the service's (503), named by its class, never a traceback."""
+    if exc.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
+        return QueryInputError(
+            codes.QUERY_INVALID,
+            f"query: the embedding provider refused it ({exc.detail}); shorten the question",
+            "query",
+        )
+    return QueryInputError(
+        codes.QUERY_UNAVAILABLE,
+        f"the embedding provider could not embed the question ({exc.code}); retry later",
+        None,
+        status=503,
     )
 
 
@@ -124,7 +142,12 @@ class QueryService:
         if not repos:
             return {"results": []}
         target = serving_target(self.resident, tenant_id, request.repo)
-        vectors = await target.provider.embed([request.query], CancelScope(label="query"), "query")
+        try:
+            vectors = await target.provider.embed(
+                [request.query], CancelScope(label="query"), "query"
+            )
+        except EmbedFailure as exc:
+            raise embed_refused(exc) from None
         use_hybrid = self.resident.settings.serve.hybrid if hybrid is None else hybrid
         results = await anyio.to_thread.run_sync(
             self._search_sync, target, tenant_id, request, repos, vectors[0], use_hybrid
