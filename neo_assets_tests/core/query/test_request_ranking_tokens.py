@@ -73,10 +73,13 @@ def test_lexical_score_and_index_agree():
     doc = "def dispatch_request(self):\n    return self.routes"
     index = LexicalIndex()
     index.add("r", md["name"], md["qualifiedName"], doc)
-    for terms in (["dispatch_request"], ["Router"], ["routes"], ["missing"]):
+    for terms in (["dispatch_request"], ["Router"], ["routes"], ["self.routes"], ["missing"]):
         assert index.scores(terms).get("r", 0.0) == lexical_score(doc, md, terms)
-    assert lexical_score(doc, md, ["dispatch_request"]) > lexical_score(doc, md, ["Router"])
-    assert lexical_score(doc, md, ["Router"]) > lexical_score(doc, md, ["routes"]) > 0
+    assert lexical_score(doc, md, ["dispatch_request"]) > lexical_score(doc, md, ["app.Router"])
+    assert lexical_score(doc, md, ["app.Router"]) > lexical_score(doc, md, ["self.routes"]) > 0
+    # A plain word counts only as a chunk's exact name, never as a word of its text.
+    assert lexical_score(doc, md, ["routes"]) == 0
+    assert lexical_score(doc, {"name": "routes"}, ["routes"]) == 3
 
 
 def test_fuse_lifts_a_row_found_by_both_lists():
@@ -105,7 +108,7 @@ def test_verify_tokens():
 def test_a_text_token_in_most_rows_does_not_count():
     index = LexicalIndex()
     for i in range(300):
-        index.add(f"r{i}", f"f{i}", "", "return the widget")
-    index.add("special", "render_widget", "", "return the widget")
-    assert "r1" not in index.scores(["widget"])  # in every row: tells nothing
+        index.add(f"r{i}", f"f{i}", "", "return the_widget")
+    index.add("special", "render_widget", "", "return the_widget")
+    assert "r1" not in index.scores(["the_widget"])  # in every row: tells nothing
     assert index.scores(["render_widget"]) == {"special": 6.0}
