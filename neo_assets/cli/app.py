@@ -157,12 +157,17 @@ def query(
         settings, tenants = load_config()
         if not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
+        from neo_assets.core.query.request import QueryInputError
+
         with open_ledger(settings) as ledger, open_store(settings) as store:
-            doc = asyncio.run(
-                run_query(
-                    settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+            try:
+                doc = asyncio.run(
+                    run_query(
+                        settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+                    )
                 )
-            )
+            except QueryInputError as exc:  # an undeclared repo, an empty question, ...
+                raise UsageError(exc.message) from None
         emit(doc, as_json)
         if not as_json:
             for r in doc["results"]:

@@ -5,7 +5,7 @@ read-side truth (``truth``). ``run_query`` is the one-shot form the CLI uses."""
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.query.request import SearchRequest
+from neo_assets.core.query.request import parse_search
 from neo_assets.services.query.search import EXPAND_PER_HIT, QueryService
 from neo_assets.services.query.serving import Resident
 from neo_assets.store.chroma_store import ChromaStore
@@ -33,9 +33,10 @@ async def run_query(
     del expand_per_hit  # the library's own bound
     resident = Resident(settings, store, ledger)
     try:
-        doc = await QueryService(resident).search(
-            tenant, SearchRequest(query=text, k=k, repo=repo, expand=expand), hybrid=hybrid
+        request = parse_search(
+            {"query": text, "k": k, "expand": expand} | ({"repo": repo} if repo else {})
         )
+        doc = await QueryService(resident).search(tenant, request, hybrid=hybrid)
     finally:
         await resident.aclose()
     if expand:
