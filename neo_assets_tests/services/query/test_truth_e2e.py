@@ -210,12 +210,29 @@ def test_retired_repo_is_never_served(
     assert set(world.sweep().values()) == {"complete"}
     assert any(h["repo"] == "gadgets" for h in search(world, "retired_gadget_xyzzy"))
 
-    world.declare({"acme": [world.entry("widgets")]})  # gadgets removed from tenants.yaml
+    # One long-lived service, as `serve` keeps: it notices the retirement by itself.
+    live = service(world)
+    ask = SearchRequest(query="retired_gadget_xyzzy", k=50)
+
+    async def before_and_after() -> tuple[list[Any], list[Any], Any]:
+        before = (await live.search("acme", ask))["results"]
+        world.declare({"acme": [world.entry("widgets")]})  # gadgets removed from tenants.yaml
+        after = (await live.search("acme", ask))["results"]
+        try:
+            await live.search("acme", SearchRequest(query="retired_gadget_xyzzy", repo="gadgets"))
+        except QueryInputError as exc:
+            refused = exc
+        else:
+            refused = None
+        await live.resident.aclose()
+        return before, after, refused
+
+    before, after, refused = asyncio.run(before_and_after())
+    assert any(h["repo"] == "gadgets" for h in before)
     assert world.rows("acme", "gadgets")  # its rows are still in the collection
-    hits = search(world, "retired_gadget_xyzzy")
+    assert after and all(h["repo"] == "widgets" for h in after)
+    assert refused is not None and refused.status == 403
+    hits = search(world, "retired_gadget_xyzzy")  # a fresh reader agrees
     assert hits and all(h["repo"] == "widgets" for h in hits)
-    with pytest.raises(QueryInputError) as refused:
-        search(world, "retired_gadget_xyzzy", repo="gadgets")
-    assert refused.value.status == 403
     listed = service(world).repos("acme", ())
     assert [r["repoSlug"] for r in listed["repos"]] == ["widgets"]
