@@ -4,6 +4,7 @@ through Dagster, the links in the ledger, and ``query --expand`` scoped by tenan
 import asyncio
 import itertools
 import json
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -282,7 +283,9 @@ def test_query_expand_adds_neighbours_of_the_hits_tenant_only(env: dict, kb: KbH
     runner = CliRunner()
     human = runner.invoke(app, ["query", "total price items", "--tenant", "acme", "--expand"])
     assert human.exit_code == 0, human.output
-    assert "early.py function early_helper" in human.stderr and "temporal 0.300" in human.stderr
+    # Each line names path:startLine-endLine, kind and name (the hit's with its repo).
+    assert re.search(r"early\.py:\d+-\d+ function early_helper", human.stderr), human.stderr
+    assert "temporal 0.300" in human.stderr
     js = runner.invoke(app, ["query", "total price", "--tenant", "acme", "--expand", "--json"])
     assert js.exit_code == 0, js.output
     results = json.loads(js.stdout)["results"]

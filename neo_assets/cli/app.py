@@ -21,6 +21,7 @@ from neo_assets.cli.common import (
 )
 from neo_assets.cli.health import register as register_health
 from neo_assets.cli.reconcile import register as register_reconcile
+from neo_assets.cli.serve import register as register_serve
 from neo_assets.core import codes
 
 app = typer.Typer(
@@ -134,12 +135,21 @@ def status(
 
 
 # ------------------------------------------------------------------------------ query
+SNIPPET_LINES = 4
+
+
+def snippet(document: str, lines: int = SNIPPET_LINES) -> list[str]:
+    """The first non-blank lines of a hit, each cut to 120 characters."""
+    shown = [line.rstrip()[:120] for line in document.splitlines() if line.strip()]
+    return shown[:lines] + (["…"] if len(shown) > lines else [])
+
+
 @app.command()
 def query(
     text: Annotated[str, typer.Argument(help="what to look for")],
     tenant: Annotated[str, typer.Option(help="the tenant whose rows are searched")],
     repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
-    k: Annotated[int, typer.Option("-k", min=1, max=200, help="results")] = 5,
+    k: Annotated[int, typer.Option("-k", min=1, max=100, help="results")] = 5,
     expand: Annotated[bool, typer.Option("--expand", help="add linked chunks")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
 ) -> None:
@@ -152,25 +162,34 @@ def query(
         settings, tenants = load_config()
         if not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
+        from neo_assets.core.query.request import QueryInputError
+
         with open_ledger(settings) as ledger, open_store(settings) as store:
-            doc = asyncio.run(
-                run_query(
-                    settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+            try:
+                doc = asyncio.run(
+                    run_query(
+                        settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+                    )
                 )
-            )
+            except QueryInputError as exc:  # an undeclared repo, an empty question, ...
+                raise UsageError(exc.message) from None
         emit(doc, as_json)
         if not as_json:
             for r in doc["results"]:
                 m = r["metadata"]
                 err.print(
-                    f"{r['score']:.3f} {m.get('repoSlug')}:{m.get('sourcePath')} "
-                    f"{m.get('kind')} {m.get('name')}",
+                    f"{r['score']:.3f} {m.get('repoSlug')}:{m.get('sourcePath')}"
+                    f":{m.get('startLine')}-{m.get('endLine')} {m.get('kind')} "
+                    f"{m.get('qualifiedName') or m.get('name')}",
                     highlight=False,
                 )
-                for n in r.get("expanded", []):
+                for line in snippet(r.get("document") or ""):
+                    err.print(f"    │ {line}", highlight=False, markup=False)
+                for n in r.get("neighbours", []):
                     nm = n["metadata"]
                     err.print(
-                        f"    ↳ {n['linkKind']} {n['score']:.3f} {nm.get('sourcePath')} "
+                        f"    ↳ {n['linkKind']} {n['score']:.3f} {nm.get('sourcePath')}"
+                        f":{nm.get('startLine')}-{nm.get('endLine')} "
                         f"{nm.get('kind')} {nm.get('name')}",
                         highlight=False,
                     )
@@ -181,6 +200,7 @@ def query(
 
 register_health(app)
 register_reconcile(app)
+register_serve(app)
 
 
 def main() -> None:

@@ -1,5 +1,5 @@
 """Every tunable of the project, in one section per capability (store, embedding, sweep,
-reconcile, health, links, alerts): one typed leaf each, with its default and its NEO_*
+reconcile, health, links, alerts, serve): one typed leaf each, with its default and its NEO_*
 name. A service takes only its section (``settings.embedding``, ``settings.links``, ...).
 
 Settings are read from the environment at the moment they are used (``load_settings()``
@@ -183,6 +183,21 @@ class AlertsSettings(_Section):
     ui_base_url: str = "http://127.0.0.1:3000"  # the Dagster UI, for run links in alerts
 
 
+class ServeSettings(_Section):
+    """The agents' query service (NEO_SERVE_*): limits per request and per token."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_SERVE_", extra="ignore", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(8765, ge=1, le=65535)
+    max_body_bytes: int = Field(64 * 1024, ge=1024)  # a search body is a few hundred bytes
+    request_timeout_s: float = Field(15.0, gt=0)  # one request's whole work, embed included
+    per_token_concurrency: int = Field(4, ge=1)  # requests of one token at once; more: 429
+    # How often the read-side truth looks for a new declaration or new rows (seconds).
+    truth_recheck_s: float = Field(1.0, ge=0)
+    hybrid: bool = True  # fuse exact identifier matches into the vector ranking
+
+
 # Each section and the settings class that reads it; a section's leaves are NEO_ + its
 # prefix + the leaf, upper-cased (NEO_EMBEDDING_MODEL is EmbeddingSettings.model).
 SECTIONS: dict[str, type[_Section]] = {
@@ -193,6 +208,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "health": HealthSettings,
     "links": LinksSettings,
     "alerts": AlertsSettings,
+    "serve": ServeSettings,
 }
 
 
@@ -207,6 +223,7 @@ class Settings:
     health: HealthSettings
     links: LinksSettings
     alerts: AlertsSettings
+    serve: ServeSettings
 
 
 def env_name(section: str, leaf: str) -> str:

@@ -105,6 +105,15 @@ def test_unknown_tenant_for_query_is_a_usage_error(cli_env: dict[str, str]) -> N
     assert "nobody" in done.stderr
 
 
+def test_query_of_a_repo_the_tenant_does_not_declare_is_a_usage_error(
+    cli_env: dict[str, str],
+) -> None:
+    done = _run(["query", "x", "--tenant", "acme", "--repo", "tools", "--json"], cli_env)
+    assert done.returncode == 2, done.stderr
+    assert "'tools' is not readable" in done.stderr and "Traceback" not in done.stderr
+    assert json.loads(done.stdout)["code"] == "CONFIG_INVALID"
+
+
 def test_an_unknown_parser_is_refused_up_front_without_a_traceback(
     cli_env: dict[str, str], tmp_path: Path
 ) -> None:

@@ -139,7 +139,7 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0007"
+        assert version == "0008"  # 0008_tokens (the lead re-chains numbers at merge)
     finally:
         ledger.dispose()
 
@@ -326,5 +326,36 @@ def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Pa
         assert (
             due_reason(repo_state_from_row(ledger.repo_state("acme", "w")), observed, 101.0) is None
         )
+    finally:
+        ledger.dispose()
+
+
+def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: Path) -> None:
+    """0008_tokens on a ledger at 0007: the api_tokens table is added (only when missing),
+    nothing else changes, and tokens can be issued, read and revoked."""
+    from neo_assets.store.tokens import issue_token, list_tokens, revoke_token, token_record
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    ledger = Ledger.open(url)
+    ledger.config_version("acme", "d1", 1.0)
+    ledger.dispose()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("drop table api_tokens"))
+        conn.execute(sa.text("update alembic_version set version_num = '0007'"))
+    engine.dispose()
+
+    ledger = Ledger.open(url)
+    try:
+        assert ledger.current_config_version("acme") == 1
+        record, token = issue_token(ledger, "acme", ["widgets"], "agent", 5.0)
+        stored = token_record(ledger, record.id)
+        assert stored is not None and stored.repos == ("widgets",) and stored.tenant_id == "acme"
+        with ledger.engine.connect() as conn:
+            raw = conn.execute(sa.text("select * from api_tokens")).mappings().all()
+        assert token not in str(raw) and raw[0]["token_hash"] == stored.token_hash
+        assert revoke_token(ledger, record.id, 6.0) and revoke_token(ledger, record.id, 7.0)
+        assert [r.revoked_at for r in list_tokens(ledger)] == [6.0]
+        assert not revoke_token(ledger, "0" * 16, 8.0)
     finally:
         ledger.dispose()

@@ -1,0 +1,204 @@
+"""`neo-assets serve`, `neo-assets mcp` and `neo-assets token issue|list|revoke`: the
+agents' query service and its tenant tokens.
+
+Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers are
+``neo_assets.cli.common``'s.
+"""
+
+import os
+import time
+from typing import Annotated
+
+import typer
+
+from neo_assets.cli import common
+
+TOKEN_ENV = "NEO_TOKEN"
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``serve``, ``mcp`` and the ``token`` group to ``app``."""
+
+    @app.command()
+    def serve(
+        host: Annotated[str | None, typer.Option(help="address to listen on")] = None,
+        port: Annotated[int | None, typer.Option(min=1, max=65535, help="port")] = None,
+    ) -> None:
+        """The query service for agents: HTTP /v1/* and MCP at /mcp (runs until stopped)."""
+
+        def go() -> int:
+            import uvicorn
+
+            from neo_assets.config.settings import load_settings
+
+            overrides = {k: v for k, v in {"serve_host": host, "serve_port": port}.items() if v}
+            try:
+                settings = load_settings(**overrides)
+            except Exception as exc:  # SettingsError: names the variable
+                raise common.UsageError(str(exc)) from None
+            common.load_config()  # a broken tenants file is a usage error before binding
+            from neo_assets.serve.app import build_app
+            from neo_assets.serve.auth import configure_logging
+
+            configure_logging()
+
+            common.err.print(
+                f"neo-assets serve: http://{settings.serve.host}:{settings.serve.port} "
+                "(/v1/search, /v1/chunks/ID, /v1/repos, /healthz, MCP at /mcp)",
+                highlight=False,
+            )
+            uvicorn.run(
+                build_app(settings),
+                host=settings.serve.host,
+                port=settings.serve.port,
+                log_level="info",
+                timeout_graceful_shutdown=5,
+                limit_concurrency=256,
+            )
+            return common.EXIT_OK
+
+        common.run(go, False)
+
+    @app.command()
+    def mcp() -> None:
+        """The MCP server on stdio for one agent; its token comes from NEO_TOKEN."""
+
+        def go() -> int:
+            import anyio
+
+            from neo_assets.serve.auth import configure_logging
+            from neo_assets.serve.mcp_tools import build_mcp
+            from neo_assets.serve.runtime import Runtime
+
+            configure_logging()
+
+            if not os.environ.get(TOKEN_ENV, "").strip():
+                raise common.UsageError(
+                    f"{TOKEN_ENV} is not set: issue a token with `neo-assets token issue "
+                    f"--tenant T` and pass it to the MCP client's environment as {TOKEN_ENV}"
+                )
+            settings, _tenants = common.load_config()
+            runtime = Runtime.open(settings)
+            server = build_mcp(runtime, stdio_token=lambda: os.environ.get(TOKEN_ENV, "").strip())
+
+            async def main() -> None:
+                try:
+                    await server.run_stdio_async()
+                finally:
+                    await runtime.aclose()
+
+            anyio.run(main)
+            return common.EXIT_OK
+
+        common.run(go, False)
+
+    token_app = typer.Typer(help="Tenant API tokens of the query service.", no_args_is_help=True)
+    app.add_typer(token_app, name="token")
+
+    @token_app.command("issue")
+    def issue(
+        tenant: Annotated[str, typer.Option(help="the tenant the token reads")],
+        repo: Annotated[
+            list[str] | None, typer.Option(help="only this repo (repeatable); default all")
+        ] = None,
+        name: Annotated[str, typer.Option(help="a label for `token list`")] = "",
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout")
+        ] = False,
+    ) -> None:
+        """Issue a token; it is printed once and stored only as a hash."""
+
+        def go() -> int:
+            from neo_assets.services.handles import open_ledger
+            from neo_assets.store.tokens import issue_token
+
+            settings, tenants = common.load_config()
+            declared = tenants.tenant(tenant)
+            if declared is None:
+                raise common.UsageError(
+                    f"no tenant {tenant!r} in {tenants.path}; issue tokens for a declared tenant"
+                )
+            slugs = {r.slug for r in declared.repos}
+            unknown = [r for r in repo or [] if r not in slugs]
+            if unknown:
+                raise common.UsageError(
+                    f"tenant {tenant!r} declares no repo {unknown[0]!r} "
+                    f"(its repos: {', '.join(sorted(slugs)) or 'none'})"
+                )
+            if len(name) > 200:
+                raise common.UsageError("--name: at most 200 characters")
+            with open_ledger(settings) as ledger:
+                record, token = issue_token(ledger, tenant, list(repo or []), name, time.time())
+            doc = {
+                "id": record.id,
+                "token": token,
+                "tenantId": record.tenant_id,
+                "repos": list(record.repos),
+                "name": record.name,
+            }
+            common.emit(doc, as_json)
+            if not as_json:
+                common.err.print(
+                    f"token {record.id} for {tenant}"
+                    + (f" (repos {', '.join(record.repos)})" if record.repos else " (all repos)")
+                    + ": shown once, keep it now",
+                    highlight=False,
+                )
+                # The token itself goes to stdout, alone, so `$(neo-assets token issue …)`
+                # captures it.
+                typer.echo(token)
+            return common.EXIT_OK
+
+        common.run(go, as_json)
+
+    @token_app.command("list")
+    def list_(
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout")
+        ] = False,
+    ) -> None:
+        """The issued tokens (never the tokens themselves)."""
+
+        def go() -> int:
+            from neo_assets.services.handles import open_ledger
+            from neo_assets.store.tokens import list_tokens
+
+            settings = common.load_settings_or_usage()
+            with open_ledger(settings) as ledger:
+                records = list_tokens(ledger)
+            common.emit({"tokens": [r.public() for r in records]}, as_json)
+            if not as_json:
+                for r in records:
+                    common.err.print(
+                        f"{r.id}  {r.tenant_id}  {','.join(r.repos) or '*'}  {r.name or '-'}  "
+                        + ("revoked" if r.revoked_at is not None else "active"),
+                        highlight=False,
+                    )
+            return common.EXIT_OK
+
+        common.run(go, as_json)
+
+    @token_app.command("revoke")
+    def revoke(
+        token_id: Annotated[str, typer.Argument(metavar="ID", help="the id `token list` shows")],
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout")
+        ] = False,
+    ) -> None:
+        """Revoke a token: it stops working at the next request."""
+
+        def go() -> int:
+            from neo_assets.services.handles import open_ledger
+            from neo_assets.store.tokens import revoke_token
+
+            settings = common.load_settings_or_usage()
+            with open_ledger(settings) as ledger:
+                found = revoke_token(ledger, token_id, time.time())
+            if not found:
+                raise common.UsageError(f"no token {token_id!r}; `neo-assets token list` shows ids")
+            common.emit({"id": token_id, "revoked": True}, as_json)
+            if not as_json:
+                common.err.print(f"token {token_id} revoked", highlight=False)
+            return common.EXIT_OK
+
+        common.run(go, as_json)

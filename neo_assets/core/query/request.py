@@ -1,0 +1,116 @@
+"""What a search request may ask, checked before anything is read.
+
+Pure: a decoded JSON object in, a ``SearchRequest`` out, or a ``QueryInputError`` naming
+the field and the fix. Every surface (HTTP, MCP, CLI) builds its request here.
+"""
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from neo_assets.core import codes
+
+MAX_QUERY_CHARS = 4000
+MAX_K = 100
+DEFAULT_K = 10
+MAX_FILTER_CHARS = 256
+FIELDS = ("query", "k", "repo", "path", "language", "kind", "expand")
+# A glob made only of these matches every path: it narrows nothing, so it is refused.
+_WILDCARD_ONLY = frozenset("*?/")
+
+
+class QueryInputError(ValueError):
+    """A user-caused problem with a request: ``code``, the ``field`` at fault, a message
+    that names the fix."""
+
+    def __init__(
+        self, code: str, message: str, field: str | None = None, status: int = 400
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.field = field
+        self.status = status  # the HTTP status a service answers with
+
+    def as_json(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, "field": self.field}}
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    k: int = DEFAULT_K
+    repo: str | None = None
+    path: str | None = None
+    language: str | None = None
+    kind: str | None = None
+    expand: bool = False
+
+
+def _bad(field: str, message: str) -> QueryInputError:
+    return QueryInputError(codes.QUERY_INVALID, f"{field}: {message}", field)
+
+
+def _filter(body: Mapping[str, Any], field: str) -> str | None:
+    value = body.get(field)
+    if value is None:
+        return None
+    if type(value) is not str or not value.strip():
+        raise _bad(field, "must be a non-empty string (or left out)")
+    if len(value) > MAX_FILTER_CHARS or "\x00" in value:
+        raise _bad(field, f"must be at most {MAX_FILTER_CHARS} characters, without NUL")
+    return value
+
+
+def glob_matches_everything(glob: str) -> bool:
+    return set(glob) <= _WILDCARD_ONLY
+
+
+def parse_search(body: Any) -> SearchRequest:
+    """The request in ``body`` (a decoded JSON object), or QueryInputError."""
+    if not isinstance(body, Mapping):
+        raise QueryInputError(
+            codes.QUERY_INVALID, 'the body must be a JSON object: {"query": ...}', None
+        )
+    for key in body:
+        if key not in FIELDS:
+            raise QueryInputError(
+                codes.QUERY_UNKNOWN_FIELD,
+                f"unknown field {str(key)[:64]!r}; the fields are {', '.join(FIELDS)}",
+                str(key)[:64],
+            )
+    query = body.get("query")
+    if type(query) is not str or not query.strip():
+        raise _bad("query", "must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise _bad("query", f"is {len(query)} characters; at most {MAX_QUERY_CHARS} are read")
+    if "\x00" in query:
+        raise _bad("query", "must not contain NUL")
+    k = body.get("k", DEFAULT_K)
+    if type(k) is not int or not 1 <= k <= MAX_K:
+        raise _bad("k", f"must be an integer from 1 to {MAX_K} (got {str(k)[:32]})")
+    expand = body.get("expand", False)
+    if type(expand) is not bool:
+        raise _bad("expand", "must be true or false")
+    path = _filter(body, "path")
+    if path is not None and glob_matches_everything(path):
+        raise _bad("path", f"the glob {path!r} matches every path; leave path out instead")
+    return SearchRequest(
+        query=query,
+        k=k,
+        repo=_filter(body, "repo"),
+        path=path,
+        language=_filter(body, "language"),
+        kind=_filter(body, "kind"),
+        expand=expand,
+    )
+
+
+CHUNK_ID = re.compile(r"[0-9a-f]{64}", re.ASCII)
+
+
+def parse_chunk_id(value: Any, field: str = "id") -> str:
+    if type(value) is not str or CHUNK_ID.fullmatch(value) is None:
+        raise _bad(field, "must be a chunk id: 64 lowercase hex characters")
+    return value

@@ -1,0 +1,189 @@
+"""Read-side truth: which rows a query may return.
+
+Pure: the shell reads the tenant's declaration (``core.reconcile.inputs``), its rows'
+stamps, the present and fenced ids; these functions choose. For each yielded path of each
+declared repo exactly one set is served:
+
+- the declared generation's rows, when that path's set is **complete** (every declared
+  id present or durably fenced: ``core.reconcile.checks.path_wholeness``'s own test);
+- otherwise the **previous set**: the path's rows that the declared generation did not
+  write itself (a row is the generation's own when its id is declared and it carries
+  the generation's revision and parser identity; an unchanged chunk keeps the older
+  revision it was written at, so it stays in the previous set). When several superseded
+  generations are still in the collection (reclamation off across several edits), the
+  previous set is the newest of them: the newest parser identity, and per chunk
+  (kind, name) the rows of its newest revision;
+- nothing, when neither exists (a new path still in flight).
+
+Never both; never a row of a repo the tenant does not declare now (a retired repo), of a
+path the envelope does not yield, of another tenant, or of another embedding generation.
+A repo whose records have no authority (a sweep between its envelope and its parse, a
+declaration not parsed yet) serves the previous set of every path its rows name.
+"""
+
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
+from typing import Any
+
+from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
+
+# The per-path outcome, counted for the service's status and the tests.
+SERVED_DECLARED = "declared"
+SERVED_PREVIOUS = "previous"
+SERVED_NOTHING = "nothing"
+
+
+@dataclass(frozen=True, slots=True)
+class RowStamp:
+    """What the rule reads of one row (its metadata, typed)."""
+
+    id: str
+    repo_slug: str
+    source_path: str
+    kind: str
+    name: str
+    parser_id: str
+    parser_version: str
+    revision: str
+    ingested_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> "RowStamp | None":
+        """None for a row whose stamps cannot place it (it holds no path)."""
+        md = row.get("metadata")
+        rid = row.get("id")
+        if not isinstance(md, Mapping) or type(rid) is not str:
+            return None
+        strings = [md.get(key) for key in ("repoSlug", "sourcePath", "parserId", "parserVersion")]
+        if any(type(v) is not str or not v for v in strings):
+            return None
+        at = md.get("ingestedAt")
+        return cls(
+            id=rid,
+            repo_slug=strings[0],
+            source_path=strings[1],
+            kind=str(md.get("kind") or ""),
+            name=str(md.get("name") or ""),
+            parser_id=strings[2],
+            parser_version=strings[3],
+            revision=str(md.get("revision") or ""),
+            ingested_at=float(at) if type(at) in (int, float) else 0.0,
+        )
+
+
+def row_is_servable(
+    metadata: Mapping[str, Any] | None, tenant_id: str, embedding_generation: str
+) -> bool:
+    """The row is the tenant's and of the serving embedding generation."""
+    return (
+        isinstance(metadata, Mapping)
+        and metadata.get("tenantId") == tenant_id
+        and metadata.get("embeddingGeneration") == embedding_generation
+    )
+
+
+def previous_set(rows: Iterable[RowStamp], own: Set[str]) -> frozenset[str]:
+    """The newest superseded set among ``rows`` (one path's), leaving out ``own`` (the
+    ids the declared generation wrote itself). See the module doc."""
+    older = [r for r in rows if r.id not in own]
+    if not older:
+        return frozenset()
+    by_parser: dict[tuple[str, str], list[RowStamp]] = {}
+    for r in older:
+        by_parser.setdefault((r.parser_id, r.parser_version), []).append(r)
+    # The newest parser identity: the one whose newest row was written last.
+    newest = max(by_parser.values(), key=lambda rs: (max(r.ingested_at for r in rs), len(rs)))
+    by_chunk: dict[tuple[str, str], dict[str, list[RowStamp]]] = {}
+    for r in newest:
+        by_chunk.setdefault((r.kind, r.name), {}).setdefault(r.revision, []).append(r)
+    chosen: set[str] = set()
+    for revisions in by_chunk.values():
+        latest = max(revisions.values(), key=lambda rs: max(r.ingested_at for r in rs))
+        chosen.update(r.id for r in latest)
+    return frozenset(chosen)
+
+
+@dataclass(frozen=True)
+class RepoServing:
+    """One repo's served ids and, per served path, which set it serves."""
+
+    ids: frozenset[str]
+    paths: Mapping[str, str]
+
+
+def repo_serving(
+    repo: RepoDeclaration,
+    rows: Iterable[RowStamp],
+    present_ids: Set[str],
+    fenced_ids: Set[str],
+    *,
+    generation_revision: str | None,
+) -> RepoServing:
+    """The served ids of one declared repo (``rows``: its rows of the serving embedding
+    generation; ``present_ids``: the ids present at that generation)."""
+    by_path: dict[str, list[RowStamp]] = {}
+    for r in rows:
+        if r.repo_slug == repo.repo_slug:
+            by_path.setdefault(r.source_path, []).append(r)
+    served: set[str] = set()
+    outcome: dict[str, str] = {}
+    if not repo.has_complete_envelope:
+        for path, path_rows in by_path.items():
+            chosen = previous_set(path_rows, frozenset())
+            served |= chosen
+            outcome[path] = SERVED_PREVIOUS if chosen else SERVED_NOTHING
+        return RepoServing(frozenset(served), outcome)
+    identity = (repo.parser_id, repo.parser_version)
+    for path in repo.yielded_paths:
+        declared = repo.declared_ids_by_path.get(path)
+        path_rows = by_path.get(path, [])
+        if declared is not None and all(i in present_ids or i in fenced_ids for i in declared):
+            served |= {r.id for r in path_rows if r.id in declared}
+            outcome[path] = SERVED_DECLARED
+            continue
+        own = {
+            r.id
+            for r in path_rows
+            if declared is not None
+            and r.id in declared
+            and r.revision == generation_revision
+            and (r.parser_id, r.parser_version) == identity
+        }
+        chosen = previous_set(path_rows, own)
+        served |= chosen
+        outcome[path] = SERVED_PREVIOUS if chosen else SERVED_NOTHING
+    return RepoServing(frozenset(served), outcome)
+
+
+def tenant_serving(
+    declaration: TenantDeclaration,
+    rows: Iterable[Mapping[str, Any]],
+    fenced_ids: Set[str],
+    *,
+    embedding_generation: str,
+    generation_revisions: Mapping[str, str | None],
+) -> dict[str, RepoServing]:
+    """Per declared repo of the tenant, what it serves. ``rows``: the tenant's rows (id +
+    metadata); rows of another tenant, another embedding generation, or an undeclared
+    repo are never served."""
+    stamps: list[RowStamp] = []
+    for row in rows:
+        if not row_is_servable(row.get("metadata"), declaration.tenant_id, embedding_generation):
+            continue
+        stamp = RowStamp.from_row(row)
+        if stamp is not None and stamp.repo_slug in declaration.repos:
+            stamps.append(stamp)
+    present = frozenset(s.id for s in stamps)
+    by_repo: dict[str, list[RowStamp]] = {}
+    for s in stamps:
+        by_repo.setdefault(s.repo_slug, []).append(s)
+    return {
+        slug: repo_serving(
+            repo,
+            by_repo.get(slug, []),
+            present,
+            fenced_ids,
+            generation_revision=generation_revisions.get(slug),
+        )
+        for slug, repo in declaration.repos.items()
+    }

@@ -1,0 +1,70 @@
+"""One process, one event loop: the HTTP API and the MCP endpoint (``/mcp``) over one
+``Runtime``. The provider is warmed at start (the bundled model loads once and stays)."""
+
+import contextlib
+import logging
+import threading
+from collections.abc import AsyncIterator
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Mount
+
+from neo_assets.config.settings import Settings
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.serve.http import routes
+from neo_assets.serve.mcp_tools import build_mcp
+from neo_assets.serve.runtime import Runtime
+from neo_assets.services.query.serving import serving_target
+
+log = logging.getLogger("neo_assets.serve")
+
+
+async def warm(runtime: Runtime) -> None:
+    """Build the provider and embed once, so the first agent does not pay the load; then
+    compute each declared tenant's read-side truth in a background thread (a query that
+    comes first waits for its own tenant's, not for all)."""
+    target = serving_target(runtime.resident, "", None)
+    await target.provider.embed(["warm up"], CancelScope(label="warm"), "query")
+
+    def tenants_truth() -> None:
+        for tenant in runtime.resident.tenants().tenants:
+            try:
+                runtime.service.view(tenant.id)
+            except Exception:
+                log.exception("warming the read-side truth of %s failed", tenant.id)
+
+    threading.Thread(target=tenants_truth, name="truth-warm", daemon=True).start()
+
+
+def build_app(settings: Settings, runtime: Runtime | None = None) -> Starlette:
+    """The ASGI app; it opens its runtime (store, ledger, provider) when it starts and
+    closes it when it stops (uvicorn's lifespan)."""
+    holder: dict[str, Runtime] = {}
+    rt = runtime or Runtime.open(settings)
+    holder["rt"] = rt
+    mcp = build_mcp(rt)
+    host = settings.serve.host
+    security = TransportSecuritySettings(
+        enable_dns_rebinding_protection=host in ("127.0.0.1", "localhost", "::1"),
+        allowed_hosts=[f"{h}:*" for h in ("127.0.0.1", "localhost", "[::1]")],
+        allowed_origins=[f"http://{h}:*" for h in ("127.0.0.1", "localhost", "[::1]")],
+    )
+    mcp_app = mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        max_request_body_size=settings.serve.max_body_bytes,
+        transport_security=security,
+        host=host,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        await warm(rt)
+        async with mcp.session_manager.run():
+            log.info("neo-assets serve ready")
+            yield
+        await rt.aclose()
+
+    return Starlette(routes=[*routes(rt), Mount("/", app=mcp_app)], lifespan=lifespan)

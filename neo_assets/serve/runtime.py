@@ -1,0 +1,39 @@
+"""What one service process keeps: settings, the resident handles, the query service and
+the per-token limiter, shared by the HTTP routes and the MCP tools."""
+
+from dataclasses import dataclass
+
+from neo_assets.config.settings import Settings
+from neo_assets.serve.auth import TokenLimiter
+from neo_assets.services.handles import open_ledger, open_store
+from neo_assets.services.query import QueryService, Resident
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    resident: Resident
+    service: QueryService
+    limiter: TokenLimiter
+
+    @classmethod
+    def open(cls, settings: Settings) -> "Runtime":
+        ledger = open_ledger(settings)
+        try:
+            store = open_store(settings)
+        except BaseException:
+            ledger.dispose()
+            raise
+        resident = Resident(settings, store, ledger)
+        resident.tenants()  # a broken tenants file fails the start, not the first query
+        return cls(
+            settings,
+            resident,
+            QueryService(resident),
+            TokenLimiter(settings.serve.per_token_concurrency),
+        )
+
+    async def aclose(self) -> None:
+        await self.resident.aclose()
+        self.resident.store.close()
+        self.resident.ledger.dispose()

@@ -1,0 +1,45 @@
+"""Tenant-scoped retrieval over the true knowledge base: the one query library
+(``search.QueryService``), what answers a query (``serving.serving_target``) and the
+read-side truth (``truth``). ``run_query`` is the one-shot form the CLI uses."""
+
+from typing import Any
+
+from neo_assets.config.settings import Settings
+from neo_assets.core.query.request import parse_search
+from neo_assets.services.query.search import EXPAND_PER_HIT, QueryService
+from neo_assets.services.query.serving import Resident
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+__all__ = ["EXPAND_PER_HIT", "QueryService", "Resident", "run_query"]
+
+
+async def run_query(
+    settings: Settings,
+    store: ChromaStore,
+    ledger: Ledger,
+    text: str,
+    *,
+    tenant: str,
+    repo: str | None,
+    k: int,
+    expand: bool = False,
+    expand_per_hit: int = EXPAND_PER_HIT,
+    hybrid: bool | None = None,
+) -> dict[str, Any]:
+    """One query through a short-lived ``QueryService`` (its provider closed after).
+    Each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
+    name) when ``expand``."""
+    del expand_per_hit  # the library's own bound
+    resident = Resident(settings, store, ledger)
+    try:
+        request = parse_search(
+            {"query": text, "k": k, "expand": expand} | ({"repo": repo} if repo else {})
+        )
+        doc = await QueryService(resident).search(tenant, request, hybrid=hybrid)
+    finally:
+        await resident.aclose()
+    if expand:
+        for hit in doc["results"]:
+            hit["expanded"] = hit["neighbours"]
+    return {**doc, "tenantId": tenant, "repoSlug": repo, "k": k, "expand": expand}

@@ -1,0 +1,398 @@
+"""The one query library every surface uses (HTTP, MCP, CLI): search, one chunk, its
+related chunks, the caller's repos. Only the caller's tenant, only the repos its token
+may read, only the true knowledge base (``truth.TruthCache``).
+
+A search embeds the question with the resident provider, asks Chroma for vector
+candidates (over-fetched, then kept only when served and matching the filters), adds the
+served rows that name the question's identifiers exactly (the truth view's lexical index)
+and fuses both rankings (``core.query.ranking``). Rows are read by id, re-checked to be
+the caller's, only for the results.
+"""
+
+import fnmatch
+import heapq
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import numpy as np
+
+from neo_assets.core import codes
+from neo_assets.core.query.ranking import fuse, query_terms
+from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_chunk_id
+from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.services.query.serving import Resident, ServingTarget, serving_target
+from neo_assets.services.query.truth import TruthCache, TruthView
+from neo_assets.store.links import neighbours as linked_neighbours
+
+# Vector candidates asked per result wanted, and the most ever asked at once (of the
+# whole collection, then with the tenant's where-filter).
+OVERFETCH = 4
+MIN_FETCH = 40
+MAX_UNFILTERED = 640
+MAX_FETCH = 4000
+# Exact-match candidates fused with the vector list, best lexical scores first.
+LEXICAL_CANDIDATES = 100
+EXPAND_PER_HIT = 5
+DEFAULT_RELATED = 10
+
+
+def forbidden(repo: str) -> QueryInputError:
+    return QueryInputError(
+        codes.AUTH_FORBIDDEN,
+        f"repo {repo[:64]!r} is not readable with this token: ask for one of your tenant's "
+        "repos (GET /v1/repos lists them)",
+        "repo",
+        status=403,
+    )
+
+
+def embed_refused(exc: EmbedFailure) -> QueryInputError:
+    """A provider's refusal of the question is the asker's to fix (400); any other
+    failure is the service's (503), named by its class, never a traceback."""
+    if exc.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
+        return QueryInputError(
+            codes.QUERY_INVALID,
+            f"query: the embedding provider refused it ({exc.detail}); shorten the question",
+            "query",
+        )
+    return QueryInputError(
+        codes.QUERY_UNAVAILABLE,
+        f"the embedding provider could not embed the question ({exc.code}); retry later",
+        None,
+        status=503,
+    )
+
+
+def not_found(chunk_id: str) -> QueryInputError:
+    # The same answer for an unknown id and another tenant's: nothing is revealed.
+    return QueryInputError(
+        codes.QUERY_NOT_FOUND, f"no chunk {chunk_id} among your repos", "id", status=404
+    )
+
+
+def _result(row: dict[str, Any], score: float, similarity: float | None, lexical: float):
+    md = row["metadata"]
+    return {
+        "id": row["id"],
+        "score": round(float(score), 6),
+        "similarity": None if similarity is None else round(float(similarity), 6),
+        "lexical": lexical,
+        "document": row["document"],
+        "metadata": md,
+        "repo": md.get("repoSlug"),
+        "path": md.get("sourcePath"),
+        "startLine": md.get("startLine"),
+        "endLine": md.get("endLine"),
+        "kind": md.get("kind"),
+        "name": md.get("name"),
+        "qualifiedName": md.get("qualifiedName"),
+        "language": md.get("language"),
+        "revision": md.get("revision"),
+    }
+
+
+class QueryService:
+    """Queries over one ``Resident``; safe to share between concurrent requests."""
+
+    def __init__(self, resident: Resident) -> None:
+        self.resident = resident
+        self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
+
+    # ------------------------------------------------------------------ scope
+    def readable_repos(self, tenant_id: str, token_repos: Sequence[str]) -> list[str]:
+        tenant = self.resident.tenants().tenant(tenant_id)
+        declared = [r.slug for r in tenant.repos] if tenant is not None else []
+        return [s for s in declared if not token_repos or s in token_repos]
+
+    def scope(self, tenant_id: str, token_repos: Sequence[str], repo: str | None) -> list[str]:
+        """The repos a request reads; 403 for a repo the token may not read."""
+        readable = self.readable_repos(tenant_id, token_repos)
+        if repo is None:
+            return readable
+        if repo not in readable:
+            raise forbidden(repo)
+        return [repo]
+
+    def view(self, tenant_id: str) -> TruthView:
+        """The tenant's read-side truth now (computed when not cached)."""
+        return self._view(serving_target(self.resident, tenant_id, None), tenant_id)
+
+    def _view(self, target: ServingTarget, tenant_id: str) -> TruthView:
+        return self.truth.view(
+            self.resident.ledger,
+            target.store,
+            self.resident.tenants(),
+            tenant_id,
+            target.embedding_generation,
+        )
+
+    # ------------------------------------------------------------------ search
+    async def search(
+        self,
+        tenant_id: str,
+        request: SearchRequest,
+        token_repos: Sequence[str] = (),
+        *,
+        hybrid: bool | None = None,
+    ) -> dict[str, Any]:
+        repos = self.scope(tenant_id, token_repos, request.repo)
+        if not repos:
+            return {"results": []}
+        target = serving_target(self.resident, tenant_id, request.repo)
+        try:
+            vectors = await target.provider.embed(
+                [request.query], CancelScope(label="query"), "query"
+            )
+        except EmbedFailure as exc:
+            raise embed_refused(exc) from None
+        use_hybrid = self.resident.settings.serve.hybrid if hybrid is None else hybrid
+        results = await anyio.to_thread.run_sync(
+            self._search_sync, target, tenant_id, request, repos, vectors[0], use_hybrid
+        )
+        if request.expand:
+            view = await anyio.to_thread.run_sync(self._view, target, tenant_id)
+            await anyio.to_thread.run_sync(
+                self._attach_neighbours, target, view, tenant_id, repos, results, EXPAND_PER_HIT
+            )
+        return {"results": results}
+
+    def _where(
+        self, tenant_id: str, generation: str, repos: Sequence[str], request: SearchRequest
+    ) -> dict[str, Any]:
+        clauses: list[dict[str, Any]] = [
+            {"tenantId": {"$eq": tenant_id}},
+            {"embeddingGeneration": {"$eq": generation}},
+            {"repoSlug": {"$eq": repos[0]}}
+            if len(repos) == 1
+            else {"repoSlug": {"$in": list(repos)}},
+        ]
+        if request.language is not None:
+            clauses.append({"language": {"$eq": request.language}})
+        if request.kind is not None:
+            clauses.append({"kind": {"$eq": request.kind}})
+        return {"$and": clauses}
+
+    def _search_sync(
+        self,
+        target: ServingTarget,
+        tenant_id: str,
+        request: SearchRequest,
+        repos: list[str],
+        vector: np.ndarray,
+        hybrid: bool,
+    ) -> list[dict[str, Any]]:
+        view = self._view(target, tenant_id)
+        repo_set = set(repos)
+
+        def keep(rid: str) -> bool:
+            # Served ids are the tenant's own (read tenantId-filtered, re-checked): a
+            # foreign id has no facet and is dropped here, before anything is read of it.
+            facet = view.facets.get(rid)
+            return (
+                facet is not None
+                and facet.repo in repo_set
+                and (request.language is None or facet.language == request.language)
+                and (request.kind is None or facet.kind == request.kind)
+                and (request.path is None or fnmatch.fnmatchcase(facet.path, request.path))
+            )
+
+        similarity = self._vector_candidates(target, tenant_id, request, repos, vector, keep)
+        vector_ids = sorted(similarity, key=lambda rid: -similarity[rid])
+        lexical: dict[str, float] = {}
+        if hybrid:
+            scored = view.index.scores(query_terms(request.query))
+            best = heapq.nsmallest(
+                LEXICAL_CANDIDATES,
+                (rid for rid in scored if keep(rid)),
+                key=lambda rid: (-scored[rid], rid),
+            )
+            lexical = {rid: scored[rid] for rid in best}
+            ranked = fuse(vector_ids, lexical, request.k)
+        else:
+            ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
+        wanted = [rid for rid, _ in ranked]
+        rows = self._rows(target, wanted)
+        out = []
+        for rid, score in ranked:
+            row = rows.get(rid)
+            # Re-checked on the row as read: never another tenant's, never another repo's.
+            if row is None or row["metadata"].get("tenantId") != tenant_id:
+                continue
+            if row["metadata"].get("repoSlug") not in repo_set:
+                continue
+            sim = similarity.get(rid)
+            if sim is None and row.get("embedding") is not None:
+                sim = _cosine(vector, row["embedding"])
+            out.append(_result(row, score, sim, lexical.get(rid, 0.0)))
+        return out
+
+    def _vector_candidates(
+        self,
+        target: ServingTarget,
+        tenant_id: str,
+        request: SearchRequest,
+        repos: list[str],
+        vector: np.ndarray,
+        keep: Any,
+    ) -> dict[str, float]:
+        """Nearest served rows (id -> cosine similarity). Asked first of the whole
+        collection, ids and distances only, then kept by the served facets (cheap: a
+        metadata filter makes Chroma's query several times slower); when too few of them
+        are the caller's, asked again with the tenant's where-filter."""
+        collection = target.store.collection
+        query = np.asarray([vector], dtype=np.float32)
+        fetch = min(max(request.k * OVERFETCH, MIN_FETCH), MAX_UNFILTERED)
+        while True:
+            got = collection.query(query_embeddings=query, n_results=fetch, include=["distances"])
+            pairs = list(zip(got["ids"][0], got["distances"][0], strict=True))
+            kept = {rid: 1.0 - float(d) for rid, d in pairs if keep(rid)}
+            if len(kept) >= request.k or len(pairs) < fetch:
+                return kept
+            if fetch >= MAX_UNFILTERED:
+                break
+            fetch = min(fetch * 8, MAX_UNFILTERED)
+        where = self._where(tenant_id, target.embedding_generation, repos, request)
+        fetch = min(max(request.k * OVERFETCH, MIN_FETCH), MAX_FETCH)
+        while True:
+            got = collection.query(
+                query_embeddings=query, n_results=fetch, where=where, include=["distances"]
+            )
+            pairs = list(zip(got["ids"][0], got["distances"][0], strict=True))
+            kept = {rid: 1.0 - float(d) for rid, d in pairs if keep(rid)}
+            if len(kept) >= request.k or len(pairs) < fetch or fetch >= MAX_FETCH:
+                return kept
+            fetch = min(fetch * 8, MAX_FETCH)
+
+    def _rows(self, target: ServingTarget, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """Metadata, document and stored embedding of ``ids``, in one read."""
+        if not ids:
+            return {}
+        got = target.store.collection.get(ids=ids, include=["metadatas", "documents", "embeddings"])
+        return {
+            rid: {"id": rid, "metadata": dict(md or {}), "document": doc, "embedding": emb}
+            for rid, md, doc, emb in zip(
+                got["ids"], got["metadatas"], got["documents"], got["embeddings"], strict=True
+            )
+        }
+
+    # ------------------------------------------------------------------ neighbours
+    def _attach_neighbours(
+        self,
+        target: ServingTarget,
+        view: TruthView,
+        tenant_id: str,
+        repos: Sequence[str],
+        results: list[dict[str, Any]],
+        per_hit: int,
+    ) -> None:
+        found = self._neighbours(
+            target, view, tenant_id, repos, [r["id"] for r in results], per_hit
+        )
+        for r in results:
+            r["neighbours"] = found.get(r["id"], [])
+
+    def _neighbours(
+        self,
+        target: ServingTarget,
+        view: TruthView,
+        tenant_id: str,
+        repos: Sequence[str],
+        ids: list[str],
+        per_hit: int,
+    ) -> dict[str, list[dict[str, Any]]]:
+        """Linked chunks of ``ids`` read from the tenant's links, kept only when served and
+        in a readable repo (each row re-checked to carry the tenant)."""
+        linked = linked_neighbours(self.resident.ledger, tenant_id, ids, limit=per_hit)
+        wanted = [
+            n.neighbour_id for ns in linked.values() for n in ns if n.neighbour_id in view.ids
+        ]
+        rows = target.store.get_rows(list(dict.fromkeys(wanted)), include_documents=True)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for cid, ns in linked.items():
+            kept = []
+            for n in ns:
+                row = rows.get(n.neighbour_id)
+                if row is None or n.neighbour_id not in view.ids:
+                    continue
+                md = row["metadata"]
+                if md.get("tenantId") != tenant_id or md.get("repoSlug") not in repos:
+                    continue
+                kept.append(
+                    {
+                        **_result(row, n.weight, None, 0.0),
+                        "linkKind": n.link_kind,
+                    }
+                )
+            out[cid] = kept
+        return out
+
+    # ------------------------------------------------------------------ chunks
+    def _served_row(
+        self, tenant_id: str, token_repos: Sequence[str], chunk_id: Any
+    ) -> tuple[ServingTarget, TruthView, list[str], dict[str, Any]]:
+        cid = parse_chunk_id(chunk_id)
+        repos = self.readable_repos(tenant_id, token_repos)
+        target = serving_target(self.resident, tenant_id, None)
+        view = self._view(target, tenant_id)
+        if cid not in view.ids:
+            raise not_found(cid)
+        row = target.store.get_rows([cid], include_documents=True).get(cid)
+        if (
+            row is None
+            or row["metadata"].get("tenantId") != tenant_id
+            or row["metadata"].get("repoSlug") not in repos
+        ):
+            raise not_found(cid)
+        return target, view, repos, row
+
+    def chunk(self, tenant_id: str, token_repos: Sequence[str], chunk_id: Any) -> dict[str, Any]:
+        _target, _view, _repos, row = self._served_row(tenant_id, token_repos, chunk_id)
+        return _result(row, 1.0, None, 0.0)
+
+    def related(
+        self,
+        tenant_id: str,
+        token_repos: Sequence[str],
+        chunk_id: Any,
+        limit: int = DEFAULT_RELATED,
+    ) -> dict[str, Any]:
+        if type(limit) is not int or not 1 <= limit <= 50:
+            raise QueryInputError(
+                codes.QUERY_INVALID, "limit: must be an integer from 1 to 50", "limit"
+            )
+        target, view, repos, row = self._served_row(tenant_id, token_repos, chunk_id)
+        found = self._neighbours(target, view, tenant_id, repos, [row["id"]], limit)
+        return {"id": row["id"], "neighbours": found.get(row["id"], [])}
+
+    def repos(self, tenant_id: str, token_repos: Sequence[str]) -> dict[str, Any]:
+        """The caller's repos: their sweep state and what is served of each."""
+        target = serving_target(self.resident, tenant_id, None)
+        view = self._view(target, tenant_id)
+        out = []
+        for slug in self.readable_repos(tenant_id, token_repos):
+            state = self.resident.ledger.repo_state(tenant_id, slug) or {}
+            served = view.repos.get(slug)
+            paths = dict.fromkeys((SERVED_DECLARED, SERVED_PREVIOUS, SERVED_NOTHING), 0)
+            for outcome in served.paths.values() if served is not None else ():
+                paths[outcome] += 1
+            out.append(
+                {
+                    "repoSlug": slug,
+                    "outcome": state.get("last_outcome"),
+                    "lastIngestedRev": state.get("last_ingested_rev"),
+                    "embeddingGeneration": target.embedding_generation,
+                    "servedRows": len(served.ids) if served is not None else 0,
+                    "paths": paths,
+                }
+            )
+        return {"tenantId": tenant_id, "repos": out}
+
+
+def _cosine(vector: np.ndarray, other: Any) -> float:
+    a = np.asarray(vector, dtype=np.float32)
+    b = np.asarray(other, dtype=np.float32)
+    denom = float(np.linalg.norm(a) * np.linalg.norm(b))
+    return float(a @ b) / denom if denom else 0.0

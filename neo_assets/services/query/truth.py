@@ -1,0 +1,231 @@
+"""Read-side truth applied: the ids a tenant's query may return, computed from the ledger
+and the tenant's rows by ``core.query.truth`` and kept until what they were computed
+from changes.
+
+Chosen over filtering each query's hits by reading their paths' rows: one computation
+serves every query until a sweep writes, and a query then costs one lookup per hit; the
+same pass keeps each served row's facets (repo, path, language, kind) and an exact-match
+index of their names and text, so a search filters and matches lexically in memory
+(docs/performance.md has the figures). What is watched (the "marker"): the tenant's
+config version, envelope and generation headers, the repos the tenants file declares,
+the collection's row count, the tenant's repo-state update times and the serving
+embedding generation. It is looked at no more often than ``serve.truth_recheck_s``.
+"""
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+
+from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.query.ranking import LexicalIndex
+from neo_assets.core.query.truth import RepoServing, tenant_serving
+from neo_assets.services.reconcile.reading import (
+    declaration_marker,
+    durable_fenced_ids,
+    find_tenant,
+    read_declaration,
+)
+from neo_assets.store import ledger_schema as t
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+
+log = logging.getLogger("neo_assets.serve")
+
+
+class Facet(NamedTuple):
+    """What a filter reads of a served row, kept beside its id."""
+
+    repo: str
+    path: str
+    language: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class TruthView:
+    """What one tenant serves: the ids with their facets, the exact-match index over
+    them, and per declared repo its served paths."""
+
+    tenant_id: str
+    ids: frozenset[str]
+    repos: dict[str, RepoServing]
+    marker: tuple[Any, ...]
+    rows_read: int
+    facets: dict[str, Facet] = field(default_factory=dict)
+    index: LexicalIndex = field(default_factory=LexicalIndex)
+
+
+def tenant_rows_with_documents(
+    store: ChromaStore, tenant_id: str, page: int = 5000
+) -> list[dict[str, Any]]:
+    """The tenant's rows (id, metadata, document), tenantId-filtered in Chroma and
+    re-checked row by row."""
+    out: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        got = store.collection.get(
+            where={"tenantId": tenant_id},
+            include=["metadatas", "documents"],
+            limit=page,
+            offset=offset,
+        )
+        for rid, md, doc in zip(got["ids"], got["metadatas"], got["documents"], strict=True):
+            if md is not None and md.get("tenantId") == tenant_id:
+                out.append({"id": rid, "metadata": dict(md), "document": doc or ""})
+        if len(got["ids"]) < page:
+            return out
+        offset += page
+
+
+def _marker(
+    ledger: Ledger, store: ChromaStore, tenants: TenantsFile, tenant_id: str, generation: str
+) -> tuple[Any, ...]:
+    tenant = find_tenant(tenants, tenant_id)
+    declared = tuple(
+        (r.slug, r.declaration_digest()) for r in (tenant.repos if tenant is not None else ())
+    )
+    with ledger.engine.connect() as conn:
+        updated = conn.execute(
+            sa.select(sa.func.max(t.repo_state.c.updated_at), sa.func.count()).where(
+                t.repo_state.c.tenant_id == tenant_id
+            )
+        ).first()
+    return (
+        declaration_marker(ledger, tenant_id),
+        declared,
+        store.count(),
+        tuple(updated or ()),
+        generation,
+    )
+
+
+def compute_truth(
+    ledger: Ledger,
+    store: ChromaStore,
+    tenants: TenantsFile,
+    tenant_id: str,
+    generation: str,
+) -> TruthView:
+    """Rows first, records second (a sweep records its generation before it writes a row
+    of it: ``services.reconcile.reading.read_snapshot`` says why)."""
+    marker = _marker(ledger, store, tenants, tenant_id, generation)
+    rows = tenant_rows_with_documents(store, tenant_id)
+    declaration, _problems, records = read_declaration(
+        ledger, tenant_id, find_tenant(tenants, tenant_id)
+    )
+    fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, generation)
+    served = tenant_serving(
+        declaration,
+        rows,
+        fenced,
+        embedding_generation=generation,
+        generation_revisions={slug: r.generation_revision for slug, r in records.items()},
+    )
+    ids = frozenset().union(*(s.ids for s in served.values())) if served else frozenset()
+    facets: dict[str, Facet] = {}
+    index = LexicalIndex()
+    for row in rows:
+        if row["id"] in ids:
+            md = row["metadata"]
+            facets[row["id"]] = Facet(
+                str(md.get("repoSlug", "")),
+                str(md.get("sourcePath", "")),
+                str(md.get("language", "")),
+                str(md.get("kind", "")),
+            )
+            index.add(
+                row["id"],
+                str(md.get("name") or ""),
+                str(md.get("qualifiedName") or ""),
+                row["document"],
+            )
+    return TruthView(tenant_id, ids, served, marker, len(rows), facets, index)
+
+
+class TruthCache:
+    """Per tenant, the last ``TruthView``, recomputed when its marker moved.
+
+    The first view of a tenant is computed in the caller. A later change is recomputed
+    in a background thread while queries keep the previous view (each was a true reading
+    when made; the tenant's current repos and each row's tenant are still checked per
+    query), so a sweep writing batch after batch never stalls the service:
+    ``background=False`` recomputes in the caller instead."""
+
+    def __init__(
+        self,
+        recheck_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        background: bool = True,
+    ) -> None:
+        self._recheck_s = recheck_s
+        self._clock = clock
+        self._background = background
+        self._views: dict[str, tuple[float, TruthView]] = {}
+        self._refreshing: set[str] = set()
+        self._locks: dict[str, threading.Lock] = {}
+        self._guard = threading.Lock()
+        self.computations = 0
+
+    def _lock(self, tenant_id: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(tenant_id, threading.Lock())
+
+    def view(
+        self,
+        ledger: Ledger,
+        store: ChromaStore,
+        tenants: TenantsFile,
+        tenant_id: str,
+        generation: str,
+    ) -> TruthView:
+        with self._lock(tenant_id):
+            now = self._clock()
+            cached = self._views.get(tenant_id)
+            if cached is not None:
+                checked_at, view = cached
+                fresh_generation = view.marker[-1] == generation
+                if now - checked_at < self._recheck_s and fresh_generation:
+                    return view
+                if _marker(ledger, store, tenants, tenant_id, generation) == view.marker:
+                    self._views[tenant_id] = (now, view)
+                    return view
+                if self._background and fresh_generation:
+                    self._refresh_later(ledger, store, tenants, tenant_id, generation)
+                    return view
+            view = compute_truth(ledger, store, tenants, tenant_id, generation)
+            self.computations += 1
+            self._views[tenant_id] = (now, view)
+            return view
+
+    def _refresh_later(
+        self,
+        ledger: Ledger,
+        store: ChromaStore,
+        tenants: TenantsFile,
+        tenant_id: str,
+        generation: str,
+    ) -> None:
+        with self._guard:
+            if tenant_id in self._refreshing:
+                return
+            self._refreshing.add(tenant_id)
+
+        def refresh() -> None:
+            try:
+                view = compute_truth(ledger, store, tenants, tenant_id, generation)
+                with self._lock(tenant_id):
+                    self.computations += 1
+                    self._views[tenant_id] = (self._clock(), view)
+            except Exception:  # the next query retries; the previous view still serves
+                log.exception("read-side truth of %s could not be recomputed", tenant_id)
+            finally:
+                with self._guard:
+                    self._refreshing.discard(tenant_id)
+
+        threading.Thread(target=refresh, name=f"truth-{tenant_id}", daemon=True).start()

@@ -1,0 +1,21 @@
+"""The ledger's API token table: one row per issued token, its hash only.
+
+Imported where tokens are used, so ``ledger_schema.metadata`` knows the table only then;
+the migration ``0008_tokens`` creates it.
+"""
+
+import sqlalchemy as sa
+
+from neo_assets.store.ledger_schema import metadata
+
+api_tokens = sa.Table(
+    "api_tokens",
+    metadata,
+    sa.Column("id", sa.String(16), primary_key=True),
+    sa.Column("token_hash", sa.String(64), nullable=False),  # sha256 of the whole token
+    sa.Column("tenant_id", sa.String(64), nullable=False),
+    sa.Column("repos", sa.Text, nullable=False),  # JSON list; [] = every repo
+    sa.Column("name", sa.String(200), nullable=False, server_default=""),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("revoked_at", sa.Float),
+)

@@ -1,0 +1,134 @@
+"""core/query/truth.py over plain data: one set per path, judged like the no-hole check."""
+
+from neo_assets.core.query.truth import (
+    SERVED_DECLARED,
+    SERVED_NOTHING,
+    SERVED_PREVIOUS,
+    RowStamp,
+    previous_set,
+    repo_serving,
+    tenant_serving,
+)
+from neo_assets.core.reconcile.checks import path_wholeness
+from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
+
+GEN = "gen-1"
+
+
+def stamp(rid, path="a.py", name="f", rev="r1", version="1.0.0", at=1.0, kind="function"):
+    return RowStamp(rid, "w", path, kind, name, "neo-code", version, rev, at)
+
+
+def row(s: RowStamp, tenant="acme", generation=GEN):
+    return {
+        "id": s.id,
+        "metadata": {
+            "tenantId": tenant,
+            "repoSlug": s.repo_slug,
+            "sourcePath": s.source_path,
+            "kind": s.kind,
+            "name": s.name,
+            "parserId": s.parser_id,
+            "parserVersion": s.parser_version,
+            "revision": s.revision,
+            "ingestedAt": s.ingested_at,
+            "embeddingGeneration": generation,
+        },
+    }
+
+
+def decl(declared, version="1.0.0", yielded=None, authority=True):
+    paths = set(yielded if yielded is not None else declared)
+    return RepoDeclaration(
+        repo_slug="w",
+        parser_id="neo-code",
+        parser_version=version,
+        envelope_paths=frozenset(paths),
+        yielded_paths=frozenset(paths),
+        envelope_recorded_at=0.0,
+        declared_ids_by_path={p: frozenset(ids) for p, ids in declared.items()}
+        if authority
+        else {},
+        has_complete_envelope=authority,
+    )
+
+
+def serve(repo, stamps, fenced=frozenset(), rev="r2"):
+    present = frozenset(s.id for s in stamps)
+    return repo_serving(repo, stamps, present, fenced, generation_revision=rev)
+
+
+def test_complete_path_serves_exactly_its_declared_ids_and_agrees_with_no_hole():
+    old_a, old_b = stamp("A", name="a"), stamp("B", name="b")
+    new_b = stamp("B2", name="b", rev="r2", at=2.0)
+    repo = decl({"a.py": {"A", "B2"}})
+    got = serve(repo, [old_a, old_b, new_b])
+    assert got.ids == {"A", "B2"} and got.paths == {"a.py": SERVED_DECLARED}
+    judged = path_wholeness(repo, {"a.py": {"A", "B", "B2"}}, {"A", "B", "B2"}, set(), settled=True)
+    assert judged.complete == 1
+
+
+def test_incomplete_edit_serves_the_whole_previous_set_never_the_new_row():
+    old_a, old_b = stamp("A", name="a"), stamp("B", name="b")
+    repo = decl({"a.py": {"A", "B2"}})  # B2 not written yet
+    got = serve(repo, [old_a, old_b])
+    assert got.ids == {"A", "B"} and got.paths == {"a.py": SERVED_PREVIOUS}
+    judged = path_wholeness(repo, {"a.py": {"A", "B"}}, {"A", "B"}, set(), settled=False)
+    assert judged.held == ("w:a.py",)
+
+
+def test_incomplete_generation_own_rows_are_left_out_of_the_previous_set():
+    old_a, old_b = stamp("A", name="a"), stamp("B", name="b")
+    new_a = stamp("A2", name="a", rev="r2", at=2.0)
+    repo = decl({"a.py": {"A2", "B2"}})  # A2 written, B2 not
+    assert serve(repo, [old_a, old_b, new_a]).ids == {"A", "B"}
+
+
+def test_several_superseded_generations_serve_only_the_newest():
+    # r1 {A, B}; r2 edited b -> {A, B'} (complete then); r3 edits a, in flight.
+    a1, b1 = stamp("A", name="a", rev="r1", at=1.0), stamp("B", name="b", rev="r1", at=1.0)
+    b2 = stamp("B'", name="b", rev="r2", at=2.0)
+    repo = decl({"a.py": {"A3", "B'"}})
+    assert serve(repo, [a1, b1, b2], rev="r3").ids == {"A", "B'"}
+
+
+def test_parser_bump_previous_set_is_one_parser_identity():
+    old = [stamp("A", version="1.0.0", at=1.0), stamp("X", name="x", version="0.9.0", at=0.5)]
+    repo = decl({"a.py": {"N1"}}, version="2.0.0")
+    assert previous_set(old, frozenset()) == {"A"}
+    assert serve(repo, old, rev="r1").ids == {"A"}
+
+
+def test_fenced_ids_count_as_present_and_empty_paths_serve_nothing():
+    repo = decl({"a.py": {"A", "F"}, "empty.md": set()})
+    got = serve(repo, [stamp("A")], fenced=frozenset({"F"}))
+    assert got.ids == {"A"}
+    assert got.paths == {"a.py": SERVED_DECLARED, "empty.md": SERVED_DECLARED}
+
+
+def test_new_path_in_flight_and_unyielded_path_serve_nothing():
+    repo = decl({"new.py": {"N"}}, yielded={"new.py"})
+    gone = stamp("G", path="deleted.py")
+    got = serve(repo, [gone])
+    assert got.ids == set() and got.paths == {"new.py": SERVED_NOTHING}
+
+
+def test_repo_without_authority_serves_the_newest_set_of_each_path():
+    repo = decl({}, authority=False)
+    rows = [stamp("A", rev="r1", at=1.0), stamp("A2", rev="r2", at=2.0)]
+    assert serve(repo, rows).ids == {"A2"}
+
+
+def test_tenant_serving_drops_other_tenants_generations_and_undeclared_repos():
+    a = stamp("A")
+    declaration = TenantDeclaration("acme", 1, {"w": decl({"a.py": {"A"}})})
+    rows = [
+        row(a),
+        row(stamp("B"), tenant="globex"),
+        row(stamp("C"), generation="gen-0"),
+        {**row(stamp("D")), "metadata": {**row(stamp("D"))["metadata"], "repoSlug": "retired"}},
+    ]
+    served = tenant_serving(
+        declaration, rows, frozenset(), embedding_generation=GEN, generation_revisions={"w": "r1"}
+    )
+    assert set(served) == {"w"} and served["w"].ids == {"A"}
