@@ -139,10 +139,12 @@ def test_a_rename_during_a_deferred_sweep_never_leaves_the_function_absent(
     assert _holders_of_function(env) == {"a.py"}
 
     # The retry (the operator's forced sweep: the backoff has not elapsed) completes:
-    # zebra.py's rows exist; a.py's are now reclaimable.
+    # zebra.py's rows exist; a.py's are now reclaimable, still stored, and no longer
+    # served (read-side truth: the generation is complete, so never both paths).
     done = env.sweep(force=True)
     assert done["outcome"] == codes.OUTCOME_COMPLETE
-    assert _holders_of_function(env) == {"a.py", "zebra.py"}
+    assert old_ids <= env.row_ids()
+    assert _holders_of_function(env) == {"zebra.py"}
 
     # A sweep of the repo holds its lease: the reclaim waits, deletes nothing.
     key = sweep_lease_key(TENANT, SLUG)

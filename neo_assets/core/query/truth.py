@@ -15,6 +15,12 @@ declared repo exactly one set is served:
   (kind, name) the rows of its newest revision;
 - nothing, when neither exists (a new path still in flight).
 
+A path the envelope no longer yields (deleted, moved, renamed) keeps serving its previous
+set until the repo's whole declared generation is complete: a renamed file's content is
+then held by its new path (the moves gate of ``core.reconcile.orphans.generation_complete``,
+which reconciliation and the no-hole check use too), so a function is never absent from
+answers while its new path is still being embedded.
+
 Never both; never a row of a repo the tenant does not declare now (a retired repo), of a
 path the envelope does not yield, of another tenant, or of another embedding generation.
 A repo whose records have no authority (a sweep between its envelope and its parse, a
@@ -25,7 +31,11 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
+from neo_assets.core.reconcile.orphans import (
+    RepoDeclaration,
+    TenantDeclaration,
+    generation_complete,
+)
 
 # The per-path outcome, counted for the service's status and the tests.
 SERVED_DECLARED = "declared"
@@ -152,6 +162,14 @@ def repo_serving(
         chosen = previous_set(path_rows, own)
         served |= chosen
         outcome[path] = SERVED_PREVIOUS if chosen else SERVED_NOTHING
+    if not generation_complete(repo, present_ids, fenced_ids):
+        yielded = set(repo.yielded_paths)
+        for path, path_rows in by_path.items():
+            if path in yielded:
+                continue
+            chosen = previous_set(path_rows, frozenset())
+            served |= chosen
+            outcome[path] = SERVED_PREVIOUS if chosen else SERVED_NOTHING
     return RepoServing(frozenset(served), outcome)
 
 

@@ -106,11 +106,21 @@ def test_fenced_ids_count_as_present_and_empty_paths_serve_nothing():
     assert got.paths == {"a.py": SERVED_DECLARED, "empty.md": SERVED_DECLARED}
 
 
-def test_new_path_in_flight_and_unyielded_path_serve_nothing():
+def test_a_departed_path_serves_its_previous_set_while_the_new_path_is_in_flight():
+    # A rename (deleted.py -> new.py) with new.py not embedded yet: the old rows still
+    # answer, so the content is never absent (the moves gate reconciliation uses too).
     repo = decl({"new.py": {"N"}}, yielded={"new.py"})
     gone = stamp("G", path="deleted.py")
     got = serve(repo, [gone])
-    assert got.ids == set() and got.paths == {"new.py": SERVED_NOTHING}
+    assert got.ids == {"G"}
+    assert got.paths == {"new.py": SERVED_NOTHING, "deleted.py": SERVED_PREVIOUS}
+
+
+def test_a_departed_path_serves_nothing_once_the_generation_is_complete():
+    repo = decl({"new.py": {"N"}}, yielded={"new.py"})
+    rows = [stamp("G", path="deleted.py"), stamp("N", path="new.py")]
+    got = serve(repo, rows)
+    assert got.ids == {"N"} and got.paths == {"new.py": SERVED_DECLARED}
 
 
 def test_repo_without_authority_serves_the_newest_set_of_each_path():
