@@ -14,9 +14,10 @@ byte for byte, and its chunks have no qualified name to put in a header.
 
 One format is in force for the whole knowledge base: ``embedding_input_format()`` is the
 single place it is read, and its id is part of the embedding generation digest
-(``services/sweep/steps.current_generation``, which the sweep, the due check and
-reconciliation all use), so changing the format is a new generation: every repo is due
-again and its rows are re-embedded, never a silent mix of inputs under one generation.
+(``core/generations.generation_digest``, which the sweep, the due check,
+reconciliation and the status all use), so changing the format is a new generation:
+every repo is due again and its rows are re-embedded, never a silent mix of inputs under
+one generation.
 The rule already tells 1.x from 2.x by the chunk's declared parser version, which is in
 every chunk id, so one id can never be embedded two ways under one format.
 """

@@ -20,12 +20,8 @@ from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
-from neo_assets.core.embedding import (
-    LaneSettings,
-    admission_band,
-    embedding_generation,
-)
-from neo_assets.core.embedding_input import embedding_input, embedding_input_format
+from neo_assets.core.embedding import LaneSettings
+from neo_assets.core.embedding_input import embedding_input
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
@@ -37,6 +33,7 @@ from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_ji
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.generations import configured_generation, generation_for
 from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
@@ -100,31 +97,14 @@ def lane_settings(settings: Settings) -> LaneSettings:
 
 
 def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
-    """The embedding generation: the one digest the sweep stamps, the due check compares
-    and reconciliation settles against (geometry and the input format in force)."""
-    lane = lane_settings(settings)
-    return embedding_generation(
-        provider_name,
-        model,
-        dims,
-        admission_band(lane),
-        lane.call_ceiling_ms,
-        embedding_input_format(),
-    )
+    """The embedding generation of a built provider: the one digest the sweep stamps, the
+    due check compares and reconciliation settles against (services/generations.py)."""
+    return generation_for(settings, provider_name, model, dims)
 
 
 def settings_generation(settings: Settings) -> str:
     """The embedding generation the settings declare, without building a provider."""
-    model = settings.embedding.model or _default_model(settings.embedding.provider)
-    return current_generation(
-        settings, settings.embedding.provider, model, settings.embedding.dimensions
-    )
-
-
-def _default_model(kind: str) -> str:
-    from neo_assets.embedding.providers.hashing import HashingProvider
-
-    return HashingProvider().model if kind == "hashing" else ""
+    return configured_generation(settings)
 
 
 class ParserUnavailable(RuntimeError):
