@@ -21,7 +21,8 @@ from neo_assets.services.status import build_status
     owners=OWNERS,
     deps=[dg.AssetKey("fence_census")],
     description="The operator's snapshot: one row per declared repo (checkpoint, outcome, "
-    "cause, next due time, censuses, strikes, rows).",
+    "cause, next due time, censuses, strikes, rows; the serving and the building embedding "
+    "generation with its progress).",
 )
 def kb_status(
     settings: SettingsResource,
@@ -38,7 +39,17 @@ def kb_status(
             "dagster/row_count": len(frame),
             "summary": status_summary(frame),
             "preview": preview_table(
-                frame, ["tenantId", "repoSlug", "outcome", "deferredCauseCode", "rows"]
+                frame,
+                [
+                    "tenantId",
+                    "repoSlug",
+                    "outcome",
+                    "deferredCauseCode",
+                    "rows",
+                    "servingGeneration",
+                    "buildingGeneration",
+                    "buildingProgress",
+                ],
             ),
             # The provider's health and the write path's freeze, beside the repos.
             "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),
