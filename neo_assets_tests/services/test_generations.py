@@ -43,3 +43,11 @@ def test_spellings_of_one_model_share_the_configured_generation(neo_home, monkey
         monkeypatch.setenv("NEO_EMBEDDING_MODEL", model)
         digests.add(configured_generation(load_settings()))
     assert len(digests) == 1
+
+
+def test_the_canary_reports_the_configured_generation(neo_home, monkeypatch) -> None:
+    from neo_assets.services.health.canary import run_canary
+
+    settings = load_settings()
+    doc = run_canary(settings, force=True).to_doc()
+    assert doc["healthy"] and doc["embeddingGeneration"] == configured_generation(settings)
