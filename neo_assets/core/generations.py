@@ -144,7 +144,8 @@ def tenant_serving(
       from what it has.
 
     Fallbacks (for when the serving generation's provider cannot embed the query): the
-    other complete generations, newest first, then partial ones."""
+    other complete generations, newest first, then partial ones, then the configured one
+    (what it has built so far)."""
     slugs = set(repo_slugs)
     gone = set(reclaimed)
     complete_at: dict[str, dict[str, float]] = {}
@@ -157,11 +158,10 @@ def tenant_serving(
         (g for g in complete_at if g not in full),
         key=lambda g: (-len(complete_at[g]), g != configured, g),
     )
-    if newest:
-        return Serving(newest[0], True, tuple(newest[1:] + partial))
-    if partial:
-        return Serving(partial[0], False, tuple(partial[1:]))
-    return Serving(configured, False)
+    order = newest + partial
+    if configured not in order:
+        order.append(configured)
+    return Serving(order[0], bool(newest), tuple(order[1:]))
 
 
 def reclaimable_generations(

@@ -76,6 +76,8 @@ def test_the_configured_generation_serves_once_complete_for_every_repo() -> None
     partial = tenant_serving("new", ["a", "b"], records)
     assert (partial.generation, partial.complete) == ("old", True)
     assert partial.fallbacks == ("new",)  # partial: only when "old" cannot embed
+    none_yet = tenant_serving("new", ["a", "b"], [at("a", "old"), at("b", "old")])
+    assert (none_yet.generation, none_yet.fallbacks) == ("old", ("new",))
     done = tenant_serving("new", ["a", "b"], [*records, at("b", "new", when=6.0)])
     assert (done.generation, done.complete, done.fallbacks) == ("new", True, ("old",))
 
