@@ -21,7 +21,6 @@ from neo_assets.core.generations import (
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_generations import (
-    generation_record,
     generation_records,
     register_generation,
     repo_generations,
@@ -65,9 +64,18 @@ def configured_generation(settings: Settings) -> str:
 
 # ------------------------------------------------------------------ generations side by side
 def generation_collection(settings: Settings, ledger: Ledger, generation: str) -> str:
-    """The collection name holding ``generation``'s rows (legacy: the prefix itself)."""
+    """The collection name holding ``generation``'s rows (legacy: the prefix itself). A
+    generation not recorded yet is where its first sweep will put it: the prefix itself
+    while no generation is recorded (the knowledge base's first), else its own name."""
+    return collection_of(settings, generation_records(ledger), generation)
+
+
+def collection_of(settings: Settings, records: dict[str, GenerationRecord], generation: str) -> str:
+    """``generation_collection`` over records already read."""
     prefix = settings.store.collection_name
-    return resolved_collection(prefix, generation_record(ledger, generation), generation)
+    if generation not in records and not records:
+        return prefix
+    return resolved_collection(prefix, records.get(generation), generation)
 
 
 def generation_store(

@@ -10,12 +10,13 @@ import numpy as np
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.core.generations import GenerationRecord, resolved_collection
+from neo_assets.core.generations import GenerationRecord
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.services.generations import (
     GenerationUnavailable,
+    collection_of,
     query_provider,
     serving_generation,
 )
@@ -55,9 +56,7 @@ async def run_query(
         except (GenerationUnavailable, EmbedFailure) as exc:
             notices.append(unavailable_notice(generation, record, exc))
             continue
-        target = store.sibling(
-            resolved_collection(settings.store.collection_name, record, generation)
-        )
+        target = store.sibling(collection_of(settings, choice.records, generation))
         hits = target.query(vector, where=tenant_filter(tenant, repo), k=k)
         # Re-check row by row: a row of another tenant (or generation) never leaves here.
         hits = [

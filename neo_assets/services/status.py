@@ -5,12 +5,12 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
-from neo_assets.core.generations import GenerationRecord, RepoGeneration, resolved_collection
+from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
-from neo_assets.services.generations import serving_generation
+from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -44,10 +44,10 @@ def retry_policy(settings: Settings) -> RetryPolicy:
 def generation_rows(
     at: list[RepoGeneration],
     records: dict[str, GenerationRecord],
-    prefix: str,
     *,
     serving: str | None,
     configured: str,
+    settings: Settings,
 ) -> list[dict[str, Any]]:
     """The repo's generations as the snapshot shows them (the configured one even before
     its first sweep), serving first."""
@@ -65,7 +65,7 @@ def generation_rows(
                 "present": g.present if g else None,
                 "serving": name == serving,
                 "configured": name == configured,
-                "collection": resolved_collection(prefix, records.get(name), name),
+                "collection": collection_of(settings, records, name),
             }
         )
     return out
@@ -80,7 +80,6 @@ def build_status(
 ) -> dict[str, Any]:
     repos = []
     records = generation_records(ledger)
-    prefix = settings.store.collection_name
     for tenant in tenants.tenants:
         choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])
         at = repo_generations(ledger, tenant.id)
@@ -118,17 +117,13 @@ def build_status(
             gens = generation_rows(
                 [g for g in at if g.repo_slug == repo.slug],
                 records,
-                prefix,
                 serving=serving,
                 configured=choice.configured,
+                settings=settings,
             )
             building = next((g for g in gens if g["configured"] and not g["serving"]), None)
             serving_store = (
-                store.sibling(
-                    resolved_collection(prefix, records.get(serving or ""), serving or "")
-                )
-                if serving
-                else store
+                store.sibling(collection_of(settings, records, serving)) if serving else store
             )
             rows = serving_store.count_where(tenant_filter(tenant.id, repo.slug))
             repos.append(
