@@ -136,6 +136,14 @@ def test_model_switch_with_no_hole_no_mixed_vectors_then_reclaim(
         assert snap["servingGeneration"] == hashing and snap["buildingGeneration"] == new
         assert snap["buildingProgress"]["state"] == "building"
         assert snap["buildingProgress"]["present"] < snap["buildingProgress"]["chunks"] == chunks
+        # Reclamation on while the tenant is still served by the old generation: nothing
+        # of it is reclaimable; the checks pass over both generations.
+        monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
+        [early] = run_reconciliation(load_settings(), tenants, instance, apply=True)
+        monkeypatch.delenv("NEO_RECONCILIATION_ENABLED")
+        assert early["success"] and early["generations"]["reclaimable"] == {}, early
+        assert all(c["passed"] for n, c in early["checks"].items() if n != "generation_residue")
+        assert query(settings)["embeddingGeneration"] == hashing
         # The Dagster UI's kb_status shows the same, in its frame and its preview.
         frame = kb_status_frame(instance)
         assert frame.loc[0, "servingGeneration"] == hashing
