@@ -61,25 +61,34 @@ def register_generation(
     it returns."""
     g = t.embedding_generations.c
     spec = {"provider": provider, "model": model, "base_url": base_url, "dimensions": dimensions}
-    with ledger.engine.begin() as conn:
-        found = conn.execute(sa.select(g.generation).where(g.generation == generation)).first()
-        if found is None:
-            count = sa.select(sa.func.count()).select_from(t.embedding_generations)
-            first = not conn.execute(count).scalar()
-            conn.execute(
-                sa.insert(t.embedding_generations).values(
-                    generation=generation,
-                    collection_name=None if first else collection_name,
-                    created_at=now,
-                    **spec,
-                )
-            )
-        else:
-            conn.execute(
-                sa.update(t.embedding_generations)
-                .where(g.generation == generation)
-                .values(reclaimed_at=None, **spec)
-            )
+    for _attempt in range(2):
+        try:
+            with ledger.engine.begin() as conn:
+                found = conn.execute(
+                    sa.select(g.generation).where(g.generation == generation)
+                ).first()
+                if found is None:
+                    count = sa.select(sa.func.count()).select_from(t.embedding_generations)
+                    first = not conn.execute(count).scalar()
+                    conn.execute(
+                        sa.insert(t.embedding_generations).values(
+                            generation=generation,
+                            collection_name=None if first else collection_name,
+                            created_at=now,
+                            **spec,
+                        )
+                    )
+                else:
+                    conn.execute(
+                        sa.update(t.embedding_generations)
+                        .where(g.generation == generation)
+                        .values(reclaimed_at=None, **spec)
+                    )
+            break
+        except sa.exc.IntegrityError:
+            # Another repo's sweep recorded it first (sweeps of a first run go in
+            # parallel): it is recorded now, so the second attempt updates it.
+            continue
     record = generation_record(ledger, generation)
     assert record is not None
     return record

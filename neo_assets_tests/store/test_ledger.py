@@ -328,3 +328,46 @@ def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Pa
         )
     finally:
         ledger.dispose()
+
+
+def test_a_generation_recorded_by_two_sweeps_at_once_is_recorded_once(tmp_path: Path) -> None:
+    """Sweeps of a first run go in parallel: each records the generation before writing;
+    the one that loses the insert updates instead of failing its sweep."""
+    import threading
+
+    from neo_assets.store.ledger_generations import generation_records, register_generation
+
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    Ledger.open(url).dispose()
+    ledgers = [Ledger.open(url) for _ in range(4)]
+    start = threading.Barrier(len(ledgers))
+    errors: list[BaseException] = []
+
+    def record(ledger: Ledger) -> None:
+        start.wait()
+        try:
+            register_generation(
+                ledger,
+                "g1",
+                collection_name="kb-g1",
+                provider="hashing",
+                model="m",
+                base_url=None,
+                dimensions=384,
+                now=1.0,
+            )
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(lg,)) for lg in ledgers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert errors == []
+        [record_] = generation_records(ledgers[0]).values()
+        assert record_.collection_name is None  # the knowledge base's first generation
+    finally:
+        for lg in ledgers:
+            lg.dispose()
