@@ -10,8 +10,10 @@ Dagster, no Chroma, no lane.
 
 For each repo and each variant, every file of the set's corpus is chunked by the parser,
 each chunk's embedding input is built by the project's own rule
-(``core/embedding_input.py``; ``2.0.0-plain`` is 2.0.0 without the header, to tell the
-header's share from the units'), chunks and questions are embedded, chunks are ranked by
+(``core/embedding_input.py``: ``2.0.0`` with the ``header-v1`` line — kind, qualified
+name, path —, ``2.0.0-nopath`` with ``header-v2`` — kind and in-file name, no path, the
+format in force —, ``2.0.0-plain`` without a header, to tell the header's share from the
+units'), chunks and questions are embedded, chunks are ranked by
 cosine, and a question is answered at k when one of the first k chunks is of the
 answer's path and its text contains the answer's definition line. Figures: recall@1,
 recall@5 and MRR@10 per repo and variant, overall recall@5, and how many chunks the model
@@ -34,7 +36,7 @@ if __package__ in (None, ""):  # run as a file: the repo root, not bench/, on sy
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 QUESTIONS = Path(__file__).resolve().parent / "retrieval_questions.json"
-VARIANTS = ("1.0.0", "2.0.0", "2.0.0-plain")
+VARIANTS = ("1.0.0", "2.0.0", "2.0.0-plain", "2.0.0-nopath")
 K = 5
 
 
@@ -57,11 +59,18 @@ def corpus(root: Path, spec: dict[str, Any]) -> list[tuple[str, str]]:
 
 def chunk_inputs(files: list[tuple[str, str]], variant: str) -> list[tuple[Any, str]]:
     """(chunk, embedding input) of every chunk of ``files`` under ``variant``."""
-    from neo_assets.core.embedding_input import FORMAT_PLAIN, embedding_input
+    from neo_assets.core.embedding_input import (
+        FORMAT_HEADER_V1,
+        FORMAT_HEADER_V2,
+        FORMAT_PLAIN,
+        embedding_input,
+    )
     from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 
     version = variant.split("-")[0]
-    fmt = FORMAT_PLAIN if variant.endswith("-plain") else None
+    fmt = {"plain": FORMAT_PLAIN, "nopath": FORMAT_HEADER_V2}.get(
+        variant.partition("-")[2], FORMAT_HEADER_V1
+    )
     out = []
     for path, text in files:
         for ch in chunk_file("bench", "retrieval", path, text, PARSER_ID, version):

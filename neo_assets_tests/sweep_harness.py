@@ -28,6 +28,7 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.services.generations import generation_store
 from neo_assets.services.status import build_status
 from neo_assets.services.sweep.steps import settings_generation
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
@@ -132,7 +133,9 @@ class SweepEnv:
 
     @property
     def store(self) -> ChromaStore:
-        return self.kb.store
+        """The configured embedding generation's collection: where sweeps write now."""
+        settings = load_settings()
+        return generation_store(settings, self.ledger, self.kb.store, settings_generation(settings))
 
     def generation(self) -> str:
         return settings_generation(load_settings())

@@ -202,6 +202,9 @@ def test_exclusion_and_parser_bump_reclaim_with_no_hole_and_no_further_bump(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
     monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
+    # The bump's unchanged inputs must be sent (not copied) for the partial transition
+    # this test walks; copying them is test_embed_reuse's subject.
+    monkeypatch.setenv("NEO_EMBEDDING_REUSE_VECTORS", "false")
     world = make_world(
         {
             "widgets": {

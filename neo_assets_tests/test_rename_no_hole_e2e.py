@@ -114,6 +114,10 @@ def _no_error_check(report: dict[str, Any]) -> None:
 def test_a_rename_during_a_deferred_sweep_never_leaves_the_function_absent(
     env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # A renamed file's inputs are otherwise copied from a.py's rows and never sent: the
+    # rename must need the provider for its sweep to defer (as it does when the old rows
+    # carry no input digest, or the copy would cross tenants).
+    monkeypatch.setenv("NEO_EMBEDDING_REUSE_VECTORS", "false")
     first = _sensor_sweep(env)
     assert first["outcome"] == codes.OUTCOME_COMPLETE
     assert _holders_of_function(env) == {"a.py"}

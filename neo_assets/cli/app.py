@@ -121,7 +121,8 @@ def status(
                     f"failures {r['consecutiveFailures']} "
                     + (f"cause {r['deferredCauseCode']} " if r["deferredCauseCode"] else "")
                     + f"poison {poison['count'] if poison else None} "
-                    + f"undeliverable {undeliverable['count'] if undeliverable else None}"
+                    + f"undeliverable {undeliverable['count'] if undeliverable else None} "
+                    + generation_line(r)
                     + (
                         f" — {r['stateDetail']}"
                         if r.get("state") in ("deferred", "failed", "retired")
@@ -132,6 +133,16 @@ def status(
         return EXIT_OK
 
     run(go, as_json)
+
+
+def generation_line(repo: dict) -> str:
+    """``serving <gen>`` and, while another one builds, ``building <gen> <present>/<chunks>``."""
+    line = f"serving {repo.get('servingGeneration')}"
+    progress = repo.get("buildingProgress")
+    if repo.get("buildingGeneration"):
+        done = f"{progress.get('present')}/{progress.get('chunks')}" if progress else "?"
+        line += f" building {repo['buildingGeneration']} {done}"
+    return line
 
 
 # ------------------------------------------------------------------------------ query
@@ -157,23 +168,39 @@ def query(
 
     def go() -> int:
         from neo_assets.services.handles import open_ledger, open_store
-        from neo_assets.services.query import run_query
+        from neo_assets.services.query import QueryUnavailable, run_query
 
         settings, tenants = load_config()
-        if not any(t.id == tenant for t in tenants.tenants):
+        declared = next((t for t in tenants.tenants if t.id == tenant), None)
+        if declared is None:
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
         from neo_assets.core.query.request import QueryInputError
 
-        with open_ledger(settings) as ledger, open_store(settings) as store:
-            try:
+        try:
+            with open_ledger(settings) as ledger, open_store(settings) as store:
                 doc = asyncio.run(
                     run_query(
-                        settings, store, ledger, text, tenant=tenant, repo=repo, k=k, expand=expand
+                        settings,
+                        store,
+                        ledger,
+                        text,
+                        tenant=tenant,
+                        repo=repo,
+                        k=k,
+                        expand=expand,
+                        repo_slugs=[r.slug for r in declared.repos],
                     )
                 )
-            except QueryInputError as exc:  # an undeclared repo, an empty question, ...
-                raise UsageError(exc.message) from None
+        except QueryUnavailable as exc:
+            err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+            if as_json:
+                emit({"error": str(exc), "code": exc.code, "notices": exc.notices}, True)
+            return EXIT_FAILED
+        except QueryInputError as exc:  # an undeclared repo, an empty question, ...
+            raise UsageError(exc.message) from None
         emit(doc, as_json)
+        for notice in doc.get("notices", []):
+            err.print(f"[yellow]note:[/yellow] {notice['message']}", markup=True, highlight=False)
         if not as_json:
             for r in doc["results"]:
                 m = r["metadata"]

@@ -106,6 +106,15 @@ class EmbeddingSettings(_Section):
     recovery_initial_s: float = Field(0.5, ge=0)
     recovery_max_s: float = Field(30.0, ge=0)
     recovery_max_wait_s: float = Field(120.0, ge=0)
+    # Copy a vector from a row of ANOTHER tenant with the same embedding input (same
+    # generation). Off: reuse stays inside the tenant. On, a tenant's sweep learns (by
+    # sending fewer texts, i.e. by its timing and counts) that another tenant holds the
+    # same content; no text or metadata of the other tenant is read or written.
+    reuse_across_tenants: bool = False
+    # Copy vectors of identical inputs at all (NEO_EMBEDDING_REUSE_VECTORS). Off: every
+    # missing chunk is sent, e.g. to re-embed from a provider whose answers changed
+    # without a change of model name.
+    reuse_vectors: bool = True
 
     _blank = field_validator("base_url", mode="before")(_blank_is_unset)
 

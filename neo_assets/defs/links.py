@@ -22,6 +22,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, repo_context
+from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.links.due import evaluate_links
 from neo_assets.services.links.link_repo import LinkParams, LinkReport, link_repo
 from neo_assets.services.sweep.due import declared_repos
@@ -102,9 +103,11 @@ def chunk_links(
         if not lease.held:
             context.log.warning(f"{ctx.key}: links not refreshed, sweep lease {lease.info}")
             return dg.MaterializeResult(metadata={"stored": False})
+        cfg = settings.load()
         report = link_repo(
             ledger.get(),
-            store.get(),
+            # The configured generation's rows: where the sweep wrote the repo's chunks.
+            generation_store(cfg, ledger.get(), store.get(), configured_generation(cfg)),
             ctx.tenant_id,
             ctx.repo_slug,
             LinkParams.from_settings(settings.load()),

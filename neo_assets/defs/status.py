@@ -27,8 +27,9 @@ from neo_assets.services.status import build_status
     owners=OWNERS,
     deps=[dg.AssetKey("fence_census")],
     description="The operator's snapshot: one row per declared repo, and per retired one "
-    "(checkpoint, outcome, cause, next due time, censuses, strikes, rows) with its state in "
-    "words: complete / deferred (cause, next try) / failed (error and fix) / retired.",
+    "(checkpoint, outcome, cause, next due time, censuses, strikes, rows; the serving and the "
+    "building embedding generation with its progress) with its state in words: complete / "
+    "deferred (cause, next try) / failed (error and fix) / retired.",
 )
 def kb_status(
     settings: SettingsResource,
@@ -45,7 +46,17 @@ def kb_status(
             "dagster/row_count": len(frame),
             "summary": status_summary(frame),
             "preview": preview_table(
-                frame, ["tenantId", "repoSlug", "state", "deferredCauseCode", "rows"]
+                frame,
+                [
+                    "tenantId",
+                    "repoSlug",
+                    "state",
+                    "deferredCauseCode",
+                    "rows",
+                    "servingGeneration",
+                    "buildingGeneration",
+                    "buildingProgress",
+                ],
             ),
             # The provider's health and the write path's freeze, beside the repos.
             "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),

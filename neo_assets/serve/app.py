@@ -15,7 +15,7 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.serve.http import routes
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
-from neo_assets.services.query.serving import serving_target
+from neo_assets.services.query.serving import serving_targets
 
 log = logging.getLogger("neo_assets.serve")
 
@@ -24,8 +24,13 @@ async def warm(runtime: Runtime) -> None:
     """Build the provider and embed once, so the first agent does not pay the load; then
     compute each declared tenant's read-side truth in a background thread (a query that
     comes first waits for its own tenant's, not for all)."""
-    target = serving_target(runtime.resident, "", None)
-    await target.provider.embed(["warm up"], CancelScope(label="warm"), "query")
+    for tenant in runtime.resident.tenants().tenants:  # each serving generation's provider
+        target = serving_targets(runtime.resident, tenant.id).first
+        try:
+            provider = runtime.resident.provider_for(target)
+            await provider.embed(["warm up"], CancelScope(label="warm"), "query")
+        except Exception as exc:  # a query will say why; the service still starts
+            log.warning("warming %s's provider failed: %s", target.embedding_generation, exc)
 
     def tenants_truth() -> None:
         for tenant in runtime.resident.tenants().tenants:

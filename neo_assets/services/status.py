@@ -6,15 +6,18 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.codes import OUTCOME_FAILED
+from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.status import STATE_RETIRED, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
+from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_generations import generation_records, repo_generations
 
 
 def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
@@ -74,6 +77,40 @@ def retired_repo_rows(
     return sorted(out, key=lambda r: (r["tenantId"], r["repoSlug"]))
 
 
+def generation_rows(
+    at: list[RepoGeneration],
+    records: dict[str, GenerationRecord],
+    *,
+    serving: str | None,
+    configured: str,
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """The repo's generations as the snapshot shows them (the configured one even before
+    its first sweep), serving first."""
+    by_gen = {g.generation: g for g in at}
+    names = [serving] if serving else []
+    names += sorted(g for g in {*by_gen, configured} if g != serving)
+    out = []
+    for name in names:
+        g = by_gen.get(name)
+        out.append(
+            {
+                "generation": name,
+                "state": ("complete" if g.complete else "building") if g else "building",
+                "chunks": g.chunks if g else None,
+                "present": g.present if g else None,
+                "serving": name == serving,
+                "configured": name == configured,
+                "collection": collection_of(settings, records, name),
+            }
+        )
+    return out
+
+
+def progress_of(gen: dict[str, Any]) -> dict[str, Any]:
+    return {"state": gen["state"], "chunks": gen["chunks"], "present": gen["present"]}
+
+
 def build_status(
     settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
 ) -> dict[str, Any]:
@@ -81,7 +118,10 @@ def build_status(
     from neo_assets.services.sweep.due import first_error_line
 
     repos = []
+    records = generation_records(ledger)
     for tenant in tenants.tenants:
+        choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])
+        at = repo_generations(ledger, tenant.id)
         for repo in tenant.repos:
             row = ledger.repo_state(tenant.id, repo.slug)
             state = repo_state_from_row(row)
@@ -112,7 +152,19 @@ def build_status(
                 if generation
                 else []
             )
-            rows = store.count_where(tenant_filter(tenant.id, repo.slug))
+            serving = choice.generation
+            gens = generation_rows(
+                [g for g in at if g.repo_slug == repo.slug],
+                records,
+                serving=serving,
+                configured=choice.configured,
+                settings=settings,
+            )
+            building = next((g for g in gens if g["configured"] and not g["serving"]), None)
+            serving_store = (
+                store.sibling(collection_of(settings, records, serving)) if serving else store
+            )
+            rows = serving_store.count_where(tenant_filter(tenant.id, repo.slug))
             repos.append(
                 {
                     "tenantId": tenant.id,
@@ -132,6 +184,13 @@ def build_status(
                     if (row or {}).get("last_outcome") == OUTCOME_FAILED
                     else None,
                     "retired": False,
+                    # Generations side by side: which one answers this tenant's queries,
+                    # which one sweeps are building (None: the serving one is configured),
+                    # and every generation recorded for the repo with its progress.
+                    "servingGeneration": serving,
+                    "buildingGeneration": building["generation"] if building else None,
+                    "buildingProgress": progress_of(building) if building else None,
+                    "generations": gens,
                 }
             )
     repos += retired_repo_rows(tenants, ledger, store)

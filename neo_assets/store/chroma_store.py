@@ -37,6 +37,8 @@ STAMP_KEYS = (
     "revision",
     "embeddingGeneration",
 )
+# Digests per reuse lookup: one filtered get each (Chroma's $in takes a list).
+DIGEST_PAGE = 1000
 
 
 class RefuseToEmbed(EmbeddingFunction[Documents]):
@@ -119,6 +121,9 @@ class ChromaStore:
     collection_name: str
     # Run around every write (thread pinning, the GIL gap); None: plain writes.
     hooks: WriteHooks | None = None
+    # False for a sibling (another generation's collection on the same client): closing
+    # it leaves the client to its owner.
+    owns_client: bool = True
     closed: bool = field(default=False, init=False)
 
     def __post_init__(self) -> None:
@@ -140,10 +145,36 @@ class ChromaStore:
         self.hooks.before_write()
         return self.hooks.writing()
 
+    def sibling(self, collection_name: str) -> "ChromaStore":
+        """Another collection (another embedding generation's) on this store's client."""
+        if collection_name == self.collection_name:
+            return self
+        return ChromaStore(self.client, collection_name, self.hooks, owns_client=False)
+
+    def generation_siblings(self) -> list["ChromaStore"]:
+        """This store and every collection of another embedding generation beside it (its
+        name, then ``-<digest>``), that exist now."""
+        names = sorted(
+            str(getattr(c, "name", c))
+            for c in self.client.list_collections()
+            if str(getattr(c, "name", c)).startswith(f"{self.collection_name}-")
+        )
+        own = [self] if self.collection_exists(self.collection_name) else []
+        return own + [self.sibling(name) for name in names]
+
+    def collection_exists(self, collection_name: str) -> bool:
+        return collection_name in {getattr(c, "name", c) for c in self.client.list_collections()}
+
+    def drop_collection(self, collection_name: str) -> None:
+        """Delete a whole collection (a reclaimed generation's); absent: nothing to do."""
+        if self.collection_exists(collection_name):
+            self.client.delete_collection(collection_name)
+
     def close(self) -> None:
         """Release the client: a persistent Chroma's files are closed when the last client
         of its directory in this process closes (Chroma counts them). Idempotent."""
-        self.client.close()
+        if self.owns_client:
+            self.client.close()
         self.closed = True
 
     def __enter__(self) -> "ChromaStore":
@@ -210,6 +241,33 @@ class ChromaStore:
                     documents=list(documents[start:stop]),
                     metadatas=[dict(m) for m in metadatas[start:stop]],
                 )
+
+    def vectors_by_input_digest(
+        self, digests: Iterable[str], *, generation: str, tenant_id: str | None
+    ) -> dict[str, np.ndarray]:
+        """A stored vector per input digest found among rows of ``generation`` (and of
+        ``tenant_id`` unless None: reuse across tenants), one get per page of digests.
+        Each row is re-checked against the filter before its vector is taken."""
+        wanted = list(dict.fromkeys(digests))
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(wanted), DIGEST_PAGE):
+            page = wanted[start : start + DIGEST_PAGE]
+            clauses: list[dict[str, Any]] = [
+                {"embeddingGeneration": {"$eq": generation}},
+                {"embeddingInputDigest": {"$in": page}},
+            ]
+            if tenant_id is not None:
+                clauses.append({"tenantId": {"$eq": tenant_id}})
+            got = self.collection.get(where={"$and": clauses}, include=["embeddings", "metadatas"])
+            for meta, vector in zip(got["metadatas"], got["embeddings"], strict=True):
+                meta = meta or {}
+                digest = meta.get("embeddingInputDigest")
+                if meta.get("embeddingGeneration") != generation or digest in found:
+                    continue
+                if tenant_id is not None and meta.get("tenantId") != tenant_id:
+                    continue
+                found[str(digest)] = np.asarray(vector, dtype=np.float32)
+        return found
 
     def get_rows(
         self, ids: Sequence[str], *, include_documents: bool = False

@@ -117,3 +117,35 @@ strikes = sa.Table(
     sa.Column("receipt", sa.Text),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
+
+# One row per embedding generation the knowledge base has written (0008): where its rows
+# live and what rebuilds its provider for queries (never an API key: keys come from the
+# settings at query time). ``collection_name`` NULL: the un-suffixed collection of a
+# knowledge base made before generations lived apart (its legacy generation).
+embedding_generations = sa.Table(
+    "embedding_generations",
+    metadata,
+    sa.Column("generation", sa.String(64), primary_key=True),
+    sa.Column("collection_name", sa.String(128)),
+    sa.Column("provider", sa.String(32)),
+    sa.Column("model", sa.Text),
+    sa.Column("base_url", sa.Text),
+    sa.Column("dimensions", sa.Integer),
+    sa.Column("created_at", sa.Float, nullable=False),
+    sa.Column("reclaimed_at", sa.Float),
+)
+
+# Per repo and generation: building until a sweep at it completed, then complete (its
+# collection holds a complete set for the repo); progress of the latest sweep at it.
+repo_generations = sa.Table(
+    "repo_generations",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    sa.Column("generation", sa.String(64), primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("chunks", sa.Integer),
+    sa.Column("present", sa.Integer),
+    sa.Column("completed_at", sa.Float),
+    sa.Column("updated_at", sa.Float, nullable=False),
+)

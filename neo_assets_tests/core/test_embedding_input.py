@@ -1,5 +1,6 @@
-"""The text sent to the provider: parser 2.x chunks get a first line naming kind,
-qualified name and path; 1.x chunks go bare; the format's id is in the generation."""
+"""The text sent to the provider: parser 2.x chunks get a first line naming kind and
+in-file name (header-v2, in force; header-v1 also named the qualified name and path);
+1.x chunks go bare; the format's id is in the generation."""
 
 import pytest
 
@@ -20,11 +21,47 @@ def test_a_2x_unit_gets_a_header_line_before_its_body() -> None:
         source_path="src/collection/Base.mjs",
         parser_version="2.0.0",
     )
+    assert inputs.embedding_input_format() == inputs.FORMAT_HEADER_V2
+    assert text == "method Collection.doSort\n" + BODY
+
+
+def test_header_v2_has_no_path_so_a_moved_chunk_is_the_same_input() -> None:
+    common = {"kind": "function", "name": "f", "parser_version": "2.0.0"}
+    here = inputs.embedding_input("x", qualified_name="a.b.f", source_path="a/b.py", **common)
+    moved = inputs.embedding_input("x", qualified_name="c.d.f", source_path="c/d.py", **common)
+    assert here == moved == "function f\nx"
+    # A window or a module remainder is named by its path or lines: embedded bare.
+    for kind, name in (("text", "a/b.go#L1-60"), ("module", "a/b.py")):
+        bare = inputs.embedding_input(
+            "x",
+            kind=kind,
+            name=name,
+            qualified_name=name,
+            source_path="a/b.py",
+            parser_version="2.0.0",
+        )
+        assert bare == "x"
+
+
+def test_header_v1_names_the_qualified_name_and_the_path() -> None:
+    text = inputs.embedding_input(
+        BODY,
+        kind="method",
+        name="Collection.doSort",
+        qualified_name="Neo.collection.Base.doSort",
+        source_path="src/collection/Base.mjs",
+        parser_version="2.0.0",
+        input_format=inputs.FORMAT_HEADER_V1,
+    )
     assert text == "method Neo.collection.Base.doSort in src/collection/Base.mjs\n" + BODY
 
 
 def test_the_name_stands_in_for_a_missing_qualified_name_and_windows_say_only_where() -> None:
-    common = {"source_path": "a/b.go", "parser_version": "2.1.3"}
+    common = {
+        "source_path": "a/b.go",
+        "parser_version": "2.1.3",
+        "input_format": inputs.FORMAT_HEADER_V1,
+    }
     assert inputs.embedding_input(
         "x", kind="function", name="f", qualified_name="", **common
     ).startswith("function f in a/b.go\n")

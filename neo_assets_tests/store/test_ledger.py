@@ -139,7 +139,7 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0008"  # 0008_tokens (the lead re-chains numbers at merge)
+        assert version == "0009"  # 0009_tokens
     finally:
         ledger.dispose()
 
@@ -331,7 +331,7 @@ def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Pa
 
 
 def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: Path) -> None:
-    """0008_tokens on a ledger at 0007: the api_tokens table is added (only when missing),
+    """0008_generations, 0009_tokens on a ledger at 0007: api_tokens is added (if missing),
     nothing else changes, and tokens can be issued, read and revoked."""
     from neo_assets.store.tokens import issue_token, list_tokens, revoke_token, token_record
 
@@ -359,3 +359,44 @@ def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: P
         assert not revoke_token(ledger, "0" * 16, 8.0)
     finally:
         ledger.dispose()
+def test_a_generation_recorded_by_two_sweeps_at_once_is_recorded_once(tmp_path: Path) -> None:
+    """Sweeps of a first run go in parallel: each records the generation before writing;
+    the one that loses the insert updates instead of failing its sweep."""
+    import threading
+
+    from neo_assets.store.ledger_generations import generation_records, register_generation
+
+    url = f"sqlite:///{tmp_path / 'l.sqlite'}"
+    Ledger.open(url).dispose()
+    ledgers = [Ledger.open(url) for _ in range(4)]
+    start = threading.Barrier(len(ledgers))
+    errors: list[BaseException] = []
+
+    def record(ledger: Ledger) -> None:
+        start.wait()
+        try:
+            register_generation(
+                ledger,
+                "g1",
+                collection_name="kb-g1",
+                provider="hashing",
+                model="m",
+                base_url=None,
+                dimensions=384,
+                now=1.0,
+            )
+        except BaseException as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    threads = [threading.Thread(target=record, args=(lg,)) for lg in ledgers]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    try:
+        assert errors == []
+        [record_] = generation_records(ledgers[0]).values()
+        assert record_.collection_name is None  # the knowledge base's first generation
+    finally:
+        for lg in ledgers:
+            lg.dispose()

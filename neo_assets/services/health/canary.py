@@ -25,6 +25,7 @@ from neo_assets.core.health.canary import (
 )
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.generations import generation_for
 from neo_assets.services.handles import build_provider, open_ledger
 from neo_assets.services.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
 from neo_assets.store import health as store
@@ -63,9 +64,11 @@ def provider_identity(settings: Settings, provider: EmbeddingProvider) -> Provid
 class CanaryResult:
     record: CanaryRecord
     cached: bool  # True: served from the ledger (healthy within TTL, or a failure backing off)
+    # The generation the probed provider embeds at (the one digest the sweep stamps).
+    generation: str | None = None
 
     def to_doc(self) -> dict[str, Any]:
-        return self.record.to_doc(cached=self.cached)
+        return {**self.record.to_doc(cached=self.cached), "embeddingGeneration": self.generation}
 
 
 async def canary_async(
@@ -80,12 +83,13 @@ async def canary_async(
     else probe once and record the result (committed before it is returned)."""
     provider = build_provider(settings)
     identity = provider_identity(settings, provider)
+    generation = generation_for(settings, provider.name, provider.model, provider.dimensions)
     policy = canary_policy(settings)
     latest = store.latest_canary(ledger)
     if not force and reusable(latest, identity, clock(), policy):
         await provider.aclose()
         assert latest is not None  # reusable() is False for None
-        return CanaryResult(record=latest, cached=True)
+        return CanaryResult(record=latest, cached=True, generation=generation)
     outcome = await probe_and_close(
         provider,
         deadline_leaf=CANARY_DEADLINE_LEAF,
@@ -94,7 +98,7 @@ async def canary_async(
     )
     record = canary_record(outcome, identity, clock(), latest, policy)
     store.record_canary(ledger, record)
-    return CanaryResult(record=record, cached=False)
+    return CanaryResult(record=record, cached=False, generation=generation)
 
 
 def run_canary(

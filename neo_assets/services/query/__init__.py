@@ -1,5 +1,5 @@
 """Tenant-scoped retrieval over the true knowledge base: the one query library
-(``search.QueryService``), what answers a query (``serving.serving_target``) and the
+(``search.QueryService``), what answers a query (``serving.serving_targets``) and the
 read-side truth (``truth``). ``run_query`` is the one-shot form the CLI uses."""
 
 from typing import Any
@@ -7,11 +7,11 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.core.query.request import parse_search
 from neo_assets.services.query.search import EXPAND_PER_HIT, QueryService
-from neo_assets.services.query.serving import Resident
+from neo_assets.services.query.serving import QueryUnavailable, Resident
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 
-__all__ = ["EXPAND_PER_HIT", "QueryService", "Resident", "run_query"]
+__all__ = ["EXPAND_PER_HIT", "QueryService", "QueryUnavailable", "Resident", "run_query"]
 
 
 async def run_query(
@@ -26,11 +26,13 @@ async def run_query(
     expand: bool = False,
     expand_per_hit: int = EXPAND_PER_HIT,
     hybrid: bool | None = None,
+    repo_slugs: Any = None,
 ) -> dict[str, Any]:
     """One query through a short-lived ``QueryService`` (its provider closed after).
     Each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
     name) when ``expand``."""
-    del expand_per_hit  # the library's own bound
+    # The library's own bound; the tenant's declared repos come from the tenants file.
+    del expand_per_hit, repo_slugs
     resident = Resident(settings, store, ledger)
     try:
         request = parse_search(

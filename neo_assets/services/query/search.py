@@ -2,7 +2,9 @@
 related chunks, the caller's repos. Only the caller's tenant, only the repos its token
 may read, only the true knowledge base (``truth.TruthCache``).
 
-A search embeds the question with the resident provider, asks Chroma for vector
+A search embeds the question with the provider of the generation serving the tenant
+(``serving.serving_targets``; the next generation that can embed, with a notice, when
+that provider cannot), asks Chroma for vector
 candidates (over-fetched, then kept only when served and matching the filters), adds the
 served rows that name the question's identifiers exactly (the truth view's lexical index)
 and fuses both rankings (``core.query.ranking``). Rows are read by id, re-checked to be
@@ -23,7 +25,14 @@ from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_
 from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.services.query.serving import Resident, ServingTarget, serving_target
+from neo_assets.services.generations import GenerationUnavailable
+from neo_assets.services.query.serving import (
+    QueryUnavailable,
+    Resident,
+    ServingTarget,
+    serving_targets,
+    unavailable_notice,
+)
 from neo_assets.services.query.truth import TruthCache, TruthView
 from neo_assets.store.links import neighbours as linked_neighbours
 
@@ -118,7 +127,7 @@ class QueryService:
 
     def view(self, tenant_id: str) -> TruthView:
         """The tenant's read-side truth now (computed when not cached)."""
-        return self._view(serving_target(self.resident, tenant_id, None), tenant_id)
+        return self._view(serving_targets(self.resident, tenant_id).first, tenant_id)
 
     def _view(self, target: ServingTarget, tenant_id: str) -> TruthView:
         return self.truth.view(
@@ -141,13 +150,26 @@ class QueryService:
         repos = self.scope(tenant_id, token_repos, request.repo)
         if not repos:
             return {"results": []}
-        target = serving_target(self.resident, tenant_id, request.repo)
-        try:
-            vectors = await target.provider.embed(
-                [request.query], CancelScope(label="query"), "query"
+        plan = serving_targets(self.resident, tenant_id)
+        notices: list[dict[str, Any]] = []
+        for target in plan.targets:
+            try:
+                provider = self.resident.provider_for(target)
+                vectors = await provider.embed([request.query], CancelScope(label="query"), "query")
+                break
+            except EmbedFailure as exc:
+                if exc.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
+                    raise embed_refused(exc) from None  # the question, not the provider
+                notices.append(unavailable_notice(target.embedding_generation, target.record, exc))
+            except GenerationUnavailable as exc:
+                notices.append(unavailable_notice(target.embedding_generation, target.record, exc))
+        else:
+            raise QueryUnavailable(
+                "no embedding generation can embed this query: "
+                + "; ".join(n["message"] for n in notices)
+                + ". Fix the provider (NEO_EMBEDDING_*) and query again",
+                notices,
             )
-        except EmbedFailure as exc:
-            raise embed_refused(exc) from None
         use_hybrid = self.resident.settings.serve.hybrid if hybrid is None else hybrid
         results = await anyio.to_thread.run_sync(
             self._search_sync, target, tenant_id, request, repos, vectors[0], use_hybrid
@@ -157,7 +179,12 @@ class QueryService:
             await anyio.to_thread.run_sync(
                 self._attach_neighbours, target, view, tenant_id, repos, results, EXPAND_PER_HIT
             )
-        return {"results": results}
+        return {
+            "results": results,
+            "embeddingGeneration": target.embedding_generation,
+            "servingGeneration": plan.serving_generation,
+            "notices": notices,
+        }
 
     def _where(
         self, tenant_id: str, generation: str, repos: Sequence[str], request: SearchRequest
@@ -335,7 +362,7 @@ class QueryService:
     ) -> tuple[ServingTarget, TruthView, list[str], dict[str, Any]]:
         cid = parse_chunk_id(chunk_id)
         repos = self.readable_repos(tenant_id, token_repos)
-        target = serving_target(self.resident, tenant_id, None)
+        target = serving_targets(self.resident, tenant_id).first
         view = self._view(target, tenant_id)
         if cid not in view.ids:
             raise not_found(cid)
@@ -369,7 +396,7 @@ class QueryService:
 
     def repos(self, tenant_id: str, token_repos: Sequence[str]) -> dict[str, Any]:
         """The caller's repos: their sweep state and what is served of each."""
-        target = serving_target(self.resident, tenant_id, None)
+        target = serving_targets(self.resident, tenant_id).first
         view = self._view(target, tenant_id)
         out = []
         for slug in self.readable_repos(tenant_id, token_repos):

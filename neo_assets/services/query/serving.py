@@ -1,8 +1,10 @@
-"""What answers a query: the resident handles (store, ledger, provider, tenants file) of
-one long-running reader, and ``serving_target``, the ONE place that says which collection,
-which provider and which embedding generation answer a tenant/repo's query.
+"""What answers a query: the resident handles (store, ledger, providers, tenants file) of
+one long-running reader, and ``serving_targets``, the ONE place that says which
+embedding generations may answer a tenant's query, in order: the generation serving the
+tenant (``services/generations.serving_generation``, re-read from the ledger on every
+call, so a switch needs no restart), then the fallbacks when its provider cannot embed.
 
-The provider is built once per embedding generation and kept (the bundled model stays
+A provider is built once per embedding generation and kept (the bundled model stays
 loaded); the tenants file is re-read when it changes on disk, so a retired repo stops
 being served without a restart.
 """
@@ -14,9 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile, load_tenants
+from neo_assets.core import codes
+from neo_assets.core.generations import GenerationRecord
+from neo_assets.core.query.request import QueryInputError
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.services.handles import build_provider
-from neo_assets.services.sweep.steps import settings_generation
+from neo_assets.services.generations import collection_of, query_provider, serving_generation
 from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -25,11 +29,47 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ServingTarget:
-    """The collection, the provider and the embedding generation that answer a query."""
+    """One embedding generation that may answer a query: its collection and its ledger
+    record (what rebuilds its provider: ``Resident.provider_for``)."""
 
     store: "ChromaStore"
-    provider: EmbeddingProvider
     embedding_generation: str
+    record: GenerationRecord | None
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """The generations that may answer a tenant's query, the serving one first."""
+
+    serving_generation: str | None
+    targets: tuple[ServingTarget, ...]
+
+    @property
+    def first(self) -> ServingTarget:
+        return self.targets[0]
+
+
+class QueryUnavailable(QueryInputError):
+    """No generation of the tenant's knowledge base can embed the query right now: the
+    service's to fix, not the asker's (503; the CLI exits 1), with a notice per
+    generation tried."""
+
+    def __init__(self, message: str, notices: list[dict[str, Any]]) -> None:
+        super().__init__(codes.QUERY_UNAVAILABLE, message, None, status=503)
+        self.notices = notices
+
+
+def unavailable_notice(
+    generation: str, record: GenerationRecord | None, exc: BaseException
+) -> dict[str, Any]:
+    """What a caller is told when a generation could not embed its query."""
+    who = f"{record.provider} {record.model}" if record and record.provider else "its provider"
+    code = getattr(exc, "code", None)
+    return {
+        "code": code if isinstance(code, str) else codes.KB_VECTOR_EMBED_UNCLASSIFIED,
+        "generation": generation,
+        "message": f"embedding generation {generation} ({who}) cannot embed queries: {exc}",
+    }
 
 
 @dataclass
@@ -40,6 +80,7 @@ class Resident:
     store: "ChromaStore"
     ledger: Ledger
     _providers: dict[str, EmbeddingProvider] = field(default_factory=dict)
+    _collections: dict[str, "ChromaStore"] = field(default_factory=dict)
     _tenants: tuple[Any, TenantsFile] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -59,13 +100,25 @@ class Resident:
                 self._tenants = (stamp, tenants)
             return self._tenants[1]
 
-    def provider_for(self, generation: str) -> EmbeddingProvider:
+    def provider_for(self, target: ServingTarget) -> EmbeddingProvider:
+        """The provider that embeds at ``target``'s generation, built once and kept;
+        raises ``services.generations.GenerationUnavailable`` when it cannot be built."""
+        generation = target.embedding_generation
         with self._lock:
             provider = self._providers.get(generation)
             if provider is None:
-                provider = build_provider(self.settings)
+                provider = query_provider(self.settings, generation, target.record)
                 self._providers[generation] = provider
             return provider
+
+    def collection(self, name: str) -> "ChromaStore":
+        """The named collection on the resident store's client (kept: one open each)."""
+        with self._lock:
+            found = self._collections.get(name)
+            if found is None:
+                found = self.store.sibling(name)
+                self._collections[name] = found
+            return found
 
     async def aclose(self) -> None:
         providers, self._providers = list(self._providers.values()), {}
@@ -73,15 +126,20 @@ class Resident:
             await provider.aclose()
 
 
-def serving_target(resident: Resident, tenant_id: str, repo_slug: str | None) -> ServingTarget:
-    """Which collection, provider and embedding generation answer ``tenant_id``'s query
-    (of ``repo_slug``, or all its repos). For now the configured store and provider at the
-    configured generation; with generations side by side this reads the ledger's serving
-    generation of the repo (re-read on every call, so a switch needs no restart)."""
-    del tenant_id, repo_slug  # one configured generation serves every repo today
-    generation = settings_generation(resident.settings)
-    return ServingTarget(
-        store=resident.store,
-        provider=resident.provider_for(generation),
-        embedding_generation=generation,
+def serving_targets(resident: Resident, tenant_id: str) -> ServingPlan:
+    """The embedding generations that may answer ``tenant_id``'s query, in order (the
+    serving one, then the fallbacks of ``serving_generation``), each with its collection.
+    Read from the ledger on every call: a switch needs no restart."""
+    tenant = resident.tenants().tenant(tenant_id)
+    slugs = [r.slug for r in tenant.repos] if tenant is not None else []
+    settings = resident.settings
+    choice = serving_generation(settings, resident.ledger, tenant_id, slugs)
+    targets = tuple(
+        ServingTarget(
+            store=resident.collection(collection_of(settings, choice.records, generation)),
+            embedding_generation=generation,
+            record=choice.records.get(generation),
+        )
+        for generation in choice.serving.candidates
     )
+    return ServingPlan(serving_generation=choice.generation, targets=targets)

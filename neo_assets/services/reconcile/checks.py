@@ -6,6 +6,7 @@ them), the numbers the UI plots and a markdown summary. The rules are in
 ``neo_assets.core.reconcile.checks``.
 """
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +27,7 @@ from neo_assets.core.reconcile.checks import (
     row_ids_by_path,
 )
 from neo_assets.core.reconcile.retirement import RETIRED_KINDS
+from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.reconcile.reading import read_snapshot
 from neo_assets.services.reconcile.retirement import declared_owners, read_retired
 from neo_assets.store.chroma_store import ChromaStore
@@ -72,7 +74,9 @@ def no_hole(
     a repo whose departed paths (``departed_paths``: left the manifest, rows removed by
     this run) lost rows has its whole declared generation complete, and the executed plan
     named no hole-opening path (``plan_holes``: the asset's ``{"count", "ids"}`` of what
-    ``plan_keeps_complete_sets`` returned)."""
+    ``plan_keeps_complete_sets`` returned). Judged in the configured generation's
+    collection, where sweeps write and orphans are reclaimed."""
+    store = generation_store(settings, ledger, store, configured_generation(settings))
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     holes: list[str] = []
     in_flight: list[str] = []
@@ -154,12 +158,17 @@ def tenant_containment(
     the executed plan's rows (re-read by id before the delete, counted per tenantId) are
     all this tenant's; a tenant-scoped query returns only this tenant's rows."""
     found = read_retired(ledger, tenants)
-    judged = containment(
-        store.iter_rows(None), declared_owners(tenants), MAX_NAMED, retired=found, focus=tenant_id
-    )
+    # Every generation's collection: containment holds in each of them.
+    generations = store.generation_siblings()
+    rows = (row for generation in generations for row in generation.iter_rows(None))
+    judged = containment(rows, declared_owners(tenants), MAX_NAMED, retired=found, focus=tenant_id)
     plan_counts = dict(plan_rows_by_tenant or {})
     plan_foreign = foreign_count(tenant_id, plan_counts)
-    query_counts = _probe_query(store, tenant_id)
+    query_counts: dict[str, int] | None = None
+    for generation in generations:
+        counts = _probe_query(generation, tenant_id)
+        if counts is not None:
+            query_counts = dict(Counter(query_counts or {}) + Counter(counts))
     query_foreign = foreign_count(tenant_id, query_counts or {})
     offending = sorted({rid for ids in judged.examples.values() for rid in ids})
     offending_paths = sorted({p for paths in judged.example_paths.values() for p in paths})
@@ -217,6 +226,7 @@ def generation_residue(
 ) -> CheckOutcome:
     """The share of the tenant's rows with a parser identity other than their repo's
     declared one: zero passes; anything else is a backlog to watch shrink (WARN)."""
+    store = generation_store(settings, ledger, store, configured_generation(settings))
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     found = residue(snap.declaration, snap.rows, MAX_NAMED)
     table = "\n".join(f"| {pair} | {n} |" for pair, n in found.by_pair.items())

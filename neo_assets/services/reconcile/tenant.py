@@ -41,6 +41,8 @@ from neo_assets.core.reconcile.orphans import (
 from neo_assets.core.reconcile.reclaim_gate import reclaim_blocked
 from neo_assets.core.reconcile.retirement import Retired
 from neo_assets.core.sweep.leases import sweep_lease_key
+from neo_assets.services.generations import configured_generation, generation_store
+from neo_assets.services.reconcile.generations import reclaim_generations
 from neo_assets.services.reconcile.reading import (
     TenantSnapshot,
     declaration_marker,
@@ -311,6 +313,10 @@ def reconcile_tenant(
     """Classify (always); re-stamp when ``write``; reclaim when ``write`` and the setting
     is on and the plan passed both pre-delete checks. Returns the report."""
     started = time.perf_counter()
+    base = store
+    # Orphans are judged in the configured generation's collection; other generations
+    # are reclaimed whole, per tenant, once the tenant no longer uses them (below).
+    store = generation_store(settings, ledger, base, configured_generation(settings))
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     read_s = time.perf_counter() - started
     gap = settings.reconcile.stale_gap
@@ -334,6 +340,16 @@ def reconcile_tenant(
     done = _Reclaim()
     if blocked is None:
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
+    declared = find_tenant(tenants, tenant_id)
+    old_generations = reclaim_generations(
+        settings,
+        tenant_id,
+        [r.slug for r in declared.repos] if declared is not None else [],
+        base,
+        ledger,
+        write=write,
+        batch=settings.reconcile.delete_batch,
+    )
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
     retired_now = retired_rows(read_retired(ledger, tenants), tenant_id, snap.rows, remaining)
@@ -346,6 +362,7 @@ def reconcile_tenant(
         "reclaimBlocked": blocked,
         "configVersion": snap.declaration.config_version,
         "embeddingGeneration": snap.generation,
+        "generations": old_generations,
         "rows": len(snap.rows),
         "orphans": _orphans(plan),
         "actionable": len(plan.delete_ids),

@@ -20,15 +20,13 @@ from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
-from neo_assets.core.embedding import (
-    LaneSettings,
-    admission_band,
-    embedding_generation,
-)
-from neo_assets.core.embedding_input import embedding_input, embedding_input_format
+from neo_assets.core.embedding import LaneSettings
+from neo_assets.core.embedding_input import embedding_input
+from neo_assets.core.embedding_reuse import ReusePlan, embedding_input_digest, plan_reuse
+from neo_assets.core.generations import resolved_collection
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
+from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
 from neo_assets.core.sources.envelope_reuse import envelope_delta
 from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
@@ -37,6 +35,11 @@ from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_ji
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.generations import (
+    configured_generation,
+    generation_for,
+    register_provider_generation,
+)
 from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
@@ -45,6 +48,7 @@ from neo_assets.sources.revision import current_revision
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import DeclaredChunk, Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.store.ledger_generations import record_repo_generation
 
 CHUNK_COLUMNS = [
     "chunk_id",
@@ -60,6 +64,8 @@ CHUNK_COLUMNS = [
 ]
 # Read again (with the text) when a reused row must be embedded: what the row's metadata
 # takes from the parse.
+# Rows per write of copied vectors (the store splits further at its own limit).
+COPY_BATCH = 4096
 PARSED_COLUMNS = ("content", "start_line", "end_line", "language", "qualified_name", "parent")
 
 
@@ -100,31 +106,14 @@ def lane_settings(settings: Settings) -> LaneSettings:
 
 
 def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
-    """The embedding generation: the one digest the sweep stamps, the due check compares
-    and reconciliation settles against (geometry and the input format in force)."""
-    lane = lane_settings(settings)
-    return embedding_generation(
-        provider_name,
-        model,
-        dims,
-        admission_band(lane),
-        lane.call_ceiling_ms,
-        embedding_input_format(),
-    )
+    """The embedding generation of a built provider: the one digest the sweep stamps, the
+    due check compares and reconciliation settles against (services/generations.py)."""
+    return generation_for(settings, provider_name, model, dims)
 
 
 def settings_generation(settings: Settings) -> str:
     """The embedding generation the settings declare, without building a provider."""
-    model = settings.embedding.model or _default_model(settings.embedding.provider)
-    return current_generation(
-        settings, settings.embedding.provider, model, settings.embedding.dimensions
-    )
-
-
-def _default_model(kind: str) -> str:
-    from neo_assets.embedding.providers.hashing import HashingProvider
-
-    return HashingProvider().model if kind == "hashing" else ""
+    return configured_generation(settings)
 
 
 class ParserUnavailable(RuntimeError):
@@ -543,7 +532,11 @@ def embed_step(
     Each finished batch is added to Chroma at once, stamped from the declaration."""
     started = time.perf_counter()
     provider = run.provider
-    generation = current_generation(settings, provider.name, provider.model, provider.dimensions)
+    # The generation is recorded (and where its rows live) before a row of it is written;
+    # its rows go to its own collection, beside the generation that serves queries.
+    record = register_provider_generation(settings, ledger, provider, run.clock())
+    generation = record.generation
+    store = store.sibling(resolved_collection(settings.store.collection_name, record, generation))
     ids = chunks["chunk_id"].tolist()
     lookup = store.present_ids
     present = lookup(ids)
@@ -569,6 +562,20 @@ def embed_step(
         for cid, r in by_id.items()
     ]
     tally = {"chunks": len(ids), "already_present": len(present)}
+    # Each content once per generation: the missing chunks' exact inputs are looked up
+    # among the rows of this generation (this tenant's, unless the operator allows reuse
+    # across tenants) and copied; only inputs no row has are sent, once each.
+    digest_of = {item.chunk_id: embedding_input_digest(item.text) for item in items}
+    stored = (
+        store.vectors_by_input_digest(
+            digest_of.values(),
+            generation=generation,
+            tenant_id=None if settings.embedding.reuse_across_tenants else ctx.tenant_id,
+        )
+        if items and settings.embedding.reuse_vectors
+        else {}
+    )
+    reuse = plan_reuse(items, digest_of, stored)
 
     timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
     timings["present_check_s"] = time.perf_counter() - started
@@ -602,6 +609,7 @@ def embed_step(
                     revision=envelope.revision,
                     embedding_generation=generation,
                 )
+                | {INPUT_DIGEST_KEY: digest_of[item.chunk_id]}
             )
         batch_ids = [i.chunk_id for i in batch]
         documents = [by_id[cid]["content"] for cid in batch_ids]  # the content, no header
@@ -628,19 +636,39 @@ def embed_step(
             [i.chunk_id for i in items], fence_book.fence_records(generation), generation, frozen
         )
     else:
+        copied = write_copies(reuse, stored, items, write_batch)
+
+        def write_sent(batch: list[LaneItem], vectors: np.ndarray) -> None:
+            """A sent batch, and the chunks with the same inputs (they take its vectors)."""
+            rows = [
+                n
+                for n, item in enumerate(batch)
+                for _ in (item, *reuse.followers.get(item.chunk_id, ()))
+            ]
+            ids_out = [
+                cid
+                for item in batch
+                for cid in (item.chunk_id, *reuse.followers.get(item.chunk_id, ()))
+            ]
+            write_batch([LaneItem(cid, "") for cid in ids_out], vectors[rows])
+            copied[0] += len(ids_out) - len(batch)
+
         recorder = VectorEvidenceRecorder(provider)
         summary, interrupt = run_lane_abortably(
             lambda: _embed(
-                items,
+                reuse.send,
                 recorder,
                 settings,
                 generation,
                 fence_book,
-                write_batch,
+                write_sent,
                 run,
             ),
             run.cancel_scope,
         )
+        counts = summary.setdefault("counts", {})
+        counts["reused"] = copied[0]
+        counts["embedded"] = int(counts.get("embedded", 0)) + copied[0]
         summary["vectorEvidence"] = recorder.evidence()
         if interrupt is not None:
             summary["counts"]["already_present"] = tally["already_present"]
@@ -666,6 +694,23 @@ def embed_step(
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     return summary
+
+
+def write_copies(
+    reuse: ReusePlan,
+    stored: dict[str, np.ndarray],
+    items: list[LaneItem],
+    write_batch: Callable[[list[LaneItem], np.ndarray], None],
+) -> list[int]:
+    """Write the chunks whose input a row of this generation already has, with that row's
+    vector, in store-sized batches. Returns ``[rows written]`` (a box: the lane's writer
+    adds the followers of sent inputs to it)."""
+    copy_items = [item for item in items if item.chunk_id in reuse.copy]
+    for start in range(0, len(copy_items), COPY_BATCH):
+        batch = copy_items[start : start + COPY_BATCH]
+        vectors = np.stack([stored[reuse.copy[item.chunk_id]] for item in batch])
+        write_batch(batch, vectors)
+    return [len(copy_items)]
 
 
 def stale_rows(
@@ -824,6 +869,20 @@ def census_step(
     if verdict.advance_checkpoint:
         state["last_ingested_rev"] = envelope.revision
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    if summary.get("generation"):
+        counts = summary.get("counts") or {}
+        chunks = counts.get("chunks")
+        present = int(counts.get("already_present") or 0) + int(counts.get("embedded") or 0)
+        record_repo_generation(
+            ledger,
+            ctx.tenant_id,
+            ctx.repo_slug,
+            str(summary["generation"]),
+            complete=verdict.outcome == codes.OUTCOME_COMPLETE,
+            chunks=int(chunks) if isinstance(chunks, int) else None,
+            present=present,
+            now=now,
+        )
     return {
         "tenantId": ctx.tenant_id,
         "repoSlug": ctx.repo_slug,

@@ -19,7 +19,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.core.query.request import QueryInputError, SearchRequest
 from neo_assets.core.reconcile.checks import path_wholeness, row_ids_by_path
 from neo_assets.services.query import QueryService, Resident
-from neo_assets.services.query.serving import serving_target
+from neo_assets.services.query.serving import serving_targets
 from neo_assets.services.reconcile.reading import read_snapshot
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
@@ -62,7 +62,7 @@ def service(world: Any) -> QueryService:
 def served_by_path(svc: QueryService, world: Any, tenant: str, repo: str) -> dict[str, set[str]]:
     target_rows = world.rows(tenant, repo)
     # The served set itself is what is judged.
-    view = svc._view(serving_target(svc.resident, tenant, repo), tenant)  # noqa: SLF001
+    view = svc._view(serving_targets(svc.resident, tenant).first, tenant)  # noqa: SLF001
     out: dict[str, set[str]] = {}
     for rid in view.ids:
         md = target_rows.get(rid)
@@ -165,7 +165,11 @@ def test_one_line_edit_serves_the_old_set_until_the_new_one_is_complete(
 def test_parser_bump_at_partial_progress_serves_one_parser_per_path(
     make_world: Any,  # noqa: F811 - the fixture imported above
     env: FaultServerSupervisor,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # The bump must send its texts (unchanged inputs are otherwise copied, never sent),
+    # so the hanging chunk leaves the new parser's generation partial.
+    monkeypatch.setenv("NEO_EMBEDDING_REUSE_VECTORS", "false")
     env.configure(hang_s=0)
     world = make_world(
         {

@@ -14,6 +14,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.core import embedding_input as inputs
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
+from neo_assets.services.generations import generation_store
 from neo_assets.services.sweep import due
 from neo_assets.services.sweep.steps import (
     EmbedContext,
@@ -71,11 +72,15 @@ def _sweep(kb: KbHandles, ctx: RepoContext, provider: Recording) -> dict:
     return census_step(ctx, settings, kb.ledger, env, summary, now)
 
 
-def _rows(kb: KbHandles) -> dict[str, dict]:
-    ids = [r["id"] for r in kb.store.tenant_rows("acme")]
-    return {
-        r["metadata"]["name"]: r for r in kb.store.get_rows(ids, include_documents=True).values()
-    }
+def _rows(kb: KbHandles, generation: str | None = None) -> dict[str, dict]:
+    """The rows of ``generation``'s collection (the first generation's: the base one)."""
+    store = (
+        kb.store
+        if generation is None
+        else generation_store(load_settings(), kb.ledger, kb.store, generation)
+    )
+    ids = [r["id"] for r in store.tenant_rows("acme")]
+    return {r["metadata"]["name"]: r for r in store.get_rows(ids, include_documents=True).values()}
 
 
 def test_2x_units_are_embedded_with_a_header_and_stored_as_their_content(
@@ -90,9 +95,9 @@ def test_2x_units_are_embedded_with_a_header_and_stored_as_their_content(
         "doSort"
     )
     sent = {t.split("\n", 1)[0]: t for t in provider.texts}
-    header = "method Collection.doSort in src/collection/Base.mjs"
+    header = "method Collection.doSort"
     assert sent[header] == header + "\n" + method["document"]
-    assert "class Collection in src/collection/Base.mjs" in sent
+    assert "class Collection" in sent
 
 
 def test_1x_chunks_are_embedded_bare(
@@ -124,8 +129,13 @@ def test_a_format_change_is_a_new_generation_that_re_embeds_present_rows(
     second = _sweep(kb, ctx, provider)
     assert second["outcome"] == "complete"
     assert second["embeddingGeneration"] == generation
-    after = _rows(kb)
+    after = _rows(kb, generation)
     assert set(after) == set(before)
+    # The new generation lives beside the old one, which stays whole until reclaimed.
+    assert _rows(kb).keys() == before.keys()
+    assert {r["metadata"]["embeddingGeneration"] for r in _rows(kb).values()} == {
+        first["embeddingGeneration"]
+    }
     # Every row was offered again, bare this time, and is stamped with the new generation.
     assert sorted(provider.texts) == sorted(r["document"] for r in after.values())
     assert {r["metadata"]["embeddingGeneration"] for r in after.values()} == {generation}

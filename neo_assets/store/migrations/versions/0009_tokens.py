@@ -1,14 +1,14 @@
 """API tokens of the query service (hashed; tenant and repo subset per token).
 
-Revision ID: 0008
-Revises: 0007
+Revision ID: 0009
+Revises: 0008
 """
 
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0008"
-down_revision = "0007"
+revision = "0009"
+down_revision = "0008"
 
 
 def upgrade() -> None:

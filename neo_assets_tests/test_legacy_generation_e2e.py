@@ -1,0 +1,123 @@
+"""A knowledge base made before generations lived apart (one collection, a ledger at
+0007) keeps working after the upgrade: migration 0008 records its complete repos at
+their generation in the legacy collection, queries answer from it, an unchanged
+configuration re-embeds nothing, and a model change migrates by the same switch."""
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from neo_assets.config.settings import load_settings
+from neo_assets.config.tenants import load_tenants
+from neo_assets.services.generations import configured_generation
+from neo_assets.services.handles import build_provider, open_ledger, open_store
+from neo_assets.services.query import run_query
+from neo_assets.services.sweep.steps import (
+    EmbedContext,
+    RepoContext,
+    census_step,
+    chunk_step,
+    embed_step,
+    envelope_step,
+)
+from neo_assets.store.ledger_generations import generation_records, repo_generations
+from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.tenantfiles import repo_entry, write_tenants
+
+
+def sweep(ctx: RepoContext) -> dict:
+    settings = load_settings()
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        now = time.time()
+        env = envelope_step(ctx, settings, ledger, now)
+        chunks = chunk_step(ctx, settings, ledger, env, now)
+        summary = embed_step(
+            ctx,
+            settings,
+            store,
+            ledger,
+            env,
+            chunks,
+            EmbedContext(provider=build_provider(settings)),
+        )
+        return census_step(ctx, settings, ledger, env, summary, now)
+
+
+def query(repo_slugs: list[str]) -> dict:
+    settings = load_settings()
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        return asyncio.run(
+            run_query(
+                settings,
+                store,
+                ledger,
+                "render",
+                tenant="acme",
+                repo=None,
+                k=20,
+                repo_slugs=repo_slugs,
+            )
+        )
+
+
+def as_before_generations(neo_home: Path) -> None:
+    """What a ledger made before this change looked like: at 0007, no generation tables."""
+    engine = sa.create_engine(f"sqlite:///{neo_home / 'ledger.sqlite'}")
+    with engine.begin() as conn:
+        conn.execute(sa.text("drop table embedding_generations"))
+        conn.execute(sa.text("drop table repo_generations"))
+        conn.execute(sa.text("update alembic_version set version_num = '0007'"))
+    engine.dispose()
+
+
+def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_switch(
+    neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = GitRepo(tmp_path / "r")
+    repo.write("w.py", "class Widget:\n    def render(self):\n        return 'w'\n")
+    repo.commit("one", when=1_700_000_000)
+    path = write_tenants(
+        tmp_path / "t.yaml", {"acme": [repo_entry("w", repo.path, version="2.0.0")]}
+    )
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(path))
+    tenant = load_tenants(path).tenants[0]
+    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
+    first = sweep(ctx)
+    assert first["outcome"] == "complete"
+    legacy = first["embeddingGeneration"]
+    as_before_generations(neo_home)
+
+    settings = load_settings()
+    with open_ledger(settings) as ledger:  # migrates to 0008: the legacy repo adopted
+        [record] = generation_records(ledger).values()
+        assert record.generation == legacy and record.collection_name is None
+        [at] = repo_generations(ledger, "acme")
+        assert at.generation == legacy and at.complete
+    answered = query(["w"])
+    assert answered["embeddingGeneration"] == legacy and answered["results"]
+    assert {h["metadata"]["embeddingGeneration"] for h in answered["results"]} == {legacy}
+    # Unchanged configuration: the legacy collection is this generation's; nothing sent.
+    again = sweep(ctx)
+    assert again["counts"]["already_present"] == again["counts"]["chunks"]
+    assert again["counts"].get("offered", 0) == 0
+
+    # A model change builds beside the legacy collection and switches when complete.
+    monkeypatch.setenv("NEO_EMBEDDING_DIMENSIONS", "128")
+    new = configured_generation(load_settings())
+    assert new != legacy
+    switched = sweep(ctx)
+    assert switched["outcome"] == "complete" and switched["embeddingGeneration"] == new
+    after = query(["w"])
+    assert after["embeddingGeneration"] == new
+    assert {h["metadata"]["embeddingGeneration"] for h in after["results"]} == {new}
+    with open_ledger(load_settings()) as ledger:
+        records = generation_records(ledger)
+    assert records[new].collection_name == f"neo-knowledge-base-{new}"
+    assert records[legacy].collection_name is None
+    # Switching back before reclamation is instant: the legacy generation is complete.
+    monkeypatch.delenv("NEO_EMBEDDING_DIMENSIONS")
+    back = query(["w"])
+    assert back["embeddingGeneration"] == legacy
