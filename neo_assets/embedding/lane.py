@@ -1165,6 +1165,7 @@ async def embed_chunks(
     cancel_scope: CancelScope,
     clock: Callable[[], float],
     progress: Progress | None = None,
+    slots: ProviderSlots | None = None,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a
@@ -1178,5 +1179,6 @@ async def embed_chunks(
         cancel_scope=cancel_scope,
         clock=clock,
         progress=progress,
+        slots=slots,
     )
     return await lane.run(items)
