@@ -264,6 +264,7 @@ class _Lane:
             self.max_inflight,
         )
         self.inflight_now = 0
+        self.serialized = False  # one request at a time after a deadline beside others
         # The abandoned-work count at the last drain: work abandoned before this sweep
         # started is the server's past (its requests long settled or cut by the ceiling).
         self.drained_seen: int | None = self.slots.abandoned_count()
@@ -416,7 +417,11 @@ class _Lane:
                 continue
             if self.batches and len(self.inflight) < self.max_inflight:
                 batch = self.batches.popleft()
-                task = asyncio.create_task(self._dispatch(batch, "embed-batch"))
+                # Serialized: each batch waits for the provider to finish what was given
+                # up on (a drain), so its ceiling counts the provider's time on it alone.
+                task = asyncio.create_task(
+                    self._dispatch(batch, "embed-batch", solo=self.serialized)
+                )
                 self.inflight[task] = batch
                 continue
             if self.inflight:
@@ -506,6 +511,7 @@ class _Lane:
             return
         if route == "serialize":
             self.max_inflight = 1
+            self.serialized = True
             self.batches.appendleft(batch)
             self._event(
                 code,
