@@ -285,33 +285,35 @@ def test_a_one_slot_server_behind_a_batch_timeout_gives_the_same_verdict_every_t
     # llama_cpp.server computes one request at a time and finishes a batch its client left.
     # The ceiling fits one batch of the server's own time, not two: with two in flight,
     # the second's ceiling runs while it waits. The verdict must not depend on that.
-    items = corpus("one", 96, lines=12)
+    items = corpus("one", 128, lines=4)
     with running(LlamaCppPythonServer(tmp_path)) as server:
 
         async def batch_time() -> float:
             provider = provider_for(server)
             scope = CancelScope(label="calibrate")
             try:
-                await provider.embed([i.text for i in items[:32]], scope, "warm")
+                await provider.embed([i.text for i in items[:16]], scope, "warm")
                 started = time.monotonic()
-                await provider.embed([i.text for i in items[32:64]], scope, "measure")
+                await provider.embed([i.text for i in items[16:32]], scope, "measure")
                 return time.monotonic() - started
             finally:
                 await provider.aclose()
 
         one_batch_s = asyncio.run(batch_time())
-        ceiling_ms = max(200, int(one_batch_s * 1000 * 1.5))
+        # Before the fix: every batch after the first timed out waiting, the circuit
+        # opened after 6 requests and the sweep deferred everything.
+        ceiling_ms = max(200, int(one_batch_s * 1000 * 1.3))
         outcomes = []
         for run in range(3):
             summary, book, written = sweep(
                 server,
                 items,
                 tmp_path / f"run{run}",
-                lane_settings=settings(max_inflight=2, call_ceiling_ms=ceiling_ms),
+                lane_settings=settings(batch_size=16, max_inflight=2, call_ceiling_ms=ceiling_ms),
             )
             verdict = classify_sweep_outcome(summary)
             counts = summary["counts"]
             outcomes.append(
                 (verdict.outcome, counts["embedded"], counts["deferred"], len(book.log))
             )
-    assert outcomes == [(codes.OUTCOME_COMPLETE, 96, 0, 0)] * 3, (one_batch_s, outcomes)
+    assert outcomes == [(codes.OUTCOME_COMPLETE, 128, 0, 0)] * 3, (one_batch_s, outcomes)
