@@ -90,7 +90,7 @@ from neo_assets.core.embedding import (
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import as_embed_failure, failure_cause
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.embedding.provider_slots import Held, ProviderSlots, slots_for
+from neo_assets.embedding.provider_slots import Held, LocalSlots, ProviderSlots, slots_for
 from neo_assets.embedding.vectors import validate_vectors
 
 __all__ = [
@@ -240,7 +240,7 @@ class _Lane:
         cancel_scope: CancelScope,
         clock: Callable[[], float],
         progress: Progress | None,
-        slots: ProviderSlots | None = None,
+        slots: ProviderSlots | LocalSlots | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -257,11 +257,13 @@ class _Lane:
         self.batch_size = (
             min(settings.batch_size, cap) if isinstance(cap, int) else settings.batch_size
         )
-        self.slots = slots or slots_for(
-            provider.name,
-            str(getattr(provider, "base_url", "") or "in-process"),
-            provider.model,
-            self.max_inflight,
+        # A remote provider is one server for every process; an in-process one (the
+        # hashing embedder, sentence-transformers) is this process's own.
+        endpoint = getattr(provider, "base_url", None)
+        self.slots: ProviderSlots | LocalSlots = slots or (
+            slots_for(provider.name, str(endpoint), provider.model, self.max_inflight)
+            if endpoint
+            else LocalSlots(self.max_inflight)
         )
         self.inflight_now = 0
         self.serialized = False  # one request at a time after a deadline beside others
@@ -1171,7 +1173,7 @@ async def embed_chunks(
     cancel_scope: CancelScope,
     clock: Callable[[], float],
     progress: Progress | None = None,
-    slots: ProviderSlots | None = None,
+    slots: ProviderSlots | LocalSlots | None = None,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a

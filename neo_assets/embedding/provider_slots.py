@@ -177,6 +177,33 @@ class ProviderSlots:
         held.fds.clear()
 
 
+class LocalSlots:
+    """The slots of an in-process provider (the hashing embedder, sentence-transformers):
+    nothing outside this process shares it, and the lane already sends an input alone
+    only with nothing else of its own in flight, so no lock is needed."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._abandoned = 0
+
+    def resize(self, slots: int) -> None:
+        self.slots = slots
+
+    def abandoned_count(self) -> int:
+        return self._abandoned
+
+    def mark_abandoned(self) -> None:
+        self._abandoned += 1
+
+    async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
+        scope.raise_if_cancelled()
+        return Held([], solo, 0.0, self._abandoned)
+
+    @staticmethod
+    def release(held: Held) -> None:
+        held.fds.clear()
+
+
 def slots_for(
     name: str, endpoint: str, model: str, slots: int, root: Path | None = None
 ) -> ProviderSlots:
