@@ -313,8 +313,9 @@ class _Lane:
 
     # -------------------------------------------------------------- entry
     async def run(self, items: Sequence[LaneItem]) -> dict[str, Any]:
-        await self._discover_slots()
         self._admit(items)
+        if self.batches:  # only a sweep with batches to send asks the server
+            await self._discover_slots()
         self._report_progress()
         writer = asyncio.create_task(self._writer())
         try:

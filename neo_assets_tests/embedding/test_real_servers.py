@@ -154,16 +154,48 @@ def test_llama_server_reports_its_slots_and_per_slot_context(tmp_path: Path) -> 
     assert free == 2 and limit == 512
 
 
-def test_the_lane_takes_max_inflight_from_the_servers_free_slots(tmp_path: Path) -> None:
-    with running(LlamaServer(tmp_path, slots=1, ctx=512)) as server:
-        summary, book, written = sweep(
-            server,
-            corpus("slots", 96),
-            tmp_path,
-            lane_settings=settings(max_inflight=4, inflight_from_server=True),
+class Concurrency:
+    """The real provider, counting how many of its embed calls overlap."""
+
+    def __init__(self, inner: OpenAICompatibleProvider) -> None:
+        self.inner = inner
+        self.name, self.model, self.dimensions = inner.name, inner.model, inner.dimensions
+        self.base_url = inner.base_url
+        self.free_slots = inner.free_slots
+        self.now = 0
+        self.most = 0
+
+    async def embed(self, texts: Sequence[str], scope: CancelScope, label: str) -> np.ndarray:
+        self.now += 1
+        self.most = max(self.most, self.now)
+        try:
+            return await self.inner.embed(texts, scope, label)
+        finally:
+            self.now -= 1
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+@pytest.mark.parametrize("server_slots", [1, 2])
+def test_the_lane_takes_max_inflight_from_the_servers_free_slots(
+    server_slots: int, tmp_path: Path
+) -> None:
+    with running(LlamaServer(tmp_path, slots=server_slots, ctx=512 * server_slots)) as server:
+        provider = Concurrency(provider_for(server))
+        book, written = InMemoryFenceBook(), Written()
+        summary = asyncio.run(
+            run_lane(
+                corpus("slots", 96),
+                provider,
+                settings(batch_size=16, max_inflight=4, inflight_from_server=True),
+                tmp_path / "slots",
+                book,
+                written,
+            )
         )
-        assert summary["counts"]["embedded"] == 96
-        assert len(written.ids) == 96
+    assert summary["counts"]["embedded"] == 96
+    assert provider.most == server_slots  # not the configured 4
 
 
 # ---------------------------------------------------------------------------- loading
@@ -222,12 +254,12 @@ def test_llama_cpp_python_truncation_is_found_at_first_contact(tmp_path: Path) -
 def test_a_server_killed_mid_sweep_under_a_supervisor_costs_no_innocent_strike(
     tmp_path: Path,
 ) -> None:
-    items = corpus("kill", 320, lines=4)
+    items = corpus("kill", 192, lines=2)
     killed = threading.Event()
     with running(LlamaServer(tmp_path, slots=2), supervise=True) as server:
 
         def progress(done: int, total: int, embedded: int) -> None:
-            if embedded >= 64 and not killed.is_set():
+            if embedded >= 32 and not killed.is_set():
                 killed.set()
                 server.kill()
 
@@ -236,7 +268,7 @@ def test_a_server_killed_mid_sweep_under_a_supervisor_costs_no_innocent_strike(
     assert killed.is_set() and restarts >= 1
     # the kill hit batches: their members went again, nobody was alone, nobody struck
     assert book.strike_records(GEN) == {}
-    assert summary["counts"]["embedded"] == 320
+    assert summary["counts"]["embedded"] == 192
     poison = [
         r
         for r in summary["errors"]
@@ -256,7 +288,7 @@ def test_two_sweeps_share_one_llama_server(tmp_path: Path) -> None:
             book, written = InMemoryFenceBook(), Written()
             summary = asyncio.run(
                 run_lane(
-                    corpus(tag, 128, lines=3),
+                    corpus(tag, 96, lines=2),
                     provider_for(server),
                     settings(),
                     tmp_path / "slots",
@@ -273,7 +305,7 @@ def test_two_sweeps_share_one_llama_server(tmp_path: Path) -> None:
             thread.join(300)
     for tag in ("a", "b"):
         summary, book, written = results[tag]
-        assert summary["counts"]["embedded"] == 128
+        assert summary["counts"]["embedded"] == 96
         assert book.log == []
         assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
 
