@@ -211,7 +211,8 @@ def test_timeouts(exc: BaseException) -> None:
         ),
         (
             413,
-            '{"error": "batch size 64 > maximum allowed batch size 32", "error_type": "Validation"}',
+            '{"error": "batch size 64 > maximum allowed batch size 32", '
+            '"error_type": "Validation"}',
             codes.KB_VECTOR_EMBED_BATCH_CAP,
         ),
         (
