@@ -96,7 +96,9 @@ class EmbeddingSettings(_Section):
     # local hashing embedder, whose cost per request is the store's per-add overhead, so
     # that a full 1,000-file wave (~4,000 chunks) is one add (docs/performance.md).
     batch_size: int | None = Field(None, ge=1, le=4096)
-    max_inflight: int = Field(2, ge=1, le=64)
+    # Concurrent requests; unset: the server's free slots where it reports them (llama.cpp's
+    # /slots, /props), else 2.
+    max_inflight: int | None = Field(None, ge=1, le=64)
     context_tokens: int = Field(8192, ge=16)
     admission_safety: float = Field(0.9, gt=0, le=1)
     chars_per_token: float = Field(3.0, gt=0)
@@ -115,6 +117,9 @@ class EmbeddingSettings(_Section):
     # missing chunk is sent, e.g. to re-embed from a provider whose answers changed
     # without a change of model name.
     reuse_vectors: bool = True
+    # How long a provider loading its model (503 "Loading model", or a port not yet open
+    # at first contact) is waited for before the rest defers with PROVIDER_LOADING.
+    loading_max_wait_s: float = Field(300.0, ge=0)
 
     _blank = field_validator("base_url", mode="before")(_blank_is_unset)
 

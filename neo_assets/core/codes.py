@@ -16,6 +16,12 @@ KB_VECTOR_EMBED_WRITE_ERROR = "KB_VECTOR_EMBED_WRITE_ERROR"
 KB_VECTOR_EMBED_UNCLASSIFIED = "KB_VECTOR_EMBED_UNCLASSIFIED"
 KB_VECTOR_EMBED_YIELD = "KB_VECTOR_EMBED_YIELD"
 KB_VECTOR_EMBED_INVALID_VECTORS = "KB_VECTOR_EMBED_INVALID_VECTORS"
+# The provider is up but still loading its model (llama.cpp's 503 "Loading model", Ollama's
+# and vLLM's equivalents): the lane waits, bounded; past the bound the rest defers with it.
+KB_VECTOR_EMBED_PROVIDER_LOADING = "KB_VECTOR_EMBED_PROVIDER_LOADING"
+# A refusal naming the provider's cap on inputs per request (TEI's 413 "batch size 64 >
+# maximum allowed batch size 32"): about the request's shape, never about an input.
+KB_VECTOR_EMBED_BATCH_CAP = "KB_VECTOR_EMBED_BATCH_CAP"
 
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"
@@ -41,6 +47,8 @@ EMBED_FAILURE_CODES = frozenset(
         KB_VECTOR_EMBED_UNCLASSIFIED,
         KB_VECTOR_EMBED_YIELD,
         KB_VECTOR_EMBED_INVALID_VECTORS,
+        KB_VECTOR_EMBED_PROVIDER_LOADING,
+        KB_VECTOR_EMBED_BATCH_CAP,
     }
 )
 

@@ -46,6 +46,7 @@ that left chunks deferred) and ``fence_row`` for one fenced chunk, shaped so the
 import hashlib
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -74,8 +75,14 @@ RECOVERY_WAIT_CODES: frozenset[str] = frozenset(
         codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
     }
 )
+# Codes that never count toward the circuit, whoever sent the request: the provider is
+# loading its model (a wait, bounded on its own), or named its cap on inputs per request
+# (the lane shrinks its batches).
+NEVER_COUNTED_CODES: frozenset[str] = frozenset(
+    {codes.KB_VECTOR_EMBED_PROVIDER_LOADING, codes.KB_VECTOR_EMBED_BATCH_CAP}
+)
 # Codes that are the lane's own decision or a store problem: never a provider failure.
-NOT_PROVIDER_FAILURE_CODES: frozenset[str] = frozenset(
+NOT_PROVIDER_FAILURE_CODES: frozenset[str] = NEVER_COUNTED_CODES | frozenset(
     {
         codes.KB_VECTOR_EMBED_ABORTED,
         codes.KB_VECTOR_EMBED_WRITE_ERROR,
@@ -104,6 +111,11 @@ class LaneSettings:
     recovery_initial_s: float = 0.5
     recovery_max_s: float = 30.0
     recovery_max_wait_s: float = 120.0
+    # How long a provider that says it is loading its model (or whose port is closed before
+    # it ever answered, as llama-cpp-python's while it starts) is waited for.
+    loading_max_wait_s: float = 300.0
+    # Take max_inflight from the server's free slots where it reports them (/props, /slots).
+    inflight_from_server: bool = False
     context_tokens: int = 8192  # the provider's slot, in the unit the engine counts
     admission_safety_factor: float = 0.9
     chars_per_token: float = 3.0  # conservative for code: over-estimates tokens
@@ -125,7 +137,15 @@ class LaneSettings:
             raise ValueError("LaneSettings.call_ceiling_ms must be >= 1")
         if self.write_queue_depth < 1:
             raise ValueError("LaneSettings.write_queue_depth must be >= 1")
-        if min(self.recovery_initial_s, self.recovery_max_s, self.recovery_max_wait_s) < 0:
+        if (
+            min(
+                self.recovery_initial_s,
+                self.recovery_max_s,
+                self.recovery_max_wait_s,
+                self.loading_max_wait_s,
+            )
+            < 0
+        ):
             raise ValueError("LaneSettings recovery delays must be >= 0")
 
 
@@ -255,6 +275,14 @@ def poison_forbidden(code: str | None) -> bool:
     return code != codes.KB_VECTOR_EMBED_CONTENT
 
 
+def strike_attributable(kind: StrikeKind | None, alone: bool) -> bool:
+    """A death or timeout is evidence about ONE input only when it was the only request in
+    flight to the provider, from any process (``embedding/provider_slots.py``), and its
+    ceiling ran on the provider's own time (the provider drained first). Otherwise the
+    input is deferred, never struck."""
+    return kind is not None and alone
+
+
 def strike_kind(code: str, single_input: bool) -> StrikeKind | None:
     """The strike a failure accrues against the input: ``death`` for a single input whose
     transport closed after the provider accepted it, ``timeout`` for a single input whose
@@ -278,7 +306,7 @@ def should_graduate(strikes: int, threshold: int) -> bool:
 def waits_for_recovery(code: str, status: int | None = None) -> bool:
     """True after a death, a refused connection or a non-content refusal (429, 401...):
     wait until the provider answers again before sending more."""
-    if code in RECOVERY_WAIT_CODES:
+    if code in RECOVERY_WAIT_CODES or code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING:
         return True
     return code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL and not is_content_class(code, status)
 
@@ -289,11 +317,23 @@ def is_provider_failure(code: str, status: int | None = None) -> bool:
     return not is_content_class(code, status) and code not in NOT_PROVIDER_FAILURE_CODES
 
 
-FailureRoute = Literal["isolate", "suspects", "retry", "strike", "defer"]
+FailureRoute = Literal[
+    "isolate", "suspects", "retry", "strike", "defer", "wait", "shrink", "serialize"
+]
 
 
-def failure_route(code: str, status: int | None, inputs: int) -> FailureRoute:
+def failure_route(
+    code: str, status: int | None, inputs: int, *, concurrent: bool = False
+) -> FailureRoute:
     """What the lane does with a failed dispatch of ``inputs`` inputs:
+
+    - ``wait``: the provider is loading its model — the same inputs go again once it
+      answers; no count toward the circuit.
+    - ``shrink``: the provider named its cap on inputs per request — the batch (and every
+      later one) is cut to the cap; nothing was learned about any input.
+    - ``serialize``: a multi-input deadline while other requests of the lane were in
+      flight (``concurrent``): its ceiling may have run while the server worked on them,
+      so the lane drops to one request at a time and sends the batch again.
 
     - ``isolate``: content class — bisect with a paired control (a single input: control,
       then the input again).
@@ -305,6 +345,12 @@ def failure_route(code: str, status: int | None, inputs: int) -> FailureRoute:
     """
     if inputs < 1:
         raise ValueError("inputs must be >= 1")
+    if code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING:
+        return "wait"
+    if code == codes.KB_VECTOR_EMBED_BATCH_CAP:
+        return "shrink" if inputs > 1 else "defer"
+    if code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1 and concurrent:
+        return "serialize"
     if is_content_class(code, status):
         return "isolate"
     if code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
@@ -314,6 +360,26 @@ def failure_route(code: str, status: int | None, inputs: int) -> FailureRoute:
     if strike_kind(code, True) is not None:
         return "strike"
     return "defer"
+
+
+# A refusal naming the provider's cap on inputs per request: TEI "batch size 64 > maximum
+# allowed batch size 32", vLLM/others "maximum batch size is 32", "too many inputs (max 32)".
+_BATCH_CAP = re.compile(
+    r"batch size (?:of )?\d+ (?:>|exceeds|is greater than) (?:the )?(?:maximum|max)"
+    r"(?: allowed)?(?: client)? batch size (?:of |is )?(?P<a>\d+)"
+    r"|(?:maximum|max)(?: allowed)?(?: client)? batch size (?:is |of |: ?)?(?P<b>\d+)"
+    r"|too many inputs[^0-9]{0,20}(?P<c>\d+)",
+    re.IGNORECASE,
+)
+
+
+def batch_cap_from_message(message: str) -> int | None:
+    """The provider's cap on inputs per request when its refusal names one, else None."""
+    found = _BATCH_CAP.search(message or "")
+    if found is None:
+        return None
+    cap = int(next(v for v in found.groups() if v is not None))
+    return cap if cap >= 1 else None
 
 
 def cancellation_code(cause: str | None) -> str:

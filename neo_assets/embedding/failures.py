@@ -35,6 +35,7 @@ import re
 import httpx
 
 from neo_assets.core import codes
+from neo_assets.core.embedding import batch_cap_from_message as batch_cap_of
 from neo_assets.embedding.cancel import Cancelled
 
 # Provider deadline codes by provider name. Ollama keeps the generic PROVIDER_TIMEOUT
@@ -68,6 +69,23 @@ _CLOSED_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED, e
 _TOO_LARGE = re.compile(
     r"too large|too long|exceeds? (the )?(maximum )?context|context (length|size|window)"
     r"|maximum (input|sequence|context)|physical batch size|input length",
+    re.IGNORECASE,
+)
+# A 5xx (503 mostly) whose message says the model is not loaded yet: llama.cpp "Loading
+# model", Ollama "model is loading" / "server busy, please try again" while it swaps
+# models in, vLLM/TEI "not ready" while starting.
+_LOADING = re.compile(
+    r"loading model|model (is )?(still )?(being )?load|is (currently |still )?loading"
+    r"|not (yet )?ready|starting up|warming up",
+    re.IGNORECASE,
+)
+# A 5xx whose message says the process computing the embeddings died (Ollama "llama
+# runner process has terminated: signal: killed", "llama runner process no longer
+# running", llama.cpp crash pages): the same evidence as an accepted connection dropped.
+_DIED = re.compile(
+    r"runner process (has )?(terminated|no longer running|exited)|process (has )?"
+    r"(terminated|died|crashed)|signal: (killed|aborted|segmentation)|segmentation fault"
+    r"|core dumped|out of memory|oom.?kill",
     re.IGNORECASE,
 )
 # httpx/h11 wording for "the peer closed an accepted connection".
@@ -138,15 +156,26 @@ def provider_timeout_code(provider_name: str) -> str:
 def classify_http_status(status: int, message: str = "") -> str:
     """One HTTP error answer → its class. ``message`` is the provider's error text.
 
-    4xx is the provider refusing this request (408 is a deadline, not a refusal). A 5xx
-    that names the input's size is a per-input refusal; 504 is a gateway deadline; any
-    other 5xx proves nothing specific and stays UNCLASSIFIED.
+    - 408/504: a deadline. A 413/422 (or 400) naming a batch-size cap: BATCH_CAP, about
+      the request's shape (the lane shrinks its batches), never about an input.
+    - any other 4xx: the provider refusing this request.
+    - a 5xx that says the model is still loading (503 "Loading model"): PROVIDER_LOADING;
+      that the process computing it died (Ollama's "llama runner process has terminated"):
+      TRANSPORT_CLOSED, a death like a dropped connection; that names the input's size:
+      a per-input refusal. Any other 5xx proves nothing specific: UNCLASSIFIED.
     """
+    text = message or ""
     if status in (408, 504):
         return codes.KB_VECTOR_EMBED_TIMEOUT
+    if status in (400, 413, 422) and batch_cap_of(text) is not None:
+        return codes.KB_VECTOR_EMBED_BATCH_CAP
     if 400 <= status < 500:
         return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
-    if status >= 500 and _TOO_LARGE.search(message or ""):
+    if status >= 500 and _LOADING.search(text):
+        return codes.KB_VECTOR_EMBED_PROVIDER_LOADING
+    if status >= 500 and _DIED.search(text):
+        return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+    if status >= 500 and _TOO_LARGE.search(text):
         return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
     return codes.KB_VECTOR_EMBED_UNCLASSIFIED
 

@@ -90,6 +90,7 @@ from neo_assets.core.embedding import (
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import as_embed_failure, failure_cause
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.provider_slots import Held, LocalSlots, ProviderSlots, slots_for
 from neo_assets.embedding.vectors import validate_vectors
 
 __all__ = [
@@ -186,6 +187,9 @@ class _Outcome:
     label: str = ""
     error: str = ""
     control: bool = False  # a control/probe: its failure is the provider's, whatever the code
+    alone: bool = False  # the only request in flight to the provider, its ceiling its own
+    concurrent: bool = False  # other requests of this lane were in flight meanwhile
+    detail: str = ""  # the provider's bounded message (a batch cap is read from it)
 
     @property
     def ok(self) -> bool:
@@ -236,6 +240,7 @@ class _Lane:
         cancel_scope: CancelScope,
         clock: Callable[[], float],
         progress: Progress | None,
+        slots: ProviderSlots | LocalSlots | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -246,6 +251,26 @@ class _Lane:
         self.clock = clock
         self.progress = progress
         self.lane_scope = cancel_scope.child("embed-lane")
+        self.max_inflight = settings.max_inflight
+        # A cap on inputs per request the provider named earlier (provider state).
+        cap = getattr(provider, "batch_cap", None)
+        self.batch_size = (
+            min(settings.batch_size, cap) if isinstance(cap, int) else settings.batch_size
+        )
+        # A remote provider is one server for every process; an in-process one (the
+        # hashing embedder, sentence-transformers) is this process's own.
+        endpoint = getattr(provider, "base_url", None)
+        self.slots: ProviderSlots | LocalSlots = slots or (
+            slots_for(provider.name, str(endpoint), provider.model, self.max_inflight)
+            if endpoint
+            else LocalSlots(self.max_inflight)
+        )
+        self.inflight_now = 0
+        self.serialized = False  # one request at a time after a deadline beside others
+        # The abandoned-work count at the last drain: work abandoned before this sweep
+        # started is the server's past (its requests long settled or cut by the ceiling).
+        self.drained_seen: int | None = self.slots.abandoned_count()
+        self.ever_answered = False
 
         self.counts = {
             "offered": 0,
@@ -289,6 +314,8 @@ class _Lane:
     # -------------------------------------------------------------- entry
     async def run(self, items: Sequence[LaneItem]) -> dict[str, Any]:
         self._admit(items)
+        if self.batches:  # only a sweep with batches to send asks the server
+            await self._discover_slots()
         self._report_progress()
         writer = asyncio.create_task(self._writer())
         try:
@@ -311,6 +338,19 @@ class _Lane:
             self._defer_remainder(self.stop)
         self._report_progress()
         return self._summary()
+
+    async def _discover_slots(self) -> None:
+        """``max_inflight`` from the server's free slots where it reports them."""
+        discover = getattr(self.provider, "free_slots", None)
+        if not self.settings.inflight_from_server or discover is None:
+            return
+        try:
+            free = await discover(self.lane_scope)
+        except Exception:  # noqa: BLE001 - no report: the configured value stands
+            return
+        if isinstance(free, int) and free >= 1:
+            self.max_inflight = min(free, 64)
+            self.slots.resize(self.max_inflight)
 
     # -------------------------------------------------------------- admission
     def _admit(self, items: Sequence[LaneItem]) -> None:
@@ -357,7 +397,7 @@ class _Lane:
                 self.suspects.append(item)  # alone, after the healthy work
                 continue
             healthy.append(item)
-        for start, end in rules.plan_batches(len(healthy), self.settings.batch_size):
+        for start, end in rules.plan_batches(len(healthy), self.batch_size):
             batch = healthy[start:end]
             if len(batch) == 1:
                 # A single input is only ever dispatched with nothing else in flight.
@@ -368,7 +408,6 @@ class _Lane:
 
     # -------------------------------------------------------------- the driver
     async def _drive(self) -> None:
-        max_inflight = self.settings.max_inflight
         while True:
             self._check_stop()
             if self.need_recovery is not None or self.isolations:
@@ -379,9 +418,13 @@ class _Lane:
                 else:
                     await self._isolate(self.isolations.popleft())
                 continue
-            if self.batches and len(self.inflight) < max_inflight:
+            if self.batches and len(self.inflight) < self.max_inflight:
                 batch = self.batches.popleft()
-                task = asyncio.create_task(self._dispatch(batch, "embed-batch"))
+                # Serialized: each batch waits for the provider to finish what was given
+                # up on (a drain), so its ceiling counts the provider's time on it alone.
+                task = asyncio.create_task(
+                    self._dispatch(batch, "embed-batch", solo=self.serialized)
+                )
                 self.inflight[task] = batch
                 continue
             if self.inflight:
@@ -419,6 +462,8 @@ class _Lane:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         self.inflight.clear()
+        if tasks:
+            self._mark_abandoned()  # the server may still be computing them
 
     async def _settle_batch(self, batch: list[LaneItem], outcome: _Outcome) -> None:
         """A happy-path batch came back: write it, or route its failure."""
@@ -427,8 +472,14 @@ class _Lane:
             await self._embedded(batch, outcome)
             return
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-        route = rules.failure_route(code, outcome.status, len(batch))
+        route = self._first_contact(
+            rules.failure_route(code, outcome.status, len(batch), concurrent=outcome.concurrent),
+            outcome,
+        )
         ids = [i.chunk_id for i in batch]
+        if route in ("wait", "shrink", "serialize"):
+            self._reshape(batch, route, outcome)
+            return
         if route != "retry":
             self.done_batches += 1
         if route == "isolate":
@@ -449,6 +500,81 @@ class _Lane:
             )
         self._count_failure(outcome)
 
+    def _reshape(self, batch: list[LaneItem], route: str, outcome: _Outcome) -> None:
+        """A batch failure that says nothing about its inputs, only about how to send them:
+        they go again (nothing is struck or suspected, the circuit does not move)."""
+        code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
+        ids = [i.chunk_id for i in batch]
+        if route == "wait":
+            self.batches.appendleft(batch)
+            self.need_recovery = outcome
+            self._event(
+                code, "provider loading its model: waiting, then sending again", ids, outcome
+            )
+            return
+        if route == "serialize":
+            self.max_inflight = 1
+            self.serialized = True
+            self.batches.appendleft(batch)
+            self._event(
+                code,
+                "batch deadline while other requests were in flight: one request at a time now",
+                ids,
+                outcome,
+            )
+            return
+        cap = rules.batch_cap_from_message(outcome.detail) or max(1, len(batch) // 2)
+        cap = min(cap, len(batch) - 1) if cap >= len(batch) else cap
+        self.batch_size = min(self.batch_size, max(1, cap))
+        try:  # remembered for the provider: later sweeps in this process start at the cap
+            self.provider.batch_cap = self.batch_size  # type: ignore[attr-defined]
+        except AttributeError:
+            pass
+        pending = [batch, *self.batches]
+        self.batches.clear()
+        for group in pending:
+            for start, end in rules.plan_batches(len(group), self.batch_size):
+                part = group[start:end]
+                if len(part) == 1:
+                    self.suspects.appendleft(part[0])
+                else:
+                    self.batches.append(part)
+        self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
+        self._event(
+            code, f"provider caps a request at {self.batch_size} inputs: batches cut", ids, outcome
+        )
+
+    def _mark_abandoned(self) -> None:
+        try:
+            self.slots.mark_abandoned()
+        except OSError:
+            self.drained_seen = -1  # unknown: the next solo dispatch drains first
+
+    async def _drain(self, held: Held) -> bool:
+        """Before a solo dispatch, when work was abandoned since the last drain (by any
+        process): wait until the provider answers a short text, so the abandoned work is
+        done and the solo's ceiling measures its own time. True when drained."""
+        if self.drained_seen == held.abandoned_seen:
+            return True
+        self.counts["requests"] += 1
+        scope = self.lane_scope.child("drain-probe")
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(
+            max(self.settings.recovery_max_wait_s, self.settings.call_ceiling_ms / 1000.0),
+            scope.cancel,
+            codes.EMBEDDING_PROBE_TIMEOUT,
+        )
+        try:
+            await scope.run(self.provider.embed([self.settings.control_text], scope, "drain-probe"))
+        except Exception as exc:  # noqa: BLE001 - a failed drain only withholds attribution
+            if self.lane_scope.cancelled:
+                raise self._scope_stop() from exc
+            return False
+        finally:
+            timer.cancel()
+        self.drained_seen = held.abandoned_seen
+        return True
+
     # -------------------------------------------------------------- one request
     async def _dispatch(
         self,
@@ -457,14 +583,37 @@ class _Lane:
         *,
         texts: Sequence[str] | None = None,
         deadline_cause: str = rules.KB_VECTOR_EMBED_CALL_CEILING,
+        solo: bool = False,
     ) -> _Outcome:
         """One provider request under the lane's scope and the call ceiling.
 
-        Raises ``_Stop`` when the lane's scope is (or becomes) cancelled: no request starts
-        after cancellation, and one in flight is cancelled with its connection.
+        It first takes a provider slot (``solo``: every slot, after the provider drained
+        abandoned work), so the ceiling starts when the request is the server's to work
+        on. Raises ``_Stop`` when the lane's scope is (or becomes) cancelled: no request
+        starts after cancellation, and one in flight is cancelled with its connection.
         """
         self._check_stop()
         batch_texts = list(texts) if texts is not None else [i.text for i in inputs or ()]
+        try:
+            held = await self.slots.acquire(
+                self.lane_scope, solo=solo, max_wait_s=2 * self.settings.call_ceiling_ms / 1000.0
+            )
+        except Cancelled as exc:
+            raise self._scope_stop() from exc
+        try:
+            alone = held.alone and (not solo or await self._drain(held))
+            self.inflight_now += 1
+            concurrent = self.inflight_now > 1
+            try:
+                outcome = await self._request(batch_texts, label, deadline_cause)
+            finally:
+                concurrent = concurrent or self.inflight_now > 1
+                self.inflight_now -= 1
+        finally:
+            self.slots.release(held)
+        return dataclasses.replace(outcome, alone=alone, concurrent=concurrent)
+
+    async def _request(self, batch_texts: list[str], label: str, deadline_cause: str) -> _Outcome:
         self.counts["requests"] += 1
         call = self.lane_scope.child(label)
         loop = asyncio.get_running_loop()
@@ -482,7 +631,9 @@ class _Lane:
             if self.lane_scope.cancelled:
                 raise self._scope_stop() from exc
             if call.cancelled:
-                # The lane's own per-call deadline fired (not the caller's scope).
+                # The lane's own per-call deadline fired (not the caller's scope); the
+                # server may still be computing what it was sent.
+                self._mark_abandoned()
                 return _Outcome(
                     code=codes.KB_VECTOR_EMBED_TIMEOUT,
                     cause_code=call.cause,
@@ -492,6 +643,7 @@ class _Lane:
             return _failure_outcome(exc, label)
         finally:
             timer.cancel()
+        self.ever_answered = True
         return _Outcome(vectors=vectors, label=label)
 
     def _check_stop(self) -> None:
@@ -541,6 +693,10 @@ class _Lane:
     def _count_failure(self, outcome: _Outcome) -> None:
         self.last_ok = False
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
+        if code in rules.NEVER_COUNTED_CODES or (
+            code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED and not self.ever_answered
+        ):
+            return
         if not (outcome.control or rules.is_provider_failure(code, outcome.status)):
             return
         self.consecutive_failures += 1
@@ -585,10 +741,16 @@ class _Lane:
         if not (self.batches or self.suspects or self.isolations):
             self.need_recovery = None  # nothing left to send: no probe is worth a request
             return
+        loading = failure.code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING or (
+            failure.code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED and not self.ever_answered
+        )
         delays = rules.recovery_delays(
             self.settings.recovery_initial_s,
             self.settings.recovery_max_s,
-            self.settings.recovery_max_wait_s,
+            # loading is never waited for less than an ordinary recovery
+            max(self.settings.loading_max_wait_s, self.settings.recovery_max_wait_s)
+            if loading
+            else self.settings.recovery_max_wait_s,
         )
         last = failure
         for attempt in range(len(delays) + 1):
@@ -692,7 +854,7 @@ class _Lane:
                     item, control, in_isolation, own_dispatch=False
                 )
         preceded_ok = self.last_ok
-        outcome = await self._dispatch([item], "embed-single")
+        outcome = await self._dispatch([item], "embed-single", solo=True)
         if outcome.ok:
             await self._embedded([item], outcome)
             return True
@@ -705,7 +867,7 @@ class _Lane:
                 return self._single_provider_failure(
                     item, control, in_isolation, own_dispatch=False
                 )
-            outcome = await self._dispatch([item], "embed-single-again")
+            outcome = await self._dispatch([item], "embed-single-again", solo=True)
             if outcome.ok:
                 await self._embedded([item], outcome)
                 return True
@@ -740,12 +902,23 @@ class _Lane:
         taken for it (which proves nothing about the input: it is simply tried again)."""
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
         route = rules.failure_route(code, outcome.status, 1) if own_dispatch else "retry"
+        route = self._first_contact(route, outcome)
         kind = rules.strike_kind(code, single_input=True)
-        if route == "strike" and kind is not None and item.chunk_id not in self.struck_this_sweep:
+        attributable = rules.strike_attributable(kind, outcome.alone)
+        if route == "strike" and not attributable:
+            self._defer(
+                [item],
+                code,
+                "not attributable: another request was in flight to the provider, or it "
+                "had not drained: no strike, offered again next sweep",
+                outcome,
+                attributable=False,
+            )
+        elif route == "strike" and kind is not None and item.chunk_id not in self.struck_this_sweep:
             self._strike(item, kind, outcome)
         elif in_isolation:
             pass  # the isolation's abort handler makes it a suspect again
-        elif route == "retry":
+        elif route in ("retry", "wait"):
             self.suspects.appendleft(item)  # nothing was learned about it
         else:
             self._defer([item], code, "single input failed; offered again next sweep", outcome)
@@ -753,8 +926,21 @@ class _Lane:
             raise _IsolationAborted(outcome)
         if rules.waits_for_recovery(code, outcome.status):
             self.need_recovery = outcome
-        self._count_failure(outcome)
+        if route != "wait":
+            self._count_failure(outcome)
         return False
+
+    def _first_contact(self, route: str, outcome: _Outcome) -> str:
+        """A port still closed before the provider ever answered is a server starting
+        (llama-cpp-python's server listens only once its model is loaded): waited for
+        like a loading model, not counted toward the circuit."""
+        if (
+            route == "retry"
+            and not self.ever_answered
+            and (outcome.code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED)
+        ):
+            return "wait"
+        return route
 
     # -------------------------------------------------------------- verdicts
     def _strike(self, item: LaneItem, kind: str, outcome: _Outcome) -> None:
@@ -962,6 +1148,7 @@ def _failure_outcome(exc: BaseException, label: str) -> _Outcome:
         provider_code=failure.provider_code,
         label=label,
         error=type(exc).__name__,
+        detail=failure.detail,
     )
 
 
@@ -987,6 +1174,7 @@ async def embed_chunks(
     cancel_scope: CancelScope,
     clock: Callable[[], float],
     progress: Progress | None = None,
+    slots: ProviderSlots | LocalSlots | None = None,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a
@@ -1000,5 +1188,6 @@ async def embed_chunks(
         cancel_scope=cancel_scope,
         clock=clock,
         progress=progress,
+        slots=slots,
     )
     return await lane.run(items)

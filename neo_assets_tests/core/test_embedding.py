@@ -241,7 +241,11 @@ def test_should_graduate_rejects_a_zero_threshold() -> None:
 @pytest.mark.parametrize("inputs", [1, 2, 64])
 def test_failure_route(code: str, status: int | None, inputs: int) -> None:
     route = rules.failure_route(code, status, inputs)
-    if rules.is_content_class(code, status):
+    if code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING:
+        assert route == "wait"  # the same inputs again once loaded; nobody suspected
+    elif code == codes.KB_VECTOR_EMBED_BATCH_CAP:
+        assert route == ("shrink" if inputs > 1 else "defer")
+    elif rules.is_content_class(code, status):
         assert route == "isolate"
     elif code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
         assert route == "retry"
@@ -263,6 +267,7 @@ def test_recovery_waits_follow_deaths_and_refusals(code: str) -> None:
     expected = code in (
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
         codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
+        codes.KB_VECTOR_EMBED_PROVIDER_LOADING,
     )
     assert rules.waits_for_recovery(code) is expected
     assert rules.waits_for_recovery(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 429)
@@ -278,8 +283,43 @@ def test_provider_failures_count_toward_the_circuit(code: str) -> None:
         codes.KB_VECTOR_EMBED_WRITE_ERROR,
         codes.KB_VECTOR_EMBED_YIELD,
         codes.KB_VECTOR_EMBED_CIRCUIT_OPEN,
+        codes.KB_VECTOR_EMBED_PROVIDER_LOADING,  # a wait bounded on its own
+        codes.KB_VECTOR_EMBED_BATCH_CAP,  # the lane shrinks its batches
     )
     assert rules.is_provider_failure(code) is expected
+
+
+def test_a_multi_input_deadline_beside_other_requests_serializes_the_lane() -> None:
+    timeout = codes.KB_VECTOR_EMBED_TIMEOUT
+    assert rules.failure_route(timeout, None, 64, concurrent=True) == "serialize"
+    assert rules.failure_route(timeout, None, 64, concurrent=False) == "suspects"
+    assert rules.failure_route(timeout, None, 1, concurrent=True) == "strike"
+
+
+@pytest.mark.parametrize(
+    ("message", "cap"),
+    [
+        ("batch size 64 > maximum allowed batch size 32", 32),
+        ("Input validation error: batch size 128 > maximum allowed batch size 16", 16),
+        ("maximum batch size is 8", 8),
+        ("too many inputs (max 10)", 10),
+        (
+            "input (902 tokens) is too large to process. increase the physical batch size "
+            "(current batch size: 512)",
+            None,
+        ),
+        ("invalid input", None),
+    ],
+)
+def test_batch_cap_from_message(message: str, cap: int | None) -> None:
+    assert rules.batch_cap_from_message(message) == cap
+
+
+def test_a_strike_needs_the_input_alone_at_the_provider() -> None:
+    assert rules.strike_attributable(rules.STRIKE_DEATH, alone=True)
+    assert not rules.strike_attributable(rules.STRIKE_DEATH, alone=False)
+    assert not rules.strike_attributable(rules.STRIKE_TIMEOUT, alone=False)
+    assert not rules.strike_attributable(None, alone=True)
 
 
 def test_a_rate_limit_counts_toward_the_circuit() -> None:

@@ -195,7 +195,31 @@ def test_timeouts(exc: BaseException) -> None:
             codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
         ),
         (500, '{"error": "internal error"}', codes.KB_VECTOR_EMBED_UNCLASSIFIED),
-        (503, '{"error": {"message": "Loading model"}}', codes.KB_VECTOR_EMBED_UNCLASSIFIED),
+        (503, '{"error": {"message": "Loading model"}}', codes.KB_VECTOR_EMBED_PROVIDER_LOADING),
+        (503, '{"error": "model is loading"}', codes.KB_VECTOR_EMBED_PROVIDER_LOADING),
+        (503, '{"error": "server not ready"}', codes.KB_VECTOR_EMBED_PROVIDER_LOADING),
+        (503, '{"error": "service unavailable"}', codes.KB_VECTOR_EMBED_UNCLASSIFIED),
+        (
+            500,
+            '{"error": "llama runner process has terminated: signal: killed"}',
+            codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
+        ),
+        (
+            500,
+            '{"error": "llama runner process no longer running: -1"}',
+            codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
+        ),
+        (
+            413,
+            '{"error": "batch size 64 > maximum allowed batch size 32", '
+            '"error_type": "Validation"}',
+            codes.KB_VECTOR_EMBED_BATCH_CAP,
+        ),
+        (
+            422,
+            '{"error": "batch size 64 > maximum allowed batch size 32"}',
+            codes.KB_VECTOR_EMBED_BATCH_CAP,
+        ),
     ],
 )
 def test_http_status(status: int, body: str, code: str) -> None:

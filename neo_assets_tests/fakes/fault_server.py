@@ -15,7 +15,9 @@ file's ``mode``:
 - ``hang[=s]``: hold the request ``s`` seconds (control ``hang_s`` by default), then answer;
   a client that disconnects meanwhile is counted in ``client_disconnects``;
 - ``bad_request``: 400; ``too_large``: llama.cpp's "input is too large" 500;
-  ``error500``: a generic 500;
+  ``error500``: a generic 500; ``loading``: llama.cpp's 503 "Loading model" (what it
+  answers while its model loads); ``runner_died``: Ollama's 500 "llama runner process
+  has terminated: signal: killed" (its runner was OOM-killed; the server lives on);
 - ``close``: read the request, then close without answering (the client sees
   "server disconnected"); ``reset``: the same with an RST (connection reset);
 - ``kill``: ``os._exit`` on receipt (stats flushed first), like an OOM kill;
@@ -28,6 +30,9 @@ while nothing can connect). Keys: ``mode``, ``hang_s``, ``latency_s`` (per reque
 ``latency_per_input_s``, ``slots`` (concurrent requests computed at once; ``null`` =
 unlimited), ``dimensions``, ``refuse`` (stop listening: connections are refused),
 ``api_key``, ``reverse_order``, ``too_large_over_chars``, ``kill_over_chars``,
+``max_batch`` (more inputs in one request → TEI's 413 "batch size N > maximum allowed
+batch size M"), ``finish_abandoned`` (a held request runs its full time even after the
+client left, as llama.cpp and llama-cpp-python do, keeping its slot busy),
 ``vectors`` (``"hashing"``: the hashing embedder's vectors, meaningful, ~0.3 ms per
 input; ``"digest"``: a digest-derived unit vector, meaningless but cheap, so a
 benchmark measures the client and not the fake), ``version`` (echoed as
@@ -74,6 +79,8 @@ FAULTS = (
     "hang",
     "too_large",
     "bad_request",
+    "loading",
+    "runner_died",
     "error500",
     "wrong_dim",
     "nan",
@@ -89,6 +96,8 @@ TOO_LARGE_BODY = {
         "type": "server_error",
     }
 }
+LOADING_BODY = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
+RUNNER_DIED_BODY = {"error": "llama runner process has terminated: signal: killed"}
 DEFAULT_CONTROL: dict[str, Any] = {
     "mode": "answer",
     "hang_s": 30.0,
@@ -101,6 +110,8 @@ DEFAULT_CONTROL: dict[str, Any] = {
     "reverse_order": False,
     "too_large_over_chars": None,
     "kill_over_chars": None,
+    "max_batch": None,
+    "finish_abandoned": False,
     "vectors": "hashing",
     "version": 0,
 }
@@ -307,12 +318,16 @@ class FaultHandler(BaseHTTPRequestHandler):
             if remaining <= 0:
                 return False
 
-    def _hold(self, seconds: float) -> bool:
-        """Hold the request; True when the client disconnected meanwhile (counted)."""
+    def _hold(self, seconds: float, finish: bool = False) -> bool:
+        """Hold the request; True when the client disconnected meanwhile (counted). With
+        ``finish`` the full time is held anyway (the work goes on without its client)."""
         if seconds <= 0:
             return False
+        started = time.monotonic()
         if self._client_gone(seconds):
             self.server.state.bump(client_disconnects=1)
+            if finish:
+                time.sleep(max(0.0, seconds - (time.monotonic() - started)))
             return True
         return False
 
@@ -512,6 +527,16 @@ class FaultHandler(BaseHTTPRequestHandler):
             status = 403 if protocol == "gemini" else 401
             self._send_json(status, {"error": {"code": status, "message": "invalid API key"}})
             return
+        if "loading" in faults:
+            state.bump(requests_error_status=1)
+            self._send_json(503, LOADING_BODY)
+            return
+        cap = control.get("max_batch")
+        if cap is not None and len(texts) > int(cap):
+            state.bump(requests_error_status=1)
+            message = f"batch size {len(texts)} > maximum allowed batch size {int(cap)}"
+            self._send_json(413, {"error": message, "error_type": "Validation"})
+            return
         if not self._acquire_slot(control):
             return
         try:
@@ -523,7 +548,7 @@ class FaultHandler(BaseHTTPRequestHandler):
                 + float(control.get("latency_per_input_s") or 0.0) * len(texts)
                 + float(hang or 0.0)
             )
-            if self._hold(delay):
+            if self._hold(delay, bool(control.get("finish_abandoned"))):
                 self.close_connection = True
                 return
         finally:
@@ -538,6 +563,10 @@ class FaultHandler(BaseHTTPRequestHandler):
                 400,
                 {"error": {"code": 400, "message": "invalid input", "type": "invalid_request"}},
             )
+            return
+        if "runner_died" in faults:
+            state.bump(requests_error_status=1)
+            self._send_json(500, RUNNER_DIED_BODY)
             return
         if "error500" in faults:
             state.bump(requests_error_status=1)

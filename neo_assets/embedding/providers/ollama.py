@@ -12,6 +12,7 @@ disconnect is not asserted here.
 """
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,13 @@ class OllamaProvider:
         request_timeout_ms: int = 60_000,
         api_key: str | None = None,
         max_inputs_per_request: int | None = None,
+        num_ctx: int | None = None,
     ) -> None:
         self.base_url = base_url
+        # Sent as options.num_ctx: Ollama's own default context (2048, or the Modelfile's)
+        # is not the band the lane sizes inputs for, so it is always said explicitly.
+        self.num_ctx = num_ctx
+        self.batch_cap: int | None = None
         self.model = model
         self.dimensions = dimensions
         self.max_inputs_per_request = max_inputs_per_request
@@ -60,7 +66,9 @@ class OllamaProvider:
         parts = []
         for start in range(0, len(texts), step):
             batch = list(texts[start : start + step])
-            payload = {"model": self.model, "input": batch, "truncate": False}
+            payload: dict[str, Any] = {"model": self.model, "input": batch, "truncate": False}
+            if self.num_ctx is not None:
+                payload["options"] = {"num_ctx": self.num_ctx}
             body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
             embeddings = body.get("embeddings") if isinstance(body, dict) else None
             if not isinstance(embeddings, list):

@@ -20,7 +20,16 @@ Cancellation, and what it does NOT reach:
 No silent truncation: no truncate option is ever sent (vLLM's
 ``truncate_prompt_tokens`` and the like stay unset), so an input beyond the server's
 context comes back as an error, which classifies as a refusal (4xx, or llama.cpp's
-"input is too large" 500), never as a shortened embedding.
+"input is too large" 500), never as a shortened embedding. Some servers truncate anyway
+(llama-cpp-python's server cuts every input to its batch, answering 200): where the
+server has a token-count endpoint (``/extras/tokenize/count``), inputs that could exceed
+its limit are counted before sending and the answer's ``usage.prompt_tokens`` is checked
+against the count; an input over the limit, or an answer that embedded fewer tokens than
+were sent, is a size refusal naming both numbers, never a stored prefix.
+
+Server facts (``server_facts``, read once): llama.cpp's ``/props`` (``total_slots``, the
+per-slot ``n_ctx``) and ``/slots`` (which are busy), and whether a token-count endpoint
+exists. ``free_slots`` gives the lane its default ``max_inflight``.
 """
 
 import asyncio
@@ -239,6 +248,47 @@ class HttpEmbeddingTransport:
                 provider=self.provider,
             ) from exc
 
+    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
+        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
+        client = self._client_here()
+        try:
+            response = await race_request(
+                lambda: client.get(url),
+                cancel_scope,
+                timeout_s=self.timeout_s,
+                timeout_code=self.timeout_code,
+                provider=self.provider,
+                operation_label=operation_label,
+            )
+        except (Cancelled, EmbedFailure):
+            raise
+        except (httpx.HTTPError, OSError) as exc:
+            raise EmbedFailure(
+                classify_failure(exc),
+                operation_label=operation_label,
+                detail=f"{type(exc).__name__}: {exc}",
+                provider=self.provider,
+            ) from exc
+        if response.status_code >= 400:
+            message = error_message(response)
+            raise EmbedFailure(
+                classify_http_status(response.status_code, message),
+                status=response.status_code,
+                operation_label=operation_label,
+                detail=message,
+                provider=self.provider,
+            )
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise EmbedFailure(
+                codes.KB_VECTOR_EMBED_UNCLASSIFIED,
+                status=response.status_code,
+                operation_label=operation_label,
+                detail="response body is not JSON",
+                provider=self.provider,
+            ) from exc
+
     async def aclose(self) -> None:
         """Close the pool and its connections (a later call opens a new pool)."""
         client = self._client
@@ -258,6 +308,36 @@ def malformed(provider: str, operation_label: str, what: str) -> EmbedFailure:
 
 def join_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + path
+
+
+# Tokens per UTF-8 byte are at most one for the tokenizers these servers run (BPE with
+# byte fallback, WordPiece, SentencePiece), plus the model's added tokens: an input whose
+# byte length stays under ``limit - ADDED_TOKENS`` cannot exceed the limit, so only longer
+# ones are counted.
+ADDED_TOKENS = 4
+
+
+def truncation_refusal(
+    provider: str, operation_label: str, *, counted: int, limit: int | None, embedded: int | None
+) -> EmbedFailure:
+    """A size refusal for an input the server would cut (or did cut) silently."""
+    if embedded is not None:
+        detail = (
+            f"input is too large: the server embedded {embedded} of the {counted} tokens "
+            "sent (it truncates silently); nothing was stored"
+        )
+    else:
+        detail = (
+            f"input ({counted} tokens) is too large: the server's limit is {limit} tokens "
+            "and it truncates silently; not sent"
+        )
+    return EmbedFailure(
+        codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+        status=413,
+        operation_label=operation_label,
+        detail=detail,
+        provider=provider,
+    )
 
 
 def _decode_embedding(value: Any) -> Any:
@@ -286,11 +366,18 @@ class OpenAICompatibleProvider:
         api_key: str | None = None,
         request_timeout_ms: int = 60_000,
         max_inputs_per_request: int | None = None,
+        token_limit: int | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.dimensions = dimensions
         self.max_inputs_per_request = max_inputs_per_request
+        # The server's per-input token limit: configured, read from /props, or learned from
+        # a truncation it was caught at.
+        self.token_limit = token_limit
+        # A cap on inputs per request the server named (the lane learns and keeps it here).
+        self.batch_cap: int | None = None
+        self._facts: dict[str, Any] | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.transport = HttpEmbeddingTransport(
             self.name, request_timeout_ms=request_timeout_ms, headers=headers
@@ -313,11 +400,128 @@ class OpenAICompatibleProvider:
             )
         return parts[0] if len(parts) == 1 else np.vstack(parts)
 
+    # ------------------------------------------------------------------ server facts
+    async def server_facts(self, cancel_scope: CancelScope) -> dict[str, Any]:
+        """What the server says about itself, read once: ``slots`` (total), ``free_slots``,
+        ``n_ctx`` (per slot), ``count_tokens`` (a token-count endpoint exists)."""
+        if self._facts is not None:
+            return self._facts
+        facts: dict[str, Any] = {}
+        try:
+            props = await self.transport.get_json(
+                join_url(self.base_url, "/props"), cancel_scope, "server-props"
+            )
+        except EmbedFailure:
+            props = None
+        if isinstance(props, dict):
+            total = props.get("total_slots")
+            if isinstance(total, int) and total >= 1:
+                facts["slots"] = total
+            settings = props.get("default_generation_settings")
+            n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
+            if isinstance(n_ctx, int) and n_ctx >= 1:
+                facts["n_ctx"] = n_ctx
+            try:
+                slots = await self.transport.get_json(
+                    join_url(self.base_url, "/slots"), cancel_scope, "server-slots"
+                )
+            except EmbedFailure:
+                slots = None
+            if isinstance(slots, list) and slots:
+                busy = sum(
+                    1 for slot in slots if isinstance(slot, dict) and slot.get("is_processing")
+                )
+                facts["free_slots"] = len(slots) - busy
+        else:
+            try:
+                counted = await self.transport.post_json(
+                    join_url(self.base_url, "/extras/tokenize/count"),
+                    {"input": "ping", "model": self.model},
+                    cancel_scope,
+                    "server-tokenize",
+                )
+            except EmbedFailure:
+                counted = None
+            facts["count_tokens"] = isinstance(counted, dict) and isinstance(
+                counted.get("count"), int
+            )
+            if facts["count_tokens"] and self.token_limit is None:
+                facts["truncates_at"] = await self._truncation_limit(cancel_scope)
+                self.token_limit = facts["truncates_at"]
+        if self.token_limit is None and isinstance(facts.get("n_ctx"), int):
+            self.token_limit = facts["n_ctx"]
+        self._facts = facts
+        return facts
+
+    async def _truncation_limit(self, cancel_scope: CancelScope) -> int | None:
+        """Where a server that can count tokens cuts an input: a probe far longer than any
+        embedding model's window, counted, then embedded; fewer tokens embedded than
+        counted is the cut. None when nothing was cut (or nothing could be learned)."""
+        probe = "def ping(): return 'pong'\n" * 1024
+        url = join_url(self.base_url, "/extras/tokenize/count")
+        try:
+            counted = await self.transport.post_json(
+                url, {"input": probe, "model": self.model}, cancel_scope, "server-tokenize"
+            )
+            body = await self.transport.post_json(
+                self._url,
+                {"model": self.model, "input": [probe], "encoding_format": "float"},
+                cancel_scope,
+                "server-truncation-probe",
+            )
+        except EmbedFailure:
+            return None
+        count = counted.get("count") if isinstance(counted, dict) else None
+        usage = body.get("usage") if isinstance(body, dict) else None
+        embedded = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        if isinstance(count, int) and isinstance(embedded, int) and 0 < embedded < count:
+            return embedded
+        return None
+
+    async def free_slots(self, cancel_scope: CancelScope) -> int | None:
+        """The slots the server reports free (all of them when it reports only a total);
+        None when it reports neither."""
+        facts = await self.server_facts(cancel_scope)
+        free = facts.get("free_slots")
+        if isinstance(free, int):
+            return max(1, free)
+        total = facts.get("slots")
+        return total if isinstance(total, int) else None
+
+    async def _count_tokens(
+        self, texts: list[str], cancel_scope: CancelScope, operation_label: str
+    ) -> list[int | None]:
+        """Each input's token count by the server's own tokenizer, where it could matter
+        (None: too short to exceed the limit, or nothing to count with)."""
+        facts = await self.server_facts(cancel_scope)
+        if not facts.get("count_tokens"):
+            return [None] * len(texts)
+        floor = (self.token_limit - ADDED_TOKENS) if self.token_limit else 0
+        url = join_url(self.base_url, "/extras/tokenize/count")
+        counts: list[int | None] = []
+        for text in texts:
+            if len(text.encode("utf-8")) < floor:
+                counts.append(None)
+                continue
+            body = await self.transport.post_json(
+                url, {"input": text, "model": self.model}, cancel_scope, operation_label
+            )
+            count = body.get("count") if isinstance(body, dict) else None
+            counts.append(count if isinstance(count, int) else None)
+        return counts
+
     async def _embed_once(
         self, texts: list[str], cancel_scope: CancelScope, operation_label: str
     ) -> np.ndarray:
+        counts = await self._count_tokens(texts, cancel_scope, operation_label)
+        for count in counts:
+            if count is not None and self.token_limit is not None and count > self.token_limit:
+                raise truncation_refusal(
+                    self.name, operation_label, counted=count, limit=self.token_limit, embedded=None
+                )
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
         body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        self._check_truncation(texts, counts, body, operation_label)
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
             raise malformed(self.name, operation_label, "no data list")
@@ -336,6 +540,25 @@ class OpenAICompatibleProvider:
             self.dimensions,
             operation_label=operation_label,
             provider=self.name,
+        )
+
+    def _check_truncation(
+        self, texts: list[str], counts: list[int | None], body: Any, operation_label: str
+    ) -> None:
+        """Every input was counted: the server must have embedded at least that many
+        tokens (``usage.prompt_tokens``), else it cut something. One input alone tells the
+        limit it was cut at, which is kept for the next requests."""
+        if not counts or any(c is None for c in counts):
+            return
+        usage = body.get("usage") if isinstance(body, dict) else None
+        embedded = usage.get("prompt_tokens") if isinstance(usage, dict) else None
+        sent = sum(c for c in counts if c is not None)
+        if not isinstance(embedded, int) or embedded >= sent:
+            return
+        if len(texts) == 1 and self.token_limit is None:
+            self.token_limit = embedded
+        raise truncation_refusal(
+            self.name, operation_label, counted=sent, limit=self.token_limit, embedded=embedded
         )
 
     async def aclose(self) -> None:

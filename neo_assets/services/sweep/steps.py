@@ -92,7 +92,9 @@ class RepoContext:
 def lane_settings(settings: Settings) -> LaneSettings:
     return LaneSettings(
         batch_size=settings.embedding.resolved_batch_size,
-        max_inflight=settings.embedding.max_inflight,
+        max_inflight=settings.embedding.max_inflight or 2,
+        inflight_from_server=settings.embedding.max_inflight is None,
+        loading_max_wait_s=settings.embedding.loading_max_wait_s,
         strike_threshold=settings.embedding.strike_threshold,
         circuit_threshold=settings.embedding.circuit_threshold,
         recovery_initial_s=settings.embedding.recovery_initial_s,

@@ -1,0 +1,212 @@
+"""Provider-wide request slots shared by every process on this machine: file locks.
+
+Verdicts about ONE input (a death or timeout strike) need "no other request was in flight
+to this provider", also from another sweep in another process (``deploy/dagster.yaml``
+lets two sweeps share a provider). The evidence is kept by the kernel, not by us: each
+provider has a directory (keyed by provider name, endpoint and model) with
+
+- ``slot-<i>.lock`` for i < slots: a request holds one of them exclusively while it is in
+  flight, so at most ``slots`` requests of all participants reach the server at once (a
+  one-slot server gets one request at a time, and a call ceiling started once the slot
+  is held counts the server's own time, not time queued behind another sweep);
+- ``gate.lock``: taken shared for a moment before a slot, and exclusively by a *solo*
+  dispatch, which then takes every slot: new requests wait, in-flight ones drain, and
+  the solo request is provably the only one in flight to the provider (writer
+  preference, so a busy neighbour cannot starve it);
+- ``abandoned``: a counter file bumped when a process gives up on a request the server
+  may still be computing (a call ceiling fired, work cancelled); a solo dispatch that
+  sees it moved first waits for the server to finish (a drain probe) before its own
+  ceiling starts.
+
+``flock`` locks belong to an open file and die with their process, so a killed sweep
+never leaves a slot held. The scope is one machine (sweeps on several machines sharing
+one provider would need the ledger instead); the directory defaults to the temp dir.
+"""
+
+import fcntl
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from neo_assets.embedding.cancel import CancelScope
+
+_POLL_S = 0.005
+_POLL_MAX_S = 0.05
+ENV_SLOTS_DIR = "NEO_PROVIDER_SLOTS_DIR"
+
+
+def provider_key(name: str, endpoint: str, model: str) -> str:
+    """The directory name of one provider: the same server, seen by every process."""
+    raw = f"{name}\n{endpoint.rstrip('/')}\n{model}".encode()
+    return hashlib.sha256(raw).hexdigest()[:20]
+
+
+def default_slots_root() -> Path:
+    root = os.environ.get(ENV_SLOTS_DIR)
+    return Path(root) if root else Path(tempfile.gettempdir()) / "neo-assets-provider-slots"
+
+
+@dataclass
+class Held:
+    """Locks one dispatch holds; ``alone`` is True when it held every slot and the gate."""
+
+    fds: list[int]
+    alone: bool
+    waited_s: float
+    abandoned_seen: int
+
+
+class ProviderSlots:
+    """The slots of one provider (module docstring)."""
+
+    def __init__(self, directory: Path, slots: int) -> None:
+        if slots < 1:
+            raise ValueError("slots must be >= 1")
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.slots = slots
+
+    def resize(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError("slots must be >= 1")
+        self.slots = slots
+
+    # --- the abandoned-work counter
+    def abandoned_count(self) -> int:
+        try:
+            return int((self.dir / "abandoned").read_text() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    def mark_abandoned(self) -> None:
+        fd = self._open("abandoned.lock")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            count = self.abandoned_count() + 1
+            tmp = self.dir / f".abandoned.{os.getpid()}.tmp"
+            tmp.write_text(str(count))
+            os.replace(tmp, self.dir / "abandoned")
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    # --- locks
+    def _open(self, name: str) -> int:
+        return os.open(self.dir / name, os.O_RDWR | os.O_CREAT, 0o666)
+
+    @staticmethod
+    def _try(fd: int, kind: int) -> bool:
+        try:
+            fcntl.flock(fd, kind | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+    async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
+        delay = _POLL_S
+        while not attempt():
+            if time.monotonic() >= deadline:
+                return False
+            await scope.sleep(delay)
+            delay = min(delay * 2, _POLL_MAX_S)
+        return True
+
+    async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
+        """One slot (shared mode) or the gate and every slot (``solo``).
+
+        Waits at most ``max_wait_s`` (abortable through ``scope``); past it the dispatch
+        goes ahead without the locks it could not get, and ``alone`` is False, so nothing
+        it shows may be charged to one input."""
+        started = time.monotonic()
+        deadline = started + max(0.0, max_wait_s)
+        fds: list[int] = []
+        try:
+            gate = self._open("gate.lock")
+            fds.append(gate)
+            got_gate = await self._poll(
+                lambda: self._try(gate, fcntl.LOCK_EX if solo else fcntl.LOCK_SH),
+                scope,
+                deadline,
+            )
+            if solo:
+                held_all = got_gate
+                for index in range(self.slots):
+                    fd = self._open(f"slot-{index}.lock")
+                    fds.append(fd)
+                    if not held_all:
+                        continue
+                    if not await self._poll(
+                        lambda fd=fd: self._try(fd, fcntl.LOCK_EX), scope, deadline
+                    ):
+                        held_all = False
+                return Held(fds, held_all, time.monotonic() - started, self.abandoned_count())
+            slot_fds = [self._open(f"slot-{i}.lock") for i in range(self.slots)]
+            fds.extend(slot_fds)
+
+            def any_slot() -> bool:
+                for fd in slot_fds:
+                    if self._try(fd, fcntl.LOCK_EX):
+                        for other in slot_fds:  # keep only the one held
+                            if other != fd:
+                                fds.remove(other)
+                                os.close(other)
+                        return True
+                return False
+
+            await self._poll(any_slot, scope, deadline)
+            if got_gate:
+                # The gate only orders arrivals: a solo waiting for it must not wait for
+                # this request's whole flight, only for the slot it drains.
+                fcntl.flock(gate, fcntl.LOCK_UN)
+            return Held(fds, False, time.monotonic() - started, self.abandoned_count())
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
+
+    @staticmethod
+    def release(held: Held) -> None:
+        for fd in held.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        held.fds.clear()
+
+
+class LocalSlots:
+    """The slots of an in-process provider (the hashing embedder, sentence-transformers):
+    nothing outside this process shares it, and the lane already sends an input alone
+    only with nothing else of its own in flight, so no lock is needed."""
+
+    def __init__(self, slots: int) -> None:
+        self.slots = slots
+        self._abandoned = 0
+
+    def resize(self, slots: int) -> None:
+        self.slots = slots
+
+    def abandoned_count(self) -> int:
+        return self._abandoned
+
+    def mark_abandoned(self) -> None:
+        self._abandoned += 1
+
+    async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
+        scope.raise_if_cancelled()
+        return Held([], solo, 0.0, self._abandoned)
+
+    @staticmethod
+    def release(held: Held) -> None:
+        held.fds.clear()
+
+
+def slots_for(
+    name: str, endpoint: str, model: str, slots: int, root: Path | None = None
+) -> ProviderSlots:
+    return ProviderSlots(
+        (root or default_slots_root()) / provider_key(name, endpoint, model), slots
+    )
