@@ -16,6 +16,15 @@ KB_VECTOR_EMBED_WRITE_ERROR = "KB_VECTOR_EMBED_WRITE_ERROR"
 KB_VECTOR_EMBED_UNCLASSIFIED = "KB_VECTOR_EMBED_UNCLASSIFIED"
 KB_VECTOR_EMBED_YIELD = "KB_VECTOR_EMBED_YIELD"
 KB_VECTOR_EMBED_INVALID_VECTORS = "KB_VECTOR_EMBED_INVALID_VECTORS"
+# A size refusal: the provider says the input is over its limit (llama.cpp's "input is too
+# large", Ollama's context length, TEI's 413 / "less than N tokens", vLLM's and OpenAI's
+# "maximum context length", the in-process model's own check). Geometry evidence, never
+# content: the input alone fences undeliverable-at-geometry with the limit in its receipt.
+KB_VECTOR_EMBED_INPUT_TOO_LARGE = "KB_VECTOR_EMBED_INPUT_TOO_LARGE"
+# The provider's vectors are not NEO_EMBEDDING_DIMENSIONS wide at first contact: a
+# configuration error, not a failure class (the sweep fails, naming the variable and the
+# provider's answer; embedding/vectors.DimensionMismatchError).
+KB_VECTOR_EMBED_DIMENSION_MISMATCH = "KB_VECTOR_EMBED_DIMENSION_MISMATCH"
 
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"
@@ -41,6 +50,7 @@ EMBED_FAILURE_CODES = frozenset(
         KB_VECTOR_EMBED_UNCLASSIFIED,
         KB_VECTOR_EMBED_YIELD,
         KB_VECTOR_EMBED_INVALID_VECTORS,
+        KB_VECTOR_EMBED_INPUT_TOO_LARGE,
     }
 )
 

@@ -258,7 +258,7 @@ def test_no_texts_opens_no_request(kind: str, srv: FaultServerSupervisor) -> Non
     ("fault", "code", "status"),
     [
         ("bad_request", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 400),
-        ("too_large", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 500),
+        ("too_large", codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE, 500),
         ("error500", codes.KB_VECTOR_EMBED_UNCLASSIFIED, 500),
         ("close", codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, None),
         ("reset", codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, None),
@@ -722,7 +722,8 @@ def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -
     long_text = " ".join(f"word{i}" for i in range(600))
     with pytest.raises(EmbedFailure) as info:
         asyncio.run(st_provider.embed(["short", long_text], CancelScope(), "test-op"))
-    assert info.value.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
+    assert info.value.code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE  # a size refusal
+    assert info.value.limit_tokens == 256
     assert "input 1 is too large" in info.value.detail
     assert st_provider.batches_encoded == encoded  # nothing reached the model
 
