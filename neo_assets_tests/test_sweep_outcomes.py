@@ -304,6 +304,27 @@ def test_undeliverable_only_completes_never_without_its_census_and_reverses_with
     assert "".join(documents[p]["document"] for p in ordered) == WIDE.rstrip("\n")
 
 
+def test_a_band_over_the_servers_own_limit_fails_the_sweep_naming_the_setting(
+    make_env: Callable[[dict[str, str]], SweepEnv],
+) -> None:
+    # llama.cpp says (GET /props) it takes fewer tokens per input than the band assumes:
+    # a configuration error at first contact, named, before a single input is refused.
+    env = make_env({"good.txt": GOOD})
+    env.server.configure(props={"default_generation_settings": {"n_ctx": CONTEXT_TOKENS // 2}})
+    before = env.server.stats()["requests_received"]
+    try:
+        result = env.sweep()
+    finally:
+        env.server.configure(props=None)
+    assert result["outcome"] == codes.OUTCOME_FAILED
+    assert result["deferredCauseCode"] == codes.KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT
+    message = json.loads(env.state()["last_summary"])["errors"][0]["message"]
+    assert f"NEO_EMBEDDING_CONTEXT_TOKENS={CONTEXT_TOKENS}" in message
+    assert f"set NEO_EMBEDDING_CONTEXT_TOKENS={CONTEXT_TOKENS // 2}" in message
+    assert env.server.stats()["requests_received"] == before  # nothing sent, nothing fenced
+    assert env.ledger.fences(TENANT, SLUG, env.generation()) == []
+
+
 # ---------------------------------------------------------------------------- both families
 def test_both_families_beside_a_live_failure_defer_then_complete_and_cost_no_runs(
     make_env: Callable[[dict[str, str]], SweepEnv],

@@ -25,6 +25,9 @@ KB_VECTOR_EMBED_INPUT_TOO_LARGE = "KB_VECTOR_EMBED_INPUT_TOO_LARGE"
 # configuration error, not a failure class (the sweep fails, naming the variable and the
 # provider's answer; embedding/vectors.DimensionMismatchError).
 KB_VECTOR_EMBED_DIMENSION_MISMATCH = "KB_VECTOR_EMBED_DIMENSION_MISMATCH"
+# The band (NEO_EMBEDDING_CONTEXT_TOKENS) is over the limit the server reports for one
+# input (llama.cpp /props, Ollama /api/show): a configuration error at first contact.
+KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT = "KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT"
 
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"

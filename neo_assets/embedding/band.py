@@ -7,6 +7,12 @@ tokenizer). Otherwise the limit is the configured ``NEO_EMBEDDING_CONTEXT_TOKENS
 tokens are estimated from characters (``NEO_EMBEDDING_CHARS_PER_TOKEN``, calibrated on
 real code: docs/performance.md) under the ``NEO_EMBEDDING_ADMISSION_SAFETY`` margin.
 
+A remote server that reports its own limit is asked once per sweep, before the first
+request (``provider_limit``: llama.cpp's ``/props``, Ollama's ``/api/show``). A band over
+what the server takes is a configuration error naming ``NEO_EMBEDDING_CONTEXT_TOKENS``
+and the server's answer (``check_band``), at first contact, instead of a sweep of size
+refusals; a band under it is kept (it is the configured, stable one).
+
 The band in tokens is part of the embedding generation (``services/sweep/steps.py``), so
 a provider whose limit changes re-offers what the old limit could not take. It is
 resolved from the settings and the provider's static answer only, never from the
@@ -18,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
+from neo_assets.core import codes
 from neo_assets.core.embedding import estimate_tokens
 
 SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
@@ -98,3 +105,43 @@ def band_for(settings: Settings) -> Band:
                 counter=lambda texts: st.count_tokens(model, texts),
             )
     return configured_band(settings)
+
+
+SETTING_CONTEXT_TOKENS = "NEO_EMBEDDING_CONTEXT_TOKENS"
+
+
+@dataclass(frozen=True)
+class ProviderLimit:
+    """What a server says one input may cost, and where it said so."""
+
+    tokens: int
+    source: str  # e.g. "llama.cpp /props default_generation_settings.n_ctx"
+
+
+class BandOverProviderLimitError(ValueError):
+    """The band assumes more tokens per input than the provider takes."""
+
+    code = codes.KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT
+
+    def __init__(self, provider: str, band: Band, limit: ProviderLimit) -> None:
+        self.limit = limit
+        super().__init__(
+            f"{SETTING_CONTEXT_TOKENS}={band.limit_tokens} but the {provider} provider takes "
+            f"{limit.tokens} tokens per input ({limit.source}): set "
+            f"{SETTING_CONTEXT_TOKENS}={limit.tokens} (or raise the server's limit)"
+        )
+
+
+async def provider_limit(provider: object, cancel_scope: object) -> ProviderLimit | None:
+    """The provider's own answer about its input limit, None when it gives none."""
+    discover = getattr(provider, "discover_limit", None)
+    if not callable(discover):
+        return None
+    found = await discover(cancel_scope)
+    return found if isinstance(found, ProviderLimit) and found.tokens > 0 else None
+
+
+def check_band(provider_name: str, band: Band, limit: ProviderLimit | None) -> None:
+    """Raise ``BandOverProviderLimitError`` when ``band`` assumes more than ``limit``."""
+    if limit is not None and band.limit_tokens > limit.tokens:
+        raise BandOverProviderLimitError(provider_name, band, limit)

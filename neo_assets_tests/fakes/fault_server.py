@@ -27,7 +27,8 @@ supervisor, re-read on every request and by a watcher every 20 ms, so ``refuse``
 while nothing can connect). Keys: ``mode``, ``hang_s``, ``latency_s`` (per request),
 ``latency_per_input_s``, ``slots`` (concurrent requests computed at once; ``null`` =
 unlimited), ``dimensions``, ``refuse`` (stop listening: connections are refused),
-``api_key``, ``reverse_order``, ``too_large_over_chars``, ``kill_over_chars``,
+``api_key``, ``reverse_order``, ``too_large_over_chars``, ``kill_over_chars``, ``props``
+(answered at ``GET /props``, as llama.cpp does),
 ``vectors`` (``"hashing"``: the hashing embedder's vectors, meaningful, ~0.3 ms per
 input; ``"digest"``: a digest-derived unit vector, meaningless but cheap, so a
 benchmark measures the client and not the fake), ``version`` (echoed as
@@ -101,6 +102,7 @@ DEFAULT_CONTROL: dict[str, Any] = {
     "reverse_order": False,
     "too_large_over_chars": None,
     "kill_over_chars": None,
+    "props": None,
     "vectors": "hashing",
     "version": 0,
 }
@@ -342,6 +344,9 @@ class FaultHandler(BaseHTTPRequestHandler):
             self._send_json(200, {"status": "ok"})
         elif path == "/__stats":
             self._send_json(200, self.server.state.snapshot())
+        elif path == "/props" and self.server.state.reload_control().get("props") is not None:
+            # llama.cpp's /props, when a test gives one (``props``: the JSON to answer).
+            self._send_json(200, self.server.state.reload_control()["props"])
         else:
             self._send_json(404, {"error": {"code": 404, "message": "not found"}})
 
@@ -428,7 +433,7 @@ class FaultHandler(BaseHTTPRequestHandler):
             if isinstance(texts, str):
                 texts = [texts]
             facts["model"] = body.get("model")
-            for key in ("truncate", "encoding_format", "dimensions"):
+            for key in ("truncate", "encoding_format", "dimensions", "options"):
                 if key in body:
                     facts[key] = body[key]
             if isinstance(body.get("dimensions"), int):

@@ -37,7 +37,7 @@ from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_gen
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
-from neo_assets.embedding.band import Band, band_for
+from neo_assets.embedding.band import Band, band_for, check_band, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -816,6 +816,13 @@ async def _embed(
     run: EmbedContext,
 ) -> dict[str, Any]:
     try:
+        if items:
+            # First contact: a server that says it takes less than the band is told so.
+            check_band(
+                provider.name,
+                band_for(settings),
+                await provider_limit(getattr(provider, "inner", provider), run.cancel_scope),
+            )
         return await embed_chunks(
             items,
             provider=provider,
