@@ -65,6 +65,7 @@ def sweep_env_vars(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_EMBEDDING_DIMENSIONS": str(DIMENSIONS),
         "NEO_EMBEDDING_BATCH_SIZE": "4",
         "NEO_EMBEDDING_CONTEXT_TOKENS": str(CONTEXT_TOKENS),
+        "NEO_EMBEDDING_CHARS_PER_TOKEN": "3",
         "NEO_EMBEDDING_CALL_CEILING_MS": "3000",
         "NEO_EMBEDDING_RECOVERY_INITIAL_S": "0.05",
         "NEO_EMBEDDING_RECOVERY_MAX_S": "0.25",

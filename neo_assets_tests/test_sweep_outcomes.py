@@ -9,8 +9,11 @@ ways: what ``run_sweeps`` returned, the ledger's repo_state row, and the status 
 The server's markers make the faults: ``bad_request`` (a 400 for the chunk carrying it:
 the lane isolates it and fences it proven-content-poison), ``kill`` (the server dies on
 receipt: a death strike per sweep, undeliverable-at-geometry at the second), ``hang``
-(past the call ceiling: a timeout strike, a live deferred row). A chunk longer than the
-admission band (``BAND_CHARS``) is fenced undeliverable-at-geometry without a request.
+(past the call ceiling: a timeout strike, a live deferred row), ``too_large`` (the
+server refuses the input for its size, as llama.cpp's 500 "input is too large": a size
+refusal, fenced undeliverable-at-geometry, never poison). A chunk longer than the band
+is split into parts that fit (never fenced); one the server's own smaller limit refuses
+is fenced at the geometry, and a narrower band re-offers it as parts that get through.
 """
 
 import json
@@ -40,6 +43,8 @@ from neo_assets_tests.sweep_harness import (
     CADENCE_MINUTES,
     CONTEXT_TOKENS,
     DIMENSIONS,
+    SLUG,
+    TENANT,
     SweepEnv,
     text_file,
 )
@@ -51,7 +56,11 @@ FENCE_CODES = frozenset(
 )
 EMPTY = {"count": 0, "ids": []}
 GOOD = text_file("def healthy():\n    return 'words the provider embeds'")
-BIG = text_file("\n".join(f"line {i:02d} " + "y" * 60 for i in range(15)))  # > the band
+# Refused by the server for its size (its marker), whatever the band.
+BIG = text_file(f"an input over this server's own limit {marker('too_large')}")
+# Under the band (BAND_CHARS), over a server limit of SERVER_LIMIT_CHARS characters.
+SERVER_LIMIT_CHARS = 400
+WIDE = text_file("\n".join(f"line {i:02d} " + "y" * 20 for i in range(15)))
 
 server_module = fault_server_fixture(scope="module", dimensions=DIMENSIONS)
 
@@ -217,10 +226,12 @@ def test_content_poison_only_completes_and_its_census_outlives_the_process(
 def test_undeliverable_only_completes_never_without_its_census_and_reverses_with_geometry(
     make_env: Callable[[dict[str, str]], SweepEnv], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert len(BIG) > BAND_CHARS
-    env = make_env({"good.txt": GOOD, "big.txt": BIG})
+    assert SERVER_LIMIT_CHARS < len(WIDE) < BAND_CHARS
+    env = make_env({"good.txt": GOOD, "big.txt": WIDE})
+    # The server takes fewer tokens than the band assumes (llama.cpp's -ub below the
+    # configured NEO_EMBEDDING_CONTEXT_TOKENS): it refuses the chunk for its size.
+    env.server.configure(too_large_over_chars=SERVER_LIMIT_CHARS)
     first = env.head()
-    before = env.server.stats()
 
     result = env.sweep()
     assert_completed(env, result, first)
@@ -228,9 +239,10 @@ def test_undeliverable_only_completes_never_without_its_census_and_reverses_with
     assert result["undeliverableChunks"] == census_of([big])
     assert result["contentPoisonChunks"] == EMPTY
     (row,) = fence_rows(env.last_summary(), UNDELIVERABLE).values()
-    assert row["details"]["evidenceCode"] == rules.KB_VECTOR_EMBED_OVER_ADMISSION_BAND
-    # Fenced at admission: never sent, never a cause, never an episode.
-    assert env.server.stats()["inputs_received"] - before["inputs_received"] == 1
+    assert row["details"]["evidenceCode"] == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+    assert row["details"]["receipt"]["sizeRefusal"] is True
+    # A size refusal is geometry: never a strike, never a cause, never an episode.
+    assert env.ledger.strikes(TENANT, SLUG, env.generation()) == []
     assert env.row_ids() == {env.chunk_id("good.txt")}
     assert env.state()["recovery_episode_opened_at"] is None
     assert env.status()["undeliverableChunks"] == census_of([big])
@@ -274,15 +286,43 @@ def test_undeliverable_only_completes_never_without_its_census_and_reverses_with
     assert_completed(env, landed, second)
     assert landed["undeliverableChunks"] == census_of([big])
 
-    # A wider geometry is a new embedding generation: the fence no longer holds, the
-    # sensor sees the repo due, and the chunk is offered again and delivered.
-    monkeypatch.setenv("NEO_EMBEDDING_CONTEXT_TOKENS", str(4 * CONTEXT_TOKENS))
+    # A band the server can take is a new embedding generation: the fence no longer
+    # holds, the sensor sees the repo due, and the chunk is offered again, split into
+    # parts that fit, and delivered whole in them.
+    monkeypatch.setenv("NEO_EMBEDDING_CONTEXT_TOKENS", str(CONTEXT_TOKENS // 2))
     (request,) = tick(env.instance, None).run_requests
     assert request.tags["neo/due-reason"] == DUE_GENERATION_CHANGED
-    widened = env.sweep()
-    assert_completed(env, widened, second)
-    assert widened["undeliverableChunks"] == EMPTY and widened["contentPoisonChunks"] == EMPTY
-    assert big in env.row_ids()
+    narrowed = env.sweep()
+    assert_completed(env, narrowed, second)
+    assert narrowed["undeliverableChunks"] == EMPTY and narrowed["contentPoisonChunks"] == EMPTY
+    parts = env.chunk_ids("big.txt")
+    assert len(parts) == 2 and set(parts) <= env.row_ids()
+    documents = env.store.get_rows(parts, include_documents=True)
+    names = [documents[p]["metadata"]["name"] for p in parts]
+    assert sorted(n.rsplit(" [", 1)[1] for n in names) == ["part 1/2]", "part 2/2]"]
+    ordered = sorted(parts, key=lambda p: documents[p]["metadata"]["startLine"])
+    assert "".join(documents[p]["document"] for p in ordered) == WIDE.rstrip("\n")
+
+
+def test_a_band_over_the_servers_own_limit_fails_the_sweep_naming_the_setting(
+    make_env: Callable[[dict[str, str]], SweepEnv],
+) -> None:
+    # llama.cpp says (GET /props) it takes fewer tokens per input than the band assumes:
+    # a configuration error at first contact, named, before a single input is refused.
+    env = make_env({"good.txt": GOOD})
+    env.server.configure(props={"default_generation_settings": {"n_ctx": CONTEXT_TOKENS // 2}})
+    before = env.server.stats()["requests_received"]
+    try:
+        result = env.sweep()
+    finally:
+        env.server.configure(props=None)
+    assert result["outcome"] == codes.OUTCOME_FAILED
+    assert result["deferredCauseCode"] == codes.KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT
+    message = json.loads(env.state()["last_summary"])["errors"][0]["message"]
+    assert f"NEO_EMBEDDING_CONTEXT_TOKENS={CONTEXT_TOKENS}" in message
+    assert f"set NEO_EMBEDDING_CONTEXT_TOKENS={CONTEXT_TOKENS // 2}" in message
+    assert env.server.stats()["requests_received"] == before  # nothing sent, nothing fenced
+    assert env.ledger.fences(TENANT, SLUG, env.generation()) == []
 
 
 # ---------------------------------------------------------------------------- both families
@@ -299,7 +339,7 @@ def test_both_families_beside_a_live_failure_defer_then_complete_and_cost_no_run
     )
     head = env.head()
 
-    # Sweep 1: the poison is proven, the big chunk fenced at admission, and the killer
+    # Sweep 1: the poison is proven, the big chunk fenced at the geometry, and the killer
     # takes its first death strike: a live row beside fences of both families.
     first = env.sweep()
     summary = assert_deferred_by_live_row(env, first)

@@ -81,6 +81,9 @@ class StoreSettings(_Section):
         return local.resolve() if local.exists() else BUNDLED_TENANTS_FILE
 
 
+CALIBRATED_CHARS_PER_TOKEN = 2.3
+
+
 class EmbeddingSettings(_Section):
     """The embedding provider and the lane's limits (NEO_EMBEDDING_*)."""
 
@@ -101,7 +104,11 @@ class EmbeddingSettings(_Section):
     max_inflight: int | None = Field(None, ge=1, le=64)
     context_tokens: int = Field(8192, ge=16)
     admission_safety: float = Field(0.9, gt=0, le=1)
-    chars_per_token: float = Field(3.0, gt=0)
+    # The token estimate where nothing counts the model's way (embedding/band.py); unset:
+    # 2.3, calibrated on real code against a word-piece tokenizer so that with the
+    # admission margin ~0.4 % of chunks are undercounted (bench/chars_per_token.py,
+    # docs/performance.md); 3.0 for the offline hashing embedder, which has no tokens.
+    chars_per_token: float | None = Field(None, gt=0)
     call_ceiling_ms: int = Field(60_000, ge=1)
     strike_threshold: int = Field(2, ge=1)
     circuit_threshold: int = Field(5, ge=1)
@@ -122,6 +129,12 @@ class EmbeddingSettings(_Section):
     loading_max_wait_s: float = Field(300.0, ge=0)
 
     _blank = field_validator("base_url", mode="before")(_blank_is_unset)
+
+    @property
+    def resolved_chars_per_token(self) -> float:
+        if self.chars_per_token is not None:
+            return self.chars_per_token
+        return 3.0 if self.provider == "hashing" else CALIBRATED_CHARS_PER_TOKEN
 
     @property
     def resolved_batch_size(self) -> int:

@@ -22,6 +22,18 @@ KB_VECTOR_EMBED_PROVIDER_LOADING = "KB_VECTOR_EMBED_PROVIDER_LOADING"
 # A refusal naming the provider's cap on inputs per request (TEI's 413 "batch size 64 >
 # maximum allowed batch size 32"): about the request's shape, never about an input.
 KB_VECTOR_EMBED_BATCH_CAP = "KB_VECTOR_EMBED_BATCH_CAP"
+# A size refusal: the provider says the input is over its limit (llama.cpp's "input is too
+# large", Ollama's context length, TEI's 413 / "less than N tokens", vLLM's and OpenAI's
+# "maximum context length", the in-process model's own check). Geometry evidence, never
+# content: the input alone fences undeliverable-at-geometry with the limit in its receipt.
+KB_VECTOR_EMBED_INPUT_TOO_LARGE = "KB_VECTOR_EMBED_INPUT_TOO_LARGE"
+# The provider's vectors are not NEO_EMBEDDING_DIMENSIONS wide at first contact: a
+# configuration error, not a failure class (the sweep fails, naming the variable and the
+# provider's answer; embedding/vectors.DimensionMismatchError).
+KB_VECTOR_EMBED_DIMENSION_MISMATCH = "KB_VECTOR_EMBED_DIMENSION_MISMATCH"
+# The band (NEO_EMBEDDING_CONTEXT_TOKENS) is over the limit the server reports for one
+# input (llama.cpp /props, Ollama /api/show): a configuration error at first contact.
+KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT = "KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT"
 
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"
@@ -49,6 +61,7 @@ EMBED_FAILURE_CODES = frozenset(
         KB_VECTOR_EMBED_INVALID_VECTORS,
         KB_VECTOR_EMBED_PROVIDER_LOADING,
         KB_VECTOR_EMBED_BATCH_CAP,
+        KB_VECTOR_EMBED_INPUT_TOO_LARGE,
     }
 )
 

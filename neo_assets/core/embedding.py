@@ -9,15 +9,21 @@ Evidence classes (the decisions this module owns):
 - **Content class** — a failure that may be *about the input*: ``KB_VECTOR_EMBED_CONTENT``,
   and ``KB_VECTOR_EMBED_PROVIDER_REFUSAL`` unless its HTTP status says the refusal is about
   the caller or the provider rather than the input (401/403/404/429... in
-  ``NON_CONTENT_REFUSAL_STATUSES``). So a 400/413/422, or llama.cpp's "input is too
-  large" 500, is content class; a 401 or a 429 is not (it is retried after the provider
-  answers again, and counts toward the circuit). Only a content-class failure starts an
-  isolation, and only a content-class failure of ONE input dispatched alone, right after
-  a success (the paired control), of an input that had already failed (in the group being
-  isolated, or alone just before that control), becomes content evidence:
-  ``content_evidence`` maps it to ``KB_VECTOR_EMBED_CONTENT``. "Too large" is read as
-  content on purpose (the issue groups it with 4xx): like every fence it belongs to one
-  embedding generation, so raising the band re-offers it.
+  ``NON_CONTENT_REFUSAL_STATUSES``). So a 400 or 422 is content class; a 401 or a 429 is
+  not (it is retried after the provider answers again, and counts toward the circuit).
+  Only a content-class failure of ONE input dispatched alone, right after a success (the
+  paired control), of an input that had already failed (in the group being isolated, or
+  alone just before that control), becomes content evidence: ``content_evidence`` maps it
+  to ``KB_VECTOR_EMBED_CONTENT``.
+- **Size refusal** — ``KB_VECTOR_EMBED_INPUT_TOO_LARGE`` (the provider said the input is
+  over its limit: llama.cpp's "input is too large" 500, Ollama's context length, TEI's
+  413, vLLM/OpenAI "maximum context length", the in-process model's own check). It is
+  geometry evidence, never content: a group failing with it is bisected like a content
+  failure (to find the input), and the input alone is fenced ``undeliverable-at-geometry``
+  with the limit in its receipt (``size_refusal_receipt``), without a paired control —
+  its size explains the refusal. The sweep has split every chunk to fit the band before
+  (``core/sources/fit_parts.py``), so this fences only what the band misjudged; the band
+  is in the generation digest, so fixing the geometry re-offers it.
 - **Poison** — ``poison_forbidden(code)`` is False for ``KB_VECTOR_EMBED_CONTENT`` only.
   Every other code (timeout, abort, circuit open, yield, connection refused, transport
   closed, write error, invalid vectors, unclassified, a raw provider refusal, an unknown
@@ -151,10 +157,12 @@ class LaneSettings:
 
 @dataclass(frozen=True)
 class LaneItem:
-    """One chunk the collection lacks: its id and the text to embed."""
+    """One chunk the collection lacks: its id and the text to embed (``tokens``: its
+    count by the model's own tokenizer, when the sweep counted it; else estimated)."""
 
     chunk_id: str
     text: str
+    tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -215,9 +223,11 @@ def admission_band(settings: LaneSettings) -> int:
     return max(1, math.floor(settings.context_tokens * settings.admission_safety_factor))
 
 
-def admitted(text: str, settings: LaneSettings) -> bool:
-    """True when the input may be dispatched at all (its estimate fits the band)."""
-    return estimate_tokens(text, settings.chars_per_token) <= admission_band(settings)
+def admitted(text: str, settings: LaneSettings, tokens: int | None = None) -> bool:
+    """True when the input may be dispatched at all: its count (``tokens``, the model's
+    own, when known) or else its estimate fits the band."""
+    cost = tokens if tokens is not None else estimate_tokens(text, settings.chars_per_token)
+    return cost <= admission_band(settings)
 
 
 def embedding_generation(
@@ -270,6 +280,16 @@ def content_evidence(code: str, status: int | None = None) -> str | None:
     return codes.KB_VECTOR_EMBED_CONTENT if is_content_class(code, status) else None
 
 
+def is_size_refusal(code: str) -> bool:
+    """True for a size refusal: geometry evidence about one input (module docstring)."""
+    return code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+
+
+def starts_isolation(code: str, status: int | None = None) -> bool:
+    """True when a failed group is bisected to find its input: content class or size."""
+    return is_content_class(code, status) or is_size_refusal(code)
+
+
 def poison_forbidden(code: str | None) -> bool:
     """True unless ``code`` is the content code: the only evidence that may poison."""
     return code != codes.KB_VECTOR_EMBED_CONTENT
@@ -314,11 +334,15 @@ def waits_for_recovery(code: str, status: int | None = None) -> bool:
 def is_provider_failure(code: str, status: int | None = None) -> bool:
     """True for a failure that counts toward the circuit: the provider misbehaved (not
     a content-class answer, not the lane's own decision, not a store error)."""
-    return not is_content_class(code, status) and code not in NOT_PROVIDER_FAILURE_CODES
+    return (
+        not is_content_class(code, status)
+        and not is_size_refusal(code)
+        and code not in NOT_PROVIDER_FAILURE_CODES
+    )
 
 
 FailureRoute = Literal[
-    "isolate", "suspects", "retry", "strike", "defer", "wait", "shrink", "serialize"
+    "isolate", "suspects", "retry", "strike", "defer", "wait", "shrink", "serialize", "geometry"
 ]
 
 
@@ -336,7 +360,8 @@ def failure_route(
       so the lane drops to one request at a time and sends the batch again.
 
     - ``isolate``: content class — bisect with a paired control (a single input: control,
-      then the input again).
+      then the input again); a size refusal of several inputs — bisect to find them.
+    - ``geometry``: a size refusal of ONE input — fenced undeliverable-at-geometry.
     - ``retry``: connection refused or a non-content refusal (401/429...) — nothing was
       learned about the inputs; re-dispatch the same inputs once the provider answers.
     - ``suspects``: any other multi-input failure — members are re-dispatched one by one.
@@ -349,6 +374,8 @@ def failure_route(
         return "wait"
     if code == codes.KB_VECTOR_EMBED_BATCH_CAP:
         return "shrink" if inputs > 1 else "defer"
+    if is_size_refusal(code):
+        return "isolate" if inputs > 1 else "geometry"
     if code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1 and concurrent:
         return "serialize"
     if is_content_class(code, status):
@@ -425,9 +452,38 @@ def size_of(text: str, chars_per_token: float) -> dict[str, int]:
     return {"chars": len(text), "estimateTokens": estimate_tokens(text, chars_per_token)}
 
 
-def admission_receipt(text: str, settings: LaneSettings) -> dict[str, Any]:
+def size_refusal_receipt(
+    *,
+    code: str,
+    status: int | None,
+    operation_label: str,
+    detail: str,
+    provider_limit_tokens: int | None,
+    input_tokens: int | None,
+    band: Mapping[str, Any],
+    suspect_size: Mapping[str, int],
+) -> dict[str, Any]:
+    """What an undeliverable-at-geometry fence from a size refusal records: the limit the
+    provider named (when it named one), the band in force, the input's size, the answer."""
+    return {
+        "failureCode": code,
+        "status": status,
+        "operationLabel": operation_label,
+        "providerMessage": detail,
+        "providerLimitTokens": provider_limit_tokens,
+        "inputTokens": input_tokens,
+        "band": dict(band),
+        "suspect": dict(suspect_size),
+        "sizeRefusal": True,
+    }
+
+
+def admission_receipt(
+    text: str, settings: LaneSettings, tokens: int | None = None
+) -> dict[str, Any]:
     return {
         "estimateTokens": estimate_tokens(text, settings.chars_per_token),
+        "countedTokens": tokens,
         "bandTokens": admission_band(settings),
         "chars": len(text),
         "charsPerToken": settings.chars_per_token,

@@ -35,12 +35,13 @@ def build_provider(
     api_key: str | None,
     dimensions: int,
     request_timeout_ms: int,
+    context_tokens: int | None = None,
 ) -> EmbeddingProvider:
     """The provider ``kind`` names, configured; ValueError naming the setting otherwise.
 
     - ``hashing``: offline default; ``model`` optional (names the hashing scheme).
     - ``openai_compatible``: base URL and model required, key optional.
-    - ``ollama``: base URL and model required.
+    - ``ollama``: base URL and model required; ``context_tokens`` is sent as ``num_ctx``.
     - ``gemini``: key and model required; base URL defaults to Google's endpoint.
     - ``sentence_transformers``: model optional (the bundled all-MiniLM-L6-v2, 384-d);
       raises MissingExtraError (an ImportError) naming the extra when not installed.
@@ -77,6 +78,7 @@ def build_provider(
             api_key=(api_key or None),
             dimensions=dimensions,
             request_timeout_ms=request_timeout_ms,
+            num_ctx=context_tokens,
         )
     if normalized == "gemini":
         from neo_assets.embedding.providers.gemini import (  # noqa: PLC0415

@@ -64,11 +64,16 @@ _NOT_LISTENING_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno
 # errnos that mean "an accepted connection was dropped".
 _CLOSED_ERRNOS = frozenset({errno.ECONNRESET, errno.EPIPE, errno.ECONNABORTED, errno.ESHUTDOWN})
 
-# A 5xx whose message names the input's size is a per-input refusal (llama.cpp answers
-# "input is too large to process. increase the physical batch size" with 500).
+# A refusal whose message says the input is over the provider's limit: a size refusal
+# (KB_VECTOR_EMBED_INPUT_TOO_LARGE), whatever its status. The wordings of the servers
+# this project meets: llama.cpp "input (N tokens) is too large to process. increase the
+# physical batch size" (500), Ollama "input length exceeds the context length", TEI 413
+# and "must have less than N tokens" (413/422), vLLM and OpenAI "maximum context length
+# is N tokens" (400).
 _TOO_LARGE = re.compile(
     r"too large|too long|exceeds? (the )?(maximum )?context|context (length|size|window)"
-    r"|maximum (input|sequence|context)|physical batch size|input length",
+    r"|maximum (input|sequence|context)|physical batch size|input length"
+    r"|must have less than \d+ tokens",
     re.IGNORECASE,
 )
 # A 5xx (503 mostly) whose message says the model is not loaded yet: llama.cpp "Loading
@@ -87,6 +92,22 @@ _DIED = re.compile(
     r"(terminated|died|crashed)|signal: (killed|aborted|segmentation)|segmentation fault"
     r"|core dumped|out of memory|oom.?kill",
     re.IGNORECASE,
+)
+# A cap on the number of inputs per request is about the batch, not any one input
+# (TEI "batch size 64 > maximum allowed batch size 32"): not a size refusal.
+_BATCH_CAP = re.compile(r"maximum allowed batch size|batch size \d+ >", re.IGNORECASE)
+# The limit a size refusal names, where it names one.
+_LIMIT_IN_MESSAGE = (
+    re.compile(r"maximum context length is (\d+)", re.IGNORECASE),
+    re.compile(r"less than (\d+) tokens", re.IGNORECASE),
+    re.compile(r"context (?:length|size|window) (?:of |is )?\(?(\d+)", re.IGNORECASE),
+    re.compile(r"limit of (\d+)", re.IGNORECASE),
+)
+_INPUT_TOKENS_IN_MESSAGE = (
+    re.compile(r"input \((\d+) tokens\)", re.IGNORECASE),
+    re.compile(r"requested (\d+) tokens", re.IGNORECASE),
+    re.compile(r"Given: (\d+)", re.IGNORECASE),
+    re.compile(r"(\d+) tokens over", re.IGNORECASE),
 )
 # httpx/h11 wording for "the peer closed an accepted connection".
 _DISCONNECTED = re.compile(
@@ -122,6 +143,7 @@ class EmbedFailure(Exception):
         detail: str = "",
         provider: str | None = None,
         timeout_ms: int | None = None,
+        limit_tokens: int | None = None,
     ) -> None:
         if code not in codes.EMBED_FAILURE_CODES:
             raise ValueError(f"not an embedding failure code: {code!r}")
@@ -132,6 +154,8 @@ class EmbedFailure(Exception):
         self.detail = bounded(detail)
         self.provider = provider
         self.timeout_ms = timeout_ms
+        # A size refusal's limit, when the provider named it (else the band in force).
+        self.limit_tokens = limit_tokens if limit_tokens is not None else size_limit(detail)
         parts = [code]
         if provider_code:
             parts.append(f"cause={provider_code}")
@@ -153,30 +177,59 @@ def provider_timeout_code(provider_name: str) -> str:
     return _PROVIDER_TIMEOUT_CODES.get(provider_name, codes.PROVIDER_TIMEOUT)
 
 
+def is_size_message(message: str) -> bool:
+    """True when a provider's error text says an input is over its limit (not a cap on
+    the number of inputs per request)."""
+    text = message or ""
+    return bool(_TOO_LARGE.search(text)) and not _BATCH_CAP.search(text)
+
+
+def size_limit(message: str) -> int | None:
+    """The token limit a size refusal's text names, if it names one."""
+    for pattern in _LIMIT_IN_MESSAGE:
+        found = pattern.search(message or "")
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def size_tokens(message: str) -> int | None:
+    """The input's token count a size refusal's text names, if it names one."""
+    for pattern in _INPUT_TOKENS_IN_MESSAGE:
+        found = pattern.search(message or "")
+        if found:
+            return int(found.group(1))
+    return None
+
+
 def classify_http_status(status: int, message: str = "") -> str:
     """One HTTP error answer → its class. ``message`` is the provider's error text.
 
     - 408/504: a deadline. A 413/422 (or 400) naming a batch-size cap: BATCH_CAP, about
       the request's shape (the lane shrinks its batches), never about an input.
+    - a refusal that says the input is too large (its text, or a 413 that is not a batch
+      cap) is a size refusal, whatever the status (llama.cpp answers it with 500).
     - any other 4xx: the provider refusing this request.
     - a 5xx that says the model is still loading (503 "Loading model"): PROVIDER_LOADING;
       that the process computing it died (Ollama's "llama runner process has terminated"):
-      TRANSPORT_CLOSED, a death like a dropped connection; that names the input's size:
-      a per-input refusal. Any other 5xx proves nothing specific: UNCLASSIFIED.
+      TRANSPORT_CLOSED, a death like a dropped connection. Any other 5xx proves nothing
+      specific: UNCLASSIFIED.
     """
     text = message or ""
     if status in (408, 504):
         return codes.KB_VECTOR_EMBED_TIMEOUT
     if status in (400, 413, 422) and batch_cap_of(text) is not None:
         return codes.KB_VECTOR_EMBED_BATCH_CAP
+    if status >= 400 and status not in (401, 403, 404, 429) and is_size_message(text):
+        return codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+    if status == 413 and not _BATCH_CAP.search(text):
+        return codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
     if 400 <= status < 500:
         return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
     if status >= 500 and _LOADING.search(text):
         return codes.KB_VECTOR_EMBED_PROVIDER_LOADING
     if status >= 500 and _DIED.search(text):
         return codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
-    if status >= 500 and _TOO_LARGE.search(text):
-        return codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
     return codes.KB_VECTOR_EMBED_UNCLASSIFIED
 
 

@@ -88,10 +88,14 @@ from neo_assets.core.embedding import (
     StrikeRecord,
 )
 from neo_assets.embedding.cancel import Cancelled, CancelScope
-from neo_assets.embedding.failures import as_embed_failure, failure_cause
+from neo_assets.embedding.failures import as_embed_failure, failure_cause, size_tokens
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.provider_slots import Held, LocalSlots, ProviderSlots, slots_for
-from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.embedding.vectors import (
+    DimensionMismatchError,
+    answered_dimensions,
+    validate_vectors,
+)
 
 __all__ = [
     "FenceBook",
@@ -186,6 +190,8 @@ class _Outcome:
     provider_code: str | None = None
     label: str = ""
     error: str = ""
+    detail: str = ""  # the provider's own (bounded) answer
+    limit_tokens: int | None = None  # a size refusal's limit, when the provider named it
     control: bool = False  # a control/probe: its failure is the provider's, whatever the code
     alone: bool = False  # the only request in flight to the provider, its ceiling its own
     concurrent: bool = False  # other requests of this lane were in flight meanwhile
@@ -300,6 +306,7 @@ class _Lane:
         self.consecutive_failures = 0
         self.last_ok = False  # did the most recent settled request succeed?
         self.known_good: str | None = None  # shortest text embedded this sweep
+        self.width_confirmed = False  # an answer of the configured width came back
         self.internal_stop: _Stop | None = None
         self.stop: _Stop | None = None
 
@@ -375,12 +382,12 @@ class _Lane:
                     continue
             self.counts["offered"] += 1
             self.offered.append(item)
-            if not rules.admitted(item.text, self.settings):
+            if not rules.admitted(item.text, self.settings, item.tokens):
                 self._fence(
                     item,
                     codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
                     rules.KB_VECTOR_EMBED_OVER_ADMISSION_BAND,
-                    rules.admission_receipt(item.text, self.settings),
+                    rules.admission_receipt(item.text, self.settings, item.tokens),
                 )
                 continue
             strike = self.strikes.get(item.chunk_id)
@@ -484,7 +491,8 @@ class _Lane:
             self.done_batches += 1
         if route == "isolate":
             self.isolations.append(batch)
-            self._event(code, "batch failed with a content-class error: isolating", ids, outcome)
+            what = "a size refusal" if rules.is_size_refusal(code) else "a content-class error"
+            self._event(code, f"batch failed with {what}: isolating", ids, outcome)
         elif route == "retry":
             self.batches.appendleft(batch)  # not settled: it goes again
             self.need_recovery = outcome
@@ -630,6 +638,14 @@ class _Lane:
         except Exception as exc:  # noqa: BLE001 - every provider failure is classified
             if self.lane_scope.cancelled:
                 raise self._scope_stop() from exc
+            if isinstance(exc, DimensionMismatchError):
+                raise
+            width = answered_dimensions(exc)
+            if width is not None and not self.width_confirmed:
+                # First contact answers another width: the configuration's fault.
+                raise DimensionMismatchError(
+                    self.provider.name, self.provider.model, self.provider.dimensions, width
+                ) from exc
             if call.cancelled:
                 # The lane's own per-call deadline fired (not the caller's scope); the
                 # server may still be computing what it was sent.
@@ -644,6 +660,7 @@ class _Lane:
         finally:
             timer.cancel()
         self.ever_answered = True
+        self.width_confirmed = True
         return _Outcome(vectors=vectors, label=label)
 
     def _check_stop(self) -> None:
@@ -832,7 +849,7 @@ class _Lane:
             await self._embedded(part, outcome)
             return True
         self.last_ok = False
-        if rules.is_content_class(outcome.code or "", outcome.status):
+        if rules.starts_isolation(outcome.code or "", outcome.status):
             return False
         raise _IsolationAborted(outcome)  # a provider failure mid-bisection
 
@@ -859,6 +876,9 @@ class _Lane:
             await self._embedded([item], outcome)
             return True
         self.last_ok = False
+        if rules.is_size_refusal(outcome.code or ""):
+            self._size_refused(item, outcome)
+            return False
         if not rules.is_content_class(outcome.code or "", outcome.status):
             return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
         if not (isolating and preceded_ok):
@@ -872,6 +892,9 @@ class _Lane:
                 await self._embedded([item], outcome)
                 return True
             self.last_ok = False
+            if rules.is_size_refusal(outcome.code or ""):
+                self._size_refused(item, outcome)
+                return False
             if not rules.is_content_class(outcome.code or "", outcome.status):
                 return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
         evidence = rules.content_evidence(outcome.code or "", outcome.status)
@@ -894,6 +917,28 @@ class _Lane:
         }
         self._fence(item, codes.DISPOSITION_PROVEN_CONTENT_POISON, evidence, receipt)
         return False
+
+    def _size_refused(self, item: LaneItem, outcome: _Outcome) -> None:
+        """ONE input the provider refused for its size: geometry, never content."""
+        receipt = rules.size_refusal_receipt(
+            code=outcome.code or codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+            status=outcome.status,
+            operation_label=outcome.label,
+            detail=outcome.detail,
+            provider_limit_tokens=outcome.limit_tokens,
+            input_tokens=size_tokens(outcome.detail),
+            band={
+                "bandTokens": rules.admission_band(self.settings),
+                "countedTokens": item.tokens,
+            },
+            suspect_size=rules.size_of(item.text, self.settings.chars_per_token),
+        )
+        self._fence(
+            item,
+            codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+            receipt,
+        )
 
     def _single_provider_failure(
         self, item: LaneItem, outcome: _Outcome, in_isolation: bool, *, own_dispatch: bool
@@ -1149,6 +1194,7 @@ def _failure_outcome(exc: BaseException, label: str) -> _Outcome:
         label=label,
         error=type(exc).__name__,
         detail=failure.detail,
+        limit_tokens=failure.limit_tokens,
     )
 
 

@@ -1,8 +1,15 @@
 """Vector validation: what a provider returns is checked before anything can be written.
 
-A wrong count, a wrong dimension, a NaN/inf or an all-zero row is a provider fault
+A wrong count, a ragged dimension, a NaN/inf or an all-zero row is a provider fault
 (KB_VECTOR_EMBED_INVALID_VECTORS): such a batch is never written, and the failure names
 rows by index only, never by content.
+
+Every row of one width that is not ``NEO_EMBEDDING_DIMENSIONS`` is INVALID_VECTORS too,
+carrying that width (``answered_dimensions``). At first contact (no answer of the right
+width yet in this sweep) the lane reads it as the configuration's fault and raises
+``DimensionMismatchError`` (KB_VECTOR_EMBED_DIMENSION_MISMATCH), which fails the sweep
+with a message naming the variable and the provider's answer, instead of deferring every
+sweep forever; after a right-width answer it stays a provider fault.
 """
 
 from collections.abc import Sequence
@@ -31,6 +38,50 @@ def _invalid(detail: str, operation_label: str, provider: str | None) -> EmbedFa
     )
 
 
+SETTING_DIMENSIONS = "NEO_EMBEDDING_DIMENSIONS"
+
+
+class DimensionMismatchError(ValueError):
+    """The provider's vectors are not as wide as configured: a configuration error."""
+
+    code = codes.KB_VECTOR_EMBED_DIMENSION_MISMATCH
+
+    def __init__(self, provider: str, model: str, configured: int, answered: int) -> None:
+        self.provider = provider
+        self.model = model
+        self.configured = configured
+        self.answered = answered
+        super().__init__(
+            f"{SETTING_DIMENSIONS}={configured} but the provider {provider} (model "
+            f"{model!r}) answers {answered}-d vectors: set {SETTING_DIMENSIONS}={answered} "
+            f"(a new embedding generation: every repo is embedded again), or point "
+            f"NEO_EMBEDDING_MODEL at a {configured}-d model"
+        )
+
+
+def _mismatch(
+    configured: int, answered: int, operation_label: str, provider: str | None
+) -> EmbedFailure:
+    failure = _invalid(
+        f"expected dimension {configured}, got {answered}", operation_label, provider
+    )
+    failure.answered_dimensions = answered  # type: ignore[attr-defined]
+    return failure
+
+
+def answered_dimensions(exc: BaseException) -> int | None:
+    """The one width every row of a refused answer had, when that is what was wrong."""
+    seen: set[int] = set()
+    link: BaseException | None = exc
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        width = getattr(link, "answered_dimensions", None)
+        if isinstance(width, int):
+            return width
+        link = link.__cause__ or link.__context__
+    return None
+
+
 def validate_vectors(
     raw: Sequence[Sequence[float]] | np.ndarray | Any,
     expected_count: int,
@@ -54,6 +105,8 @@ def validate_vectors(
         wrong = np.flatnonzero(np.asarray(widths) != dimensions)
         if len(widths) == expected_count and wrong.size:
             got = sorted({widths[i] for i in wrong})
+            if wrong.size == len(widths) and len(got) == 1 and got[0] > 0:
+                raise _mismatch(dimensions, got[0], operation_label, provider)
             raise _invalid(
                 f"expected dimension {dimensions}, got {got} in rows {_rows(wrong)}",
                 operation_label,
@@ -73,7 +126,7 @@ def validate_vectors(
     if count != expected_count:
         raise _invalid(f"expected {expected_count} vectors, got {count}", operation_label, provider)
     if width != dimensions:
-        raise _invalid(f"expected dimension {dimensions}, got {width}", operation_label, provider)
+        raise _mismatch(dimensions, width, operation_label, provider)
     not_finite = np.flatnonzero(~np.isfinite(array).all(axis=1))
     if not_finite.size:
         raise _invalid(

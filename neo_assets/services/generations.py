@@ -31,13 +31,17 @@ if TYPE_CHECKING:
 
 
 def lane_geometry(settings: Settings) -> LaneSettings:
-    """The lane limits that are part of the generation (band and call ceiling)."""
-    e = settings.embedding
+    """The lane limits that are part of the generation: the band in force
+    (``embedding/band.band_for``: the in-process model's own window, else the configured
+    one, never the network) and the call ceiling."""
+    from neo_assets.embedding.band import band_for  # noqa: PLC0415 - providers load lazily
+
+    band = band_for(settings)
     return LaneSettings(
-        context_tokens=e.context_tokens,
-        admission_safety_factor=e.admission_safety,
-        chars_per_token=e.chars_per_token,
-        call_ceiling_ms=e.call_ceiling_ms,
+        context_tokens=band.limit_tokens,
+        admission_safety_factor=band.safety,
+        chars_per_token=band.chars_per_token,
+        call_ceiling_ms=settings.embedding.call_ceiling_ms,
     )
 
 

@@ -52,6 +52,7 @@ def open_ledger(settings: Settings) -> Ledger:
 def build_provider(settings: Settings) -> EmbeddingProvider:
     """A fresh provider (its async clients belong to the event loop that first uses them).
     Close it: ``await provider.aclose()``, or ``embedding.lifecycle.close_provider``."""
+    from neo_assets.embedding.band import band_for  # noqa: PLC0415
     from neo_assets.embedding.factory import build_provider as build  # noqa: PLC0415
 
     return build(
@@ -61,6 +62,7 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
         api_key=settings.embedding.api_key,
         dimensions=settings.embedding.dimensions,
         request_timeout_ms=settings.embedding.request_timeout_ms,
+        context_tokens=band_for(settings).limit_tokens,
     )
 
 

@@ -199,9 +199,20 @@ def test_content_class(code: str, status: int | None) -> None:
         assert not rules.poison_forbidden(evidence)
 
 
+def test_a_size_refusal_is_never_content_and_never_a_provider_failure() -> None:
+    size = codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+    for status in (None, 400, 413, 422, 500):
+        assert not rules.is_content_class(size, status)
+        assert rules.content_evidence(size, status) is None
+        assert rules.starts_isolation(size, status)
+        assert not rules.is_provider_failure(size, status)  # no circuit count
+        assert not rules.waits_for_recovery(size, status)
+    assert rules.poison_forbidden(size)
+
+
 def test_content_refusals_are_exactly_the_per_input_ones() -> None:
     refusal = codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
-    for status in (400, 413, 422, 500):  # 500 is llama.cpp's "input is too large"
+    for status in (400, 413, 422, 500):
         assert rules.is_content_class(refusal, status)
     for status in (401, 403, 404, 429):
         assert not rules.is_content_class(refusal, status)
@@ -245,6 +256,8 @@ def test_failure_route(code: str, status: int | None, inputs: int) -> None:
         assert route == "wait"  # the same inputs again once loaded; nobody suspected
     elif code == codes.KB_VECTOR_EMBED_BATCH_CAP:
         assert route == ("shrink" if inputs > 1 else "defer")
+    elif code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE:  # geometry: bisect, then fence alone
+        assert route == ("geometry" if inputs == 1 else "isolate")
     elif rules.is_content_class(code, status):
         assert route == "isolate"
     elif code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
@@ -279,6 +292,7 @@ def test_provider_failures_count_toward_the_circuit(code: str) -> None:
     expected = code not in (
         codes.KB_VECTOR_EMBED_CONTENT,
         codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,  # status None: a per-input refusal
+        codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,  # geometry of one input, not the provider
         codes.KB_VECTOR_EMBED_ABORTED,
         codes.KB_VECTOR_EMBED_WRITE_ERROR,
         codes.KB_VECTOR_EMBED_YIELD,

@@ -14,7 +14,8 @@ that reused the code under test could not catch it.
   declared generation gives it present or fenced, or else the last set that was complete
   for it still intact (``HoleTracker`` remembers that set between checks);
 - **evidence** — every durable fence matches its evidence: proven-content-poison only on
-  content evidence, undeliverable only on a death/timeout strike or the admission band;
+  content evidence, undeliverable only on a death/timeout strike, the admission band or
+  a size refusal;
   never poison from a death, timeout, abort, refusal or write failure;
 - **census** — a settled repo's two censuses equal the ledger's fences of its declared ids.
 """
@@ -53,7 +54,12 @@ UNDELIVERABLE_EVIDENCE = frozenset(
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,  # death strikes
         codes.KB_VECTOR_EMBED_TIMEOUT,  # timeout strikes
         codes.KB_VECTOR_EMBED_OVER_ADMISSION_BAND,  # over the band, never dispatched
+        codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,  # the provider refused it for its size
     }
+)
+# Evidence that fences at once, without strikes.
+UNSTRUCK_EVIDENCE = frozenset(
+    {codes.KB_VECTOR_EMBED_OVER_ADMISSION_BAND, codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE}
 )
 FENCE_CODE = {
     codes.DISPOSITION_PROVEN_CONTENT_POISON: codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
@@ -296,7 +302,7 @@ def fence_evidence_problems(ledger: Ledger) -> list[str]:
                 problems.append(f"{where}: content poison on evidence {evidence!r}")
         elif evidence not in UNDELIVERABLE_EVIDENCE:
             problems.append(f"{where}: undeliverable on evidence {evidence!r}")
-        elif evidence != codes.KB_VECTOR_EMBED_OVER_ADMISSION_BAND:
+        elif evidence not in UNSTRUCK_EVIDENCE:
             strike = strikes.get((f["tenant_id"], f["repo_slug"], f["generation"], f["chunk_id"]))
             threshold = receipt.get("threshold") if isinstance(receipt, dict) else None
             if strike is None or not isinstance(threshold, int) or strike["count"] < threshold:

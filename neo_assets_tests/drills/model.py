@@ -73,6 +73,7 @@ def sim_env(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_EMBEDDING_DIMENSIONS": "32",
         "NEO_EMBEDDING_BATCH_SIZE": "3",
         "NEO_EMBEDDING_CONTEXT_TOKENS": "200",
+        "NEO_EMBEDDING_CHARS_PER_TOKEN": "3",
         "NEO_EMBEDDING_CALL_CEILING_MS": "1500",
         "NEO_EMBEDDING_RECOVERY_INITIAL_S": "0.05",
         "NEO_EMBEDDING_RECOVERY_MAX_S": "0.2",

@@ -22,6 +22,8 @@ from neo_assets.embedding.failures import (
     classify_http_status,
     failure_cause,
     provider_timeout_code,
+    size_limit,
+    size_tokens,
 )
 from neo_assets_tests.fakes.supervisor import free_port
 
@@ -178,8 +180,28 @@ def test_timeouts(exc: BaseException) -> None:
         (400, '{"error": {"message": "invalid input"}}', codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
         (401, "unauthorized", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
         (404, "no model", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
-        (413, "payload too large", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
-        (422, "must have less than 512 tokens", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
+        (413, "payload too large", codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE),
+        (413, "", codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE),
+        (422, "must have less than 512 tokens", codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE),
+        (
+            413,
+            "Input validation error: `inputs` must have less than 512 tokens. Given: 600",
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+        ),
+        (
+            400,
+            "This model's maximum context length is 512 tokens. However, you requested "
+            "600 tokens (600 in the messages). Please reduce the length of the messages.",
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+        ),
+        # A cap on inputs per request is about the batch, not an input's size: the lane
+        # learns it and shrinks its batches.
+        (
+            413,
+            "batch size 64 > maximum allowed batch size 32",
+            codes.KB_VECTOR_EMBED_BATCH_CAP,
+        ),
+        (429, "input too large? no: slow down", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
         (429, "slow down", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL),
         (408, "", codes.KB_VECTOR_EMBED_TIMEOUT),
         (504, "gateway timeout", codes.KB_VECTOR_EMBED_TIMEOUT),
@@ -187,12 +209,23 @@ def test_timeouts(exc: BaseException) -> None:
             500,
             '{"error": {"code": 500, "message": "input is too large to process. '
             'increase the physical batch size", "type": "server_error"}}',
-            codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+        ),
+        (
+            500,
+            "input (612 tokens) is too large to process. increase the physical batch size "
+            "(current batch size: 512)",
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
         ),
         (
             500,
             "the input length exceeds the context length",
-            codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+        ),
+        (
+            400,
+            '{"error":"the input length exceeds the context length"}',
+            codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
         ),
         (500, '{"error": "internal error"}', codes.KB_VECTOR_EMBED_UNCLASSIFIED),
         (503, '{"error": {"message": "Loading model"}}', codes.KB_VECTOR_EMBED_PROVIDER_LOADING),
@@ -225,6 +258,28 @@ def test_timeouts(exc: BaseException) -> None:
 def test_http_status(status: int, body: str, code: str) -> None:
     assert classify_http_status(status, body) == code
     assert classify_failure(_status_error(status, body)) == code
+
+
+@pytest.mark.parametrize(
+    ("message", "limit", "tokens"),
+    [
+        (
+            "This model's maximum context length is 512 tokens. However, you requested 600 tokens",
+            512,
+            600,
+        ),
+        ("Input validation error: `inputs` must have less than 256 tokens. Given: 300", 256, 300),
+        ("input (612 tokens) is too large to process. increase the physical batch size", None, 612),
+        ("input 1 is too large: 300 tokens over the model's limit of 256", 256, 300),
+        ("the input length exceeds the context length", None, None),
+    ],
+)
+def test_a_size_refusal_names_its_limit_where_the_provider_does(
+    message: str, limit: int | None, tokens: int | None
+) -> None:
+    assert size_limit(message) == limit
+    assert size_tokens(message) == tokens
+    assert EmbedFailure(codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE, detail=message).limit_tokens == limit
 
 
 def test_status_survives_conversion() -> None:

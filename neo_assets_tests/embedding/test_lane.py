@@ -30,6 +30,7 @@ from neo_assets.core.embedding import (
     LaneItem,
     LaneSettings,
     StrikeRecord,
+    admission_band,
     isolation_request_bound,
 )
 from neo_assets.core.sweep.fence_gate import is_durable_fence
@@ -38,6 +39,7 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.hashing import hash_embed
+from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
 
 # ---------------------------------------------------------------------------- the fake
 # An in-process EmbeddingProvider that fails on purpose, per input marker.
@@ -49,8 +51,9 @@ from neo_assets.embedding.providers.hashing import hash_embed
 #
 # - ``ok``: answer.
 # - ``content``: ``EmbedFailure(KB_VECTOR_EMBED_CONTENT)``.
-# - ``refusal400`` / ``refusal429`` / ``too_large``: PROVIDER_REFUSAL with status 400, 429,
-#   or a llama.cpp-style 500 "input is too large".
+# - ``refusal400`` / ``refusal429``: PROVIDER_REFUSAL with status 400, 429.
+# - ``too_large``: a size refusal (INPUT_TOO_LARGE), as llama.cpp's 500 "input (N tokens)
+#   is too large" classifies.
 # - ``kill``: the provider dies mid-request: TRANSPORT_CLOSED for this request and every
 #   request in flight, then CONNECTION_REFUSED for the next ``restart_requests`` requests.
 # - ``kill_alone``: ``kill`` when the input is alone in the request, ``content`` otherwise.
@@ -148,10 +151,11 @@ class ScriptedProvider:
             raise self._fail(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, operation_label, status=429)
         if behaviour == "too_large":
             raise self._fail(
-                codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+                codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
                 operation_label,
                 status=500,
-                detail="input is too large to process. increase the physical batch size",
+                detail="input (612 tokens) is too large to process. increase the physical "
+                "batch size",
             )
         if behaviour == "timeout":
             raise self._fail(
@@ -498,14 +502,36 @@ def test_isolation_bound_holds_for_any_batch_size_and_position(data: st.DataObje
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(bad)}
 
 
-@pytest.mark.parametrize("behaviour", ["refusal400", "too_large"])
-def test_a_per_input_refusal_is_content_evidence(behaviour: str) -> None:
-    extra, result = extra_requests_for(64, 17, behaviour)
+def test_a_per_input_refusal_is_content_evidence() -> None:
+    extra, result = extra_requests_for(64, 17, "refusal400")
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(17)}
     assert extra <= 14
     receipt = result.fences()[0]["details"]["receipt"]
     assert receipt["failureCode"] == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
     assert receipt["pairedControl"] is True
+
+
+def test_a_size_refusal_is_geometry_never_poison() -> None:
+    extra, result = extra_requests_for(64, 17, "too_large")
+    assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
+    assert result.fenced_ids(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(17)}
+    assert result.counts["embedded"] == 63 and result.counts["fenced_poison"] == 0
+    assert extra <= 14  # found by the same bisection
+    fence = result.fences()[0]["details"]
+    receipt = fence["receipt"]
+    assert receipt["evidenceCode"] == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+    assert receipt["sizeRefusal"] is True
+    assert receipt["inputTokens"] == 612  # what the provider said
+    assert receipt["band"]["bandTokens"] == admission_band(fast_settings())
+    assert [e for e in result.book.log if e[0] != "fence"] == []  # no strike: not a death
+
+
+def test_a_lone_size_refusal_needs_no_control_and_opens_no_circuit() -> None:
+    provider = ScriptedProvider({"BIG": "too_large"}, dimensions=DIM)
+    items = corpus(5, {0: "BIG", 1: "BIG", 2: "BIG", 3: "BIG", 4: "BIG"})
+    result = sweep(items, provider, settings=fast_settings(batch_size=1, circuit_threshold=2))
+    assert result.counts["requests"] == 5  # one each: no control, no retry, no circuit
+    assert result.counts["fenced_undeliverable"] == 5 and result.counts["fenced_poison"] == 0
 
 
 def test_a_rate_limit_refusal_is_never_content_evidence() -> None:
@@ -757,6 +783,52 @@ def test_consecutive_provider_failures_open_the_circuit() -> None:
     codes_seen = {r["code"] for r in result.live()}
     assert codes_seen == {codes.KB_VECTOR_EMBED_CIRCUIT_OPEN}
     assert result.counts["deferred"] == 640
+
+
+class NarrowProvider:
+    """A provider configured for ``dimensions`` that answers ``answers``-wide vectors
+    (a model switched under the same settings), after ``good_first`` right answers."""
+
+    name = "narrow"
+    model = "narrow-model"
+
+    def __init__(self, dimensions: int, answers: int, good_first: int = 0) -> None:
+        self.dimensions = dimensions
+        self.answers = answers
+        self.good_first = good_first
+        self.calls = 0
+        self.requests: list[list[str]] = []
+        self.closed = False
+
+    async def embed(self, texts: Any, cancel_scope: CancelScope, operation_label: str) -> Any:
+        self.calls += 1
+        self.requests.append(list(texts))
+        width = self.dimensions if self.calls <= self.good_first else self.answers
+        return validate_vectors(
+            [hash_embed(t, width) for t in texts], len(texts), self.dimensions, provider=self.name
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def test_a_dimension_mismatch_at_first_contact_is_a_configuration_error() -> None:
+    provider = NarrowProvider(DIM, 8)
+    with pytest.raises(DimensionMismatchError) as info:
+        sweep(corpus(10), provider)
+    message = str(info.value)
+    assert "NEO_EMBEDDING_DIMENSIONS=" + str(DIM) in message
+    assert "answers 8-d vectors" in message and "narrow-model" in message
+    assert info.value.code == codes.KB_VECTOR_EMBED_DIMENSION_MISMATCH
+    assert provider.calls == 1  # first contact: not one deferral after another
+
+
+def test_a_wrong_width_after_right_ones_stays_a_provider_fault() -> None:
+    provider = NarrowProvider(DIM, 8, good_first=1)
+    result = sweep(corpus(10), provider, settings=fast_settings(batch_size=5, max_inflight=1))
+    assert result.counts["embedded"] == 5
+    assert result.fences() == []
+    assert result.deferred_ids(codes.KB_VECTOR_EMBED_INVALID_VECTORS)
 
 
 def test_invalid_vectors_are_never_written_nor_fenced() -> None:

@@ -336,11 +336,10 @@ def test_refused_until_the_provider_listens_again_then_everything_is_embedded(
 
 
 # ---------------------------------------------------------------------------- content
-@pytest.mark.parametrize("fault", ["bad_request", "too_large"])
 def test_content_failure_is_isolated_to_exactly_the_bad_input(
-    srv: FaultServerSupervisor, store: ChromaStore, fault: str
+    srv: FaultServerSupervisor, store: ChromaStore
 ) -> None:
-    items = corpus(64, {37: marker(fault)})
+    items = corpus(64, {37: marker("bad_request")})
     before = srv.stats().get("requests_received", 0)
     result = run_sweep(srv, items, store)
     assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(37)}
@@ -348,6 +347,25 @@ def test_content_failure_is_isolated_to_exactly_the_bad_input(
     extra = result.counts["requests"] - 1
     assert extra <= isolation_request_bound(64) == 14
     assert srv.stats()["requests_received"] - before == result.counts["requests"]
+    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+
+
+def test_llama_cpp_too_large_500_is_geometry_never_poison(
+    srv: FaultServerSupervisor, store: ChromaStore
+) -> None:
+    # llama.cpp's 500 "input is too large to process. increase the physical batch size",
+    # over real HTTP: the input is found by bisection and fenced at the geometry.
+    items = corpus(64, {37: marker("too_large")})
+    result = run_sweep(srv, items, store)
+    assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
+    assert result.fenced(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(37)}
+    assert result.counts["embedded"] == 63
+    assert result.counts["requests"] - 1 <= isolation_request_bound(64)
+    (fence,) = [f for f in result.summary["errors"] if f["details"].get("chunkId") == cid(37)]
+    receipt = fence["details"]["receipt"]
+    assert receipt["evidenceCode"] == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
+    assert receipt["status"] == 500 and "too large" in receipt["providerMessage"]
+    assert receipt["band"]["bandTokens"] > 0
     assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
 
 

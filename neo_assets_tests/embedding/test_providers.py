@@ -186,6 +186,44 @@ def test_ollama_request_shape(srv: FaultServerSupervisor) -> None:
     assert last["n_inputs"] == 2
 
 
+def test_ollama_is_sent_its_context_explicitly(srv: FaultServerSupervisor) -> None:
+    async def go() -> None:
+        provider = build_provider(
+            "ollama",
+            base_url=srv.base_url,
+            model="test-model",
+            api_key=None,
+            dimensions=DIMS,
+            request_timeout_ms=5000,
+            context_tokens=512,
+        )
+        try:
+            await provider.embed(["x"], CancelScope(), "test-op")
+        finally:
+            await provider.aclose()
+
+    run(go)
+    last = srv.stats()["last_request"]
+    assert last["options"] == {"num_ctx": 512} and last["truncate"] is False
+
+
+def test_llama_cpp_props_give_the_limit_per_input(srv: FaultServerSupervisor) -> None:
+    async def discover() -> Any:
+        provider = make("openai_compatible", srv)
+        try:
+            return await provider.discover_limit(CancelScope())
+        finally:
+            await provider.aclose()
+
+    assert run(discover) is None  # no /props (vLLM, TEI, llama-cpp-python): no answer
+    srv.configure(props={"default_generation_settings": {"n_ctx": 512}, "total_slots": 2})
+    limit = run(discover)
+    assert limit is not None and limit.tokens == 512 and "/props" in limit.source
+    srv.configure(props={"default_generation_settings": {"n_ctx": "x"}})
+    assert run(discover) is None  # an answer that is not a limit is none
+    srv.configure(props=None)
+
+
 def test_gemini_request_shape_and_key_in_header(srv: FaultServerSupervisor) -> None:
     srv.configure(api_key="gem-key")
 
@@ -258,7 +296,7 @@ def test_no_texts_opens_no_request(kind: str, srv: FaultServerSupervisor) -> Non
     ("fault", "code", "status"),
     [
         ("bad_request", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 400),
-        ("too_large", codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 500),
+        ("too_large", codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE, 500),
         ("error500", codes.KB_VECTOR_EMBED_UNCLASSIFIED, 500),
         ("close", codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, None),
         ("reset", codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, None),
@@ -722,7 +760,8 @@ def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -
     long_text = " ".join(f"word{i}" for i in range(600))
     with pytest.raises(EmbedFailure) as info:
         asyncio.run(st_provider.embed(["short", long_text], CancelScope(), "test-op"))
-    assert info.value.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
+    assert info.value.code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE  # a size refusal
+    assert info.value.limit_tokens == 256
     assert "input 1 is too large" in info.value.detail
     assert st_provider.batches_encoded == encoded  # nothing reached the model
 

@@ -32,7 +32,8 @@ unlimited), ``dimensions``, ``refuse`` (stop listening: connections are refused)
 ``api_key``, ``reverse_order``, ``too_large_over_chars``, ``kill_over_chars``,
 ``max_batch`` (more inputs in one request → TEI's 413 "batch size N > maximum allowed
 batch size M"), ``finish_abandoned`` (a held request runs its full time even after the
-client left, as llama.cpp and llama-cpp-python do, keeping its slot busy),
+client left, as llama.cpp and llama-cpp-python do, keeping its slot busy), ``props``
+(answered at ``GET /props``, as llama.cpp does),
 ``vectors`` (``"hashing"``: the hashing embedder's vectors, meaningful, ~0.3 ms per
 input; ``"digest"``: a digest-derived unit vector, meaningless but cheap, so a
 benchmark measures the client and not the fake), ``version`` (echoed as
@@ -112,6 +113,7 @@ DEFAULT_CONTROL: dict[str, Any] = {
     "kill_over_chars": None,
     "max_batch": None,
     "finish_abandoned": False,
+    "props": None,
     "vectors": "hashing",
     "version": 0,
 }
@@ -357,6 +359,9 @@ class FaultHandler(BaseHTTPRequestHandler):
             self._send_json(200, {"status": "ok"})
         elif path == "/__stats":
             self._send_json(200, self.server.state.snapshot())
+        elif path == "/props" and self.server.state.reload_control().get("props") is not None:
+            # llama.cpp's /props, when a test gives one (``props``: the JSON to answer).
+            self._send_json(200, self.server.state.reload_control()["props"])
         else:
             self._send_json(404, {"error": {"code": 404, "message": "not found"}})
 
@@ -443,7 +448,7 @@ class FaultHandler(BaseHTTPRequestHandler):
             if isinstance(texts, str):
                 texts = [texts]
             facts["model"] = body.get("model")
-            for key in ("truncate", "encoding_format", "dimensions"):
+            for key in ("truncate", "encoding_format", "dimensions", "options"):
                 if key in body:
                     facts[key] = body[key]
             if isinstance(body.get("dimensions"), int):

@@ -359,6 +359,8 @@ def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: P
         assert not revoke_token(ledger, "0" * 16, 8.0)
     finally:
         ledger.dispose()
+
+
 def test_a_generation_recorded_by_two_sweeps_at_once_is_recorded_once(tmp_path: Path) -> None:
     """Sweeps of a first run go in parallel: each records the generation before writing;
     the one that loses the insert updates instead of failing its sweep."""

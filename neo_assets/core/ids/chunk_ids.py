@@ -30,6 +30,17 @@ def chunk_id(
     return hashlib.sha256(payload.encode("utf-8", errors="surrogatepass")).hexdigest()
 
 
+def part_chunk_id(parent_id: str, index: int, count: int) -> str:
+    """The id of part ``index`` (1-based) of ``count`` of a chunk split to fit the
+    provider's band: sha256 over the parent's id (itself the hash of the identity tuple)
+    and the part's index and count, so the same parent split the same way always has
+    the same part ids, and a different split (another band) has others."""
+    if not 1 <= index <= count:
+        raise ValueError(f"part {index} of {count} is not a part")
+    payload = _CANONICAL.encode([parent_id, "part", index, count])
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
 def is_chunk_id(value: object) -> bool:
     """True only for a string of exactly 64 lowercase hex digits."""
     return isinstance(value, str) and CHUNK_ID_RE.fullmatch(value) is not None

@@ -4,6 +4,12 @@ Ollama's native endpoint truncates over-long inputs by default; ``truncate: fals
 makes it answer an error instead, which classifies as a refusal, so an embedding is
 never silently made of a prefix.
 
+Its context is sent explicitly: ``options.num_ctx`` is the band's limit (``num_ctx``,
+from ``NEO_EMBEDDING_CONTEXT_TOKENS``), so the model runs with the context the band
+assumes instead of Ollama's default (often smaller). ``discover_limit`` reads the
+model's trained context from ``/api/show`` (``model_info.<arch>.context_length``): a
+band over it is a configuration error at first contact (``embedding/band.py``).
+
 The provider's own deadline cancels with ``PROVIDER_TIMEOUT`` (the code this lane has
 always used for Ollama). Cancellation closes the local connection at once (shared HTTP
 plumbing in ``openai_compatible``); the Ollama server may still finish evaluating a
@@ -18,6 +24,7 @@ import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.openai_compatible import (
+    DISCOVERY_TIMEOUT_S,
     HttpEmbeddingTransport,
     join_url,
     malformed,
@@ -83,6 +90,25 @@ class OllamaProvider:
                 )
             )
         return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+    async def discover_limit(self, cancel_scope: CancelScope) -> Any:
+        """The model's trained context from ``/api/show``; None when it does not say."""
+        from neo_assets.embedding.band import ProviderLimit  # noqa: PLC0415
+
+        body = await self.transport.post_json_or_none(
+            join_url(self.base_url, "/api/show"),
+            {"model": self.model},
+            cancel_scope,
+            "discover-limit",
+            timeout_s=min(self.transport.timeout_s, DISCOVERY_TIMEOUT_S),
+        )
+        info = body.get("model_info") if isinstance(body, dict) else None
+        if not isinstance(info, dict):
+            return None
+        for key, value in info.items():
+            if str(key).endswith(".context_length") and isinstance(value, int) and value > 0:
+                return ProviderLimit(value, f"ollama /api/show model_info.{key}")
+        return None
 
     async def aclose(self) -> None:
         await self.transport.aclose()

@@ -53,6 +53,8 @@ from neo_assets.embedding.failures import (
 from neo_assets.embedding.vectors import validate_vectors
 
 T = TypeVar("T")
+# A limit discovery is one short question before the sweep's first request.
+DISCOVERY_TIMEOUT_S = 5.0
 
 
 async def race_request(
@@ -288,6 +290,56 @@ class HttpEmbeddingTransport:
                 detail="response body is not JSON",
                 provider=self.provider,
             ) from exc
+
+    async def get_json_or_none(
+        self, url: str, cancel_scope: CancelScope, operation_label: str, *, timeout_s: float
+    ) -> Any:
+        """GET ``url``'s JSON body for a discovery; None on any failure (never evidence)."""
+        return await self._json_or_none("GET", url, None, cancel_scope, operation_label, timeout_s)
+
+    async def post_json_or_none(
+        self,
+        url: str,
+        payload: dict[str, Any],
+        cancel_scope: CancelScope,
+        operation_label: str,
+        *,
+        timeout_s: float,
+    ) -> Any:
+        """POST for a discovery: the JSON body of a 2xx answer, None on any failure."""
+        return await self._json_or_none(
+            "POST", url, payload, cancel_scope, operation_label, timeout_s
+        )
+
+    async def _json_or_none(
+        self,
+        method: str,
+        url: str,
+        payload: dict[str, Any] | None,
+        cancel_scope: CancelScope,
+        operation_label: str,
+        timeout_s: float,
+    ) -> Any:
+        client = self._client_here()
+        try:
+            response = await race_request(
+                lambda: client.request(method, url, json=payload),
+                cancel_scope,
+                timeout_s=timeout_s,
+                timeout_code=self.timeout_code,
+                provider=self.provider,
+                operation_label=operation_label,
+            )
+        except Cancelled:
+            raise
+        except (EmbedFailure, httpx.HTTPError, OSError):
+            return None
+        if response.status_code >= 400:
+            return None
+        try:
+            return response.json()
+        except ValueError:
+            return None
 
     async def aclose(self) -> None:
         """Close the pool and its connections (a later call opens a new pool)."""
@@ -560,6 +612,18 @@ class OpenAICompatibleProvider:
         raise truncation_refusal(
             self.name, operation_label, counted=sent, limit=self.token_limit, embedded=embedded
         )
+
+    async def discover_limit(self, cancel_scope: CancelScope) -> Any:
+        """llama.cpp's own limit per input: ``/props``'s ``n_ctx`` per slot
+        (``default_generation_settings.n_ctx``, read once with the server's other facts).
+        None from servers without ``/props`` (vLLM, TEI, llama-cpp-python's server): their
+        limit is the configured one (llama-cpp-python's silent cut is found apart)."""
+        from neo_assets.embedding.band import ProviderLimit  # noqa: PLC0415
+
+        n_ctx = (await self.server_facts(cancel_scope)).get("n_ctx")
+        if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+            return ProviderLimit(n_ctx, "llama.cpp /props default_generation_settings.n_ctx")
+        return None
 
     async def aclose(self) -> None:
         await self.transport.aclose()

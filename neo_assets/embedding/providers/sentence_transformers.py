@@ -14,15 +14,21 @@ deadline: nothing can enforce one on local compute short of killing the process.
 
 No silent truncation: sentence-transformers cuts inputs at the model's
 ``max_seq_length`` without saying so; this provider counts tokens first and refuses a
-sub-batch holding an over-long input (KB_VECTOR_EMBED_PROVIDER_REFUSAL), the same
-verdict a remote server's "input is too large" gets. ``max_input_tokens`` exposes the
-limit for admission.
+sub-batch holding an over-long input with KB_VECTOR_EMBED_INPUT_TOO_LARGE (a size
+refusal: geometry evidence, the same class a remote server's "input is too large" gets).
+The band (``embedding/band.py``) comes from here: ``input_limit()`` is the model's
+``max_seq_length`` read from its files (no load), ``count_tokens`` is the model's own
+tokenizer (``tokenizer.json``, special tokens included, truncation off), so the sweep
+splits every chunk to fit before it is sent and this refusal is only a last guard.
 """
 
 import asyncio
 import importlib.util
+import json
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +41,7 @@ from neo_assets.core.generations import (
 )
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
 
 BUNDLED_MODEL = SENTENCE_TRANSFORMERS_BUNDLED_MODEL
 _BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES
@@ -69,6 +75,40 @@ def _model_location(model: str) -> str:
     return model  # a local model directory
 
 
+def static_input_limit(model: str | None = None) -> int | None:
+    """The model's ``max_seq_length`` from its ``sentence_bert_config.json`` (no load);
+    None when the extra or the file is missing or unreadable."""
+    if extra_missing_reason(model) is not None:
+        return None
+    try:
+        config = Path(_model_location(model or "")) / "sentence_bert_config.json"
+        value = json.loads(config.read_text(encoding="utf-8")).get("max_seq_length")
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, int) and value > 0 else None
+
+
+_TOKENIZERS: dict[str, Any] = {}
+_TOKENIZERS_LOCK = threading.Lock()
+
+
+def count_tokens(model: str | None, texts: Sequence[str]) -> list[int]:
+    """Each text's tokens as ``model`` counts them: its own fast tokenizer
+    (``tokenizer.json``), special tokens included, truncation and padding off. Loaded
+    once per model and process, without torch."""
+    location = _model_location(model or "")
+    with _TOKENIZERS_LOCK:
+        tokenizer = _TOKENIZERS.get(location)
+        if tokenizer is None:
+            from tokenizers import Tokenizer  # noqa: PLC0415 - with the optional extra
+
+            tokenizer = Tokenizer.from_file(str(Path(location) / "tokenizer.json"))
+            tokenizer.no_truncation()
+            tokenizer.no_padding()
+            _TOKENIZERS[location] = tokenizer
+    return [len(e.ids) for e in tokenizer.encode_batch(list(texts), add_special_tokens=True)]
+
+
 class SentenceTransformersProvider:
     """all-MiniLM-L6-v2 (384-d) by default; any local model directory otherwise."""
 
@@ -100,6 +140,16 @@ class SentenceTransformersProvider:
         """The model's sequence limit (None until loaded)."""
         return None if self._model is None else int(self._model.max_seq_length)
 
+    def input_limit(self) -> int | None:
+        """The model's input limit in its own tokens (read from its files, no load)."""
+        if self._model is not None:
+            return int(self._model.max_seq_length)
+        return static_input_limit(self.model)
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens as the model counts them (special tokens included)."""
+        return count_tokens(self.model, texts)
+
     def _load_sync(self) -> Any:
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional
 
@@ -112,10 +162,7 @@ class SentenceTransformersProvider:
             width_of = loaded.get_sentence_embedding_dimension
         width = int(width_of())
         if width != self.dimensions:
-            raise ValueError(
-                f"model {self.model} makes {width}-d vectors but {self.dimensions} are "
-                "configured (NEO_EMBEDDING_DIMENSIONS)"
-            )
+            raise DimensionMismatchError(self.name, self.model, self.dimensions, width)
         return loaded
 
     async def _ensure_model(self, cancel_scope: CancelScope) -> Any:
@@ -157,13 +204,14 @@ class SentenceTransformersProvider:
             cancel_scope.raise_if_cancelled()
             if vectors is None:
                 raise EmbedFailure(
-                    codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+                    codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
                     operation_label=operation_label,
                     detail=(
                         f"input {start + over} is too large: {tokens} tokens over the "
                         f"model's limit of {int(model.max_seq_length)}"
                     ),
                     provider=self.name,
+                    limit_tokens=int(model.max_seq_length),
                 )
             parts.append(
                 validate_vectors(

@@ -25,13 +25,17 @@ from neo_assets.core.embedding_input import embedding_input
 from neo_assets.core.embedding_reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.core.generations import resolved_collection
 from neo_assets.core.health.freeze import frozen_summary
+from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
 from neo_assets.core.sources.envelope_reuse import envelope_delta
+from neo_assets.core.sources.fit_parts import fit_parts
+from neo_assets.core.sources.line_parts import part_name
 from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
+from neo_assets.embedding.band import Band, band_for, check_band, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -89,7 +93,9 @@ class RepoContext:
         return f"{self.tenant.id}/{self.repo.slug}"
 
 
-def lane_settings(settings: Settings) -> LaneSettings:
+def lane_settings(settings: Settings, band: Band | None = None) -> LaneSettings:
+    """The lane's tunables; its admission band is the band in force (``band_for``)."""
+    band = band or band_for(settings)
     return LaneSettings(
         batch_size=settings.embedding.resolved_batch_size,
         max_inflight=settings.embedding.max_inflight or 2,
@@ -100,9 +106,9 @@ def lane_settings(settings: Settings) -> LaneSettings:
         recovery_initial_s=settings.embedding.recovery_initial_s,
         recovery_max_s=settings.embedding.recovery_max_s,
         recovery_max_wait_s=settings.embedding.recovery_max_wait_s,
-        context_tokens=settings.embedding.context_tokens,
-        admission_safety_factor=settings.embedding.admission_safety,
-        chars_per_token=settings.embedding.chars_per_token,
+        context_tokens=band.limit_tokens,
+        admission_safety_factor=band.safety,
+        chars_per_token=band.chars_per_token,
         call_ceiling_ms=settings.embedding.call_ceiling_ms,
     )
 
@@ -240,10 +246,15 @@ def envelope_step(
 
 # ---------------------------------------------------------------------------- 2 chunks
 def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
-    """What, besides a file's bytes, decides its chunks: reuse needs both unchanged."""
+    """What, besides a file's bytes, decides its chunks: reuse needs both unchanged. The
+    band is in it because a chunk over the band is split into parts (``fit_to_band``)."""
     parser = ctx.repo.parser
     sweep = settings.sweep
-    return f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
+    band = band_for(settings)
+    return (
+        f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
+        f":band{band.tokens}" + ("t" if band.exact else f"e{band.chars_per_token}")
+    )
 
 
 def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
@@ -309,7 +320,56 @@ def _parse(
     blob_of = {e.path: e.blob for e in env.entries}
     speedups = speedups or Speedups.from_settings(settings)
     rows = speedups.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
-    return parsed_row_dicts(rows, blob_of)
+    return fit_to_band(ctx, parsed_row_dicts(rows, blob_of), band_for(settings))
+
+
+def _sent_text(ctx: RepoContext, row: dict[str, Any], content: str, name: str) -> str:
+    return embedding_input(
+        content,
+        kind=row["kind"],
+        name=name,
+        qualified_name=row["qualified_name"],
+        source_path=row["source_path"],
+        parser_version=ctx.repo.parser.version,
+    )
+
+
+def fit_to_band(ctx: RepoContext, parsed: list[dict[str, Any]], band: Band) -> list[dict[str, Any]]:
+    """Every parsed chunk whose embedding input is over the band, split into parts that
+    fit (``core/sources/fit_parts.py``): each part an ordinary chunk of the declared
+    generation, with its id from the parent's and its index and count, its own line
+    range and the name ``<name> [part i/n]``. Never truncated, never dropped; a chunk
+    that cannot be cut smaller stays whole (the lane's admission then fences it)."""
+    if not parsed:
+        return parsed
+    counts = band.count([_sent_text(ctx, r, r["content"], r["name"]) for r in parsed])
+    out: list[dict[str, Any]] = []
+    for row, tokens in zip(parsed, counts, strict=True):
+        if tokens <= band.tokens:
+            out.append(row)
+            continue
+        widest = part_name(row["name"], 999, 999)  # the header a part's count may need
+        pieces = fit_parts(
+            row["content"],
+            lambda text, r=row, w=widest: band.fits(_sent_text(ctx, r, text, w)),
+        )
+        if len(pieces) == 1:
+            out.append(row)
+            continue
+        count = len(pieces)
+        first = row["start_line"]
+        for index, piece in enumerate(pieces, start=1):
+            out.append(
+                {
+                    **row,
+                    "chunk_id": part_chunk_id(row["chunk_id"], index, count),
+                    "name": part_name(row["name"], index, count),
+                    "content": piece.text,
+                    "start_line": None if first is None else first + piece.first_line,
+                    "end_line": None if first is None else first + piece.last_line,
+                }
+            )
+    return out
 
 
 @dataclass
@@ -548,20 +608,13 @@ def embed_step(
     present -= stale
     missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
     by_id = _embeddable_by_id(missing)
-    version = ctx.repo.parser.version
+    texts = {cid: _sent_text(ctx, r, r["content"], r["name"]) for cid, r in by_id.items()}
+    band = band_for(settings)
+    # The model's own count, when it has a tokenizer: the lane admits by it.
+    counted = band.count(list(texts.values())) if band.exact else [None] * len(texts)
     items = [
-        LaneItem(
-            chunk_id=cid,
-            text=embedding_input(
-                r["content"],
-                kind=r["kind"],
-                name=r["name"],
-                qualified_name=r["qualified_name"],
-                source_path=r["source_path"],
-                parser_version=version,
-            ),
-        )
-        for cid, r in by_id.items()
+        LaneItem(chunk_id=cid, text=text, tokens=tokens)
+        for (cid, text), tokens in zip(texts.items(), counted, strict=True)
     ]
     tally = {"chunks": len(ids), "already_present": len(present)}
     # Each content once per generation: the missing chunks' exact inputs are looked up
@@ -695,6 +748,7 @@ def embed_step(
     summary["counts"]["chunks"] = tally["chunks"]
     summary["generation"] = generation
     summary["revision"] = envelope.revision
+    summary["band"] = band.describe()
     return summary
 
 
@@ -808,6 +862,13 @@ async def _embed(
     run: EmbedContext,
 ) -> dict[str, Any]:
     try:
+        if items:
+            # First contact: a server that says it takes less than the band is told so.
+            check_band(
+                provider.name,
+                band_for(settings),
+                await provider_limit(getattr(provider, "inner", provider), run.cancel_scope),
+            )
         return await embed_chunks(
             items,
             provider=provider,
