@@ -247,6 +247,7 @@ class _Lane:
         clock: Callable[[], float],
         progress: Progress | None,
         slots: ProviderSlots | LocalSlots | None = None,
+        width_known: bool = False,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -306,7 +307,10 @@ class _Lane:
         self.consecutive_failures = 0
         self.last_ok = False  # did the most recent settled request succeed?
         self.known_good: str | None = None  # shortest text embedded this sweep
-        self.width_confirmed = False  # an answer of the configured width came back
+        # An answer of the configured width came back (this sweep, or before it: the
+        # generation's collection holds rows). Once known, a wrong width is the provider
+        # changing underneath — the write path's dimension freeze — not a config error.
+        self.width_confirmed = width_known
         self.internal_stop: _Stop | None = None
         self.stop: _Stop | None = None
 
@@ -1221,10 +1225,13 @@ async def embed_chunks(
     clock: Callable[[], float],
     progress: Progress | None = None,
     slots: ProviderSlots | LocalSlots | None = None,
+    width_known: bool = False,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a
-    row. ``asyncio.CancelledError`` propagates after cancelling the lane's own tasks."""
+    row. ``asyncio.CancelledError`` propagates after cancelling the lane's own tasks.
+    ``width_known``: the provider answered the configured width before (the generation
+    has rows), so a wrong width is not a first-contact configuration error."""
     lane = _Lane(
         provider=provider,
         settings=settings,
@@ -1235,5 +1242,6 @@ async def embed_chunks(
         clock=clock,
         progress=progress,
         slots=slots,
+        width_known=width_known,
     )
     return await lane.run(items)

@@ -3,6 +3,7 @@ subprocess on loopback) over a real knowledge base of two tenants, real clients 
 for HTTP, the mcp SDK's streamable HTTP client for MCP), real tokens issued and revoked
 through the CLI."""
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -316,3 +317,34 @@ def test_mcp_on_stdio_reads_as_the_token_in_neo_token(
     assert results and {h["repo"] for h in results} == {"widgets"}  # the token's subset
     missing = kb.cli("mcp")  # NEO_TOKEN unset: a usage error naming it
     assert missing.returncode == 2 and "NEO_TOKEN is not set" in missing.stderr
+
+
+def test_one_token_past_its_concurrency_gets_429_while_another_token_is_served(
+    kb: ServedKb,
+) -> None:
+    """NEO_SERVE_PER_TOKEN_CONCURRENCY=1: a burst of one token's searches is partly
+    refused (429, JSON naming the limit) while another token's searches, sent in the same
+    burst, are all answered: one agent cannot starve the rest."""
+    greedy = kb.issue("acme", name="greedy agent")["token"]
+    other = kb.issue("globex", name="patient agent")["token"]
+    body = {"query": "dispatch_request render widget", "k": 100, "expand": True}
+
+    async def burst(url: str) -> tuple[list[httpx.Response], list[httpx.Response]]:
+        async with httpx.AsyncClient(timeout=60) as client:
+
+            async def send(token: str) -> httpx.Response:
+                return await client.post(f"{url}/v1/search", json=body, headers=auth(token))
+
+            greedy_calls = [send(greedy) for _ in range(24)]
+            other_calls = [send(other) for _ in range(1)]
+            answers = await asyncio.gather(*greedy_calls, *other_calls)
+            return list(answers[:24]), list(answers[24:])
+
+    with kb.serve(NEO_SERVE_PER_TOKEN_CONCURRENCY="1") as svc:
+        greedy_answers, other_answers = asyncio.run(burst(svc.url))
+    statuses = [r.status_code for r in greedy_answers]
+    assert set(statuses) <= {200, 429}, statuses
+    assert 429 in statuses and 200 in statuses, statuses
+    refused = next(r for r in greedy_answers if r.status_code == 429).json()["error"]
+    assert "NEO_SERVE_PER_TOKEN_CONCURRENCY" in refused["message"]
+    assert [r.status_code for r in other_answers] == [200]

@@ -202,10 +202,28 @@ class HttpEmbeddingTransport:
         params: dict[str, str] | None = None,
     ) -> Any:
         """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure."""
+        return await self._request_json(
+            lambda client: client.post(url, json=payload, headers=headers, params=params),
+            cancel_scope,
+            operation_label,
+        )
+
+    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
+        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
+        return await self._request_json(
+            lambda client: client.get(url), cancel_scope, operation_label
+        )
+
+    async def _request_json(
+        self,
+        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
+        cancel_scope: CancelScope,
+        operation_label: str,
+    ) -> Any:
         client = self._client_here()
         try:
             response = await race_request(
-                lambda: client.post(url, json=payload, headers=headers, params=params),
+                lambda: send(client),
                 cancel_scope,
                 timeout_s=self.timeout_s,
                 timeout_code=self.timeout_code,
@@ -249,53 +267,6 @@ class HttpEmbeddingTransport:
                 detail="response body is not JSON",
                 provider=self.provider,
             ) from exc
-
-    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
-        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
-        client = self._client_here()
-        try:
-            response = await race_request(
-                lambda: client.get(url),
-                cancel_scope,
-                timeout_s=self.timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
-            )
-        except (Cancelled, EmbedFailure):
-            raise
-        except (httpx.HTTPError, OSError) as exc:
-            raise EmbedFailure(
-                classify_failure(exc),
-                operation_label=operation_label,
-                detail=f"{type(exc).__name__}: {exc}",
-                provider=self.provider,
-            ) from exc
-        if response.status_code >= 400:
-            message = error_message(response)
-            raise EmbedFailure(
-                classify_http_status(response.status_code, message),
-                status=response.status_code,
-                operation_label=operation_label,
-                detail=message,
-                provider=self.provider,
-            )
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise EmbedFailure(
-                codes.KB_VECTOR_EMBED_UNCLASSIFIED,
-                status=response.status_code,
-                operation_label=operation_label,
-                detail="response body is not JSON",
-                provider=self.provider,
-            ) from exc
-
-    async def get_json_or_none(
-        self, url: str, cancel_scope: CancelScope, operation_label: str, *, timeout_s: float
-    ) -> Any:
-        """GET ``url``'s JSON body for a discovery; None on any failure (never evidence)."""
-        return await self._json_or_none("GET", url, None, cancel_scope, operation_label, timeout_s)
 
     async def post_json_or_none(
         self,

@@ -718,6 +718,7 @@ def embed_step(
                 fence_book,
                 write_sent,
                 run,
+                width_known=store.count() > 0,
             ),
             run.cancel_scope,
         )
@@ -860,6 +861,8 @@ async def _embed(
     fence_book: LedgerFenceBook,
     write_batch: Callable[[list[LaneItem], np.ndarray], None],
     run: EmbedContext,
+    *,
+    width_known: bool = False,
 ) -> dict[str, Any]:
     try:
         if items:
@@ -879,6 +882,7 @@ async def _embed(
             cancel_scope=run.cancel_scope,
             clock=run.clock,
             progress=run.progress,
+            width_known=width_known,
         )
     finally:
         await provider.aclose()

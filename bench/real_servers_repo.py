@@ -1,0 +1,193 @@
+"""A real repository swept against both real llama.cpp servers, three fresh times each.
+
+    python -m bench.real_servers_repo [--repo PATH] [--sweeps 3] [--servers a,b]
+
+Needs ``.ci/build-llama``'s artifacts (``llama-server``, the llama-cpp-python wheel
+installed, ``minilm-f16.gguf``). Each server serves the bundled model converted to GGUF
+with 512 tokens per input (llama-server: ``-c 1024 --parallel 2``; llama-cpp-python:
+``--n_ctx 512``, one request at a time, silent truncation). Each sweep starts from an
+empty ``NEO_HOME`` through ``run_sweep`` with the OpenAI-compatible provider and
+``NEO_EMBEDDING_CONTEXT_TOKENS=512``, and is judged by counts, not times:
+
+- the outcome and the counts (offered, embedded, requests, fenced) of every sweep of one
+  server must be equal (``deterministic``);
+- no stored row's embedding input is over the server's limit, counted by the server's
+  own tokenizer (``over_limit``: an input the server would have cut);
+- no chunk fenced ``proven-content-poison``.
+
+Human lines go to stderr; the last stdout line is one JSON object.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+DEFAULT_REPO = Path("/tmp/bench-repos/flask")
+LIMIT = 512
+
+
+def _write_tenants(path: Path, repo: Path) -> None:
+    import yaml  # noqa: PLC0415
+
+    doc = {
+        "tenants": [
+            {
+                "id": "bench",
+                "repos": [
+                    {
+                        "slug": "repo",
+                        "path": str(repo),
+                        "parser": {"id": "neo-code", "version": "2.0.0"},
+                    }
+                ],
+            }
+        ]
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def _token_count(client: httpx.Client, server: str, text: str) -> int:
+    """The server's own count of ``text``'s tokens."""
+    if server == "llama-server":
+        got = client.post("/tokenize", json={"content": text, "add_special": True})
+        return len(got.json()["tokens"])
+    got = client.post("/extras/tokenize/count", json={"input": text})
+    return int(got.json()["count"])
+
+
+def one_sweep(repo: Path, base_url: str, server: str) -> dict[str, Any]:
+    """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
+    home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
+    tenants = home / "tenants.yaml"
+    _write_tenants(tenants, repo)
+    os.environ.update(
+        {
+            "NEO_HOME": str(home),
+            "NEO_TENANTS_FILE": str(tenants),
+            "NEO_EMBEDDING_PROVIDER": "openai_compatible",
+            "NEO_EMBEDDING_BASE_URL": base_url,
+            "NEO_EMBEDDING_MODEL": "minilm-f16",
+            "NEO_EMBEDDING_DIMENSIONS": "384",
+            "NEO_EMBEDDING_CONTEXT_TOKENS": str(LIMIT),
+            "NEO_EMBEDDING_BATCH_SIZE": "32",
+            "NEO_PROVIDER_SLOTS_DIR": str(home / "slots"),
+        }
+    )
+    from neo_assets.config.settings import load_settings  # noqa: PLC0415
+    from neo_assets.config.tenants import load_tenants  # noqa: PLC0415
+    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
+    from neo_assets.core.ids.stamps import tenant_filter  # noqa: PLC0415
+    from neo_assets.services.generations import (  # noqa: PLC0415
+        configured_generation,
+        generation_store,
+    )
+    from neo_assets.services.handles import (  # noqa: PLC0415
+        build_provider,
+        open_ledger,
+        open_store,
+    )
+    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
+    from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
+
+    settings = load_settings()
+    tenant = load_tenants(tenants).tenants[0]
+    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
+    ledger = open_ledger(settings)
+    store = open_store(settings)
+    started = time.perf_counter()
+    result = run_sweep(
+        SweepInputs(
+            ctx=ctx,
+            settings=settings,
+            ledger=ledger,
+            open_store=lambda: store,
+            provider=build_provider(settings),
+            run_id=str(uuid.uuid4()),
+        )
+    )
+    seconds = time.perf_counter() - started
+    target = generation_store(settings, ledger, store, configured_generation(settings))
+    rows = target.collection.get(
+        where=tenant_filter("bench", "repo"), include=["documents", "metadatas"]
+    )
+    over = 0
+    with httpx.Client(base_url=base_url, timeout=30.0) as client:
+        for doc, meta in zip(rows["documents"], rows["metadatas"], strict=True):
+            sent = embedding_input(
+                doc,
+                kind=meta["kind"],
+                name=meta["name"],
+                qualified_name=meta.get("qualifiedName") or None,
+                source_path=meta["sourcePath"],
+                parser_version=meta["parserVersion"],
+            )
+            if _token_count(client, server, sent) > LIMIT:
+                over += 1
+    counts = dict(result.counts)
+    store.close()
+    ledger.dispose()
+    return {
+        "outcome": result.outcome,
+        "rows": len(rows["ids"]),
+        "offered": counts.get("offered"),
+        "embedded": counts.get("embedded"),
+        "requests": counts.get("requests"),
+        "poison": int(counts.get("fenced_poison", 0)),
+        "undeliverable": int(counts.get("fenced_undeliverable", 0)),
+        "deferred": int(counts.get("deferred", 0)),
+        "over_limit": over,
+        "seconds": round(seconds, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
+    parser.add_argument("--sweeps", type=int, default=3)
+    parser.add_argument("--servers", default="llama-server,llama_cpp.server")
+    args = parser.parse_args()
+    repo = args.repo.resolve()
+    commit = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    from neo_assets_tests.real_servers import (  # noqa: PLC0415
+        LlamaCppPythonServer,
+        LlamaServer,
+        running,
+    )
+
+    logs = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-logs-"))
+    figures: dict[str, Any] = {"bench": "real_servers_repo", "repo": str(repo), "commit": commit}
+    for name in args.servers.split(","):
+        server = (
+            LlamaServer(logs, slots=2, ctx=2 * LIMIT)
+            if name == "llama-server"
+            else LlamaCppPythonServer(logs, n_ctx=LIMIT)
+        )
+        sweeps = []
+        with running(server) as up:
+            for i in range(args.sweeps):
+                got = one_sweep(repo, up.base_url, name)
+                print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
+                sweeps.append(got)
+        judged = [{k: v for k, v in s.items() if k != "seconds"} for s in sweeps]
+        figures[name] = {
+            "sweeps": sweeps,
+            "deterministic": all(j == judged[0] for j in judged),
+            "over_limit": sum(s["over_limit"] for s in sweeps),
+            "poison": sum(s["poison"] for s in sweeps),
+        }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
