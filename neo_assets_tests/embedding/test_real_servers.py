@@ -232,6 +232,10 @@ def test_an_input_over_the_servers_limit_is_never_stored_cut(kind: str, tmp_path
     assert written.ids == {i.chunk_id for i in items[:-1]}
     assert records_of(summary, long_item.chunk_id), "the refused input left no record"
     assert book.strike_records(GEN) == {}
+    # A size refusal is geometry, whichever server said it (or the guard found it).
+    fence = book.fence_records(GEN)[long_item.chunk_id]
+    assert fence.disposition == codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY, fence
+    assert fence.receipt.get("failureCode") == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
 
 
 def test_llama_cpp_python_truncation_is_found_at_first_contact(tmp_path: Path) -> None:

@@ -354,12 +354,15 @@ def truncation_refusal(
             f"input ({counted} tokens) is too large: the server's limit is {limit} tokens "
             "and it truncates silently; not sent"
         )
+    # A size refusal (geometry, never content): the input alone is fenced
+    # undeliverable-at-geometry with the server's limit in its receipt.
     return EmbedFailure(
-        codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+        codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
         status=413,
         operation_label=operation_label,
         detail=detail,
         provider=provider,
+        limit_tokens=limit if limit is not None else embedded,
     )
 
 
