@@ -7,13 +7,15 @@ so what a test reads through these is what the runs wrote.
     kb.close()
 """
 
-from typing import TYPE_CHECKING
+import uuid
+from typing import TYPE_CHECKING, Any
 
 from neo_assets.config.settings import load_settings
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
+    from neo_assets.services.sweep.steps import RepoContext
     from neo_assets.store.chroma_store import ChromaStore
 
 
@@ -41,3 +43,25 @@ class KbHandles:
             store.close()
         if ledger is not None:
             ledger.dispose()
+
+
+def sweep_once(ctx: "RepoContext") -> dict[str, Any]:
+    """One whole sweep of ``ctx`` through ``run_sweep`` (the entry point the CLI, the
+    Dagster asset and the benches call), with handles opened from the settings of that
+    moment and closed after; its contract-shaped result (``SweepResult.doc``)."""
+    from neo_assets.services.handles import build_provider  # noqa: PLC0415
+    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
+
+    settings = load_settings()
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        result = run_sweep(
+            SweepInputs(
+                ctx=ctx,
+                settings=settings,
+                ledger=ledger,
+                open_store=lambda: store,
+                provider=build_provider(settings),
+                run_id=str(uuid.uuid4()),
+            )
+        )
+    return dict(result.doc)

@@ -4,7 +4,6 @@ their generation in the legacy collection, queries answer from it, an unchanged
 configuration re-embeds nothing, and a model change migrates by the same switch."""
 
 import asyncio
-import time
 from pathlib import Path
 
 import pytest
@@ -13,37 +12,15 @@ import sqlalchemy as sa
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.services.generations import configured_generation
-from neo_assets.services.handles import build_provider, open_ledger, open_store
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.query import run_query
 from neo_assets.services.sweep.steps import (
-    EmbedContext,
     RepoContext,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
 )
 from neo_assets.store.ledger_generations import generation_records, repo_generations
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import sweep_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
-
-
-def sweep(ctx: RepoContext) -> dict:
-    settings = load_settings()
-    with open_ledger(settings) as ledger, open_store(settings) as store:
-        now = time.time()
-        env = envelope_step(ctx, settings, ledger, now)
-        chunks = chunk_step(ctx, settings, ledger, env, now)
-        summary = embed_step(
-            ctx,
-            settings,
-            store,
-            ledger,
-            env,
-            chunks,
-            EmbedContext(provider=build_provider(settings)),
-        )
-        return census_step(ctx, settings, ledger, env, summary, now)
 
 
 def query(repo_slugs: list[str]) -> dict:
@@ -85,7 +62,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     monkeypatch.setenv("NEO_TENANTS_FILE", str(path))
     tenant = load_tenants(path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
-    first = sweep(ctx)
+    first = sweep_once(ctx)
     assert first["outcome"] == "complete"
     legacy = first["embeddingGeneration"]
     as_before_generations(neo_home)
@@ -100,7 +77,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     assert answered["embeddingGeneration"] == legacy and answered["results"]
     assert {h["metadata"]["embeddingGeneration"] for h in answered["results"]} == {legacy}
     # Unchanged configuration: the legacy collection is this generation's; nothing sent.
-    again = sweep(ctx)
+    again = sweep_once(ctx)
     assert again["counts"]["already_present"] == again["counts"]["chunks"]
     assert again["counts"].get("offered", 0) == 0
 
@@ -108,7 +85,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     monkeypatch.setenv("NEO_EMBEDDING_DIMENSIONS", "128")
     new = configured_generation(load_settings())
     assert new != legacy
-    switched = sweep(ctx)
+    switched = sweep_once(ctx)
     assert switched["outcome"] == "complete" and switched["embeddingGeneration"] == new
     after = query(["w"])
     assert after["embeddingGeneration"] == new

@@ -14,37 +14,15 @@ from neo_assets.cli.app import app
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.services.generations import configured_generation
-from neo_assets.services.handles import build_provider, open_ledger, open_store
+from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.query import QueryUnavailable, run_query
 from neo_assets.services.sweep.steps import (
-    EmbedContext,
     RepoContext,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
 )
 from neo_assets_tests.fakes.fixtures import fault_server  # noqa: F401 - fixture
 from neo_assets_tests.gitrepo import GitRepo
+from neo_assets_tests.kb_handles import sweep_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
-
-
-def sweep(ctx: RepoContext) -> dict:
-    settings = load_settings()
-    with open_ledger(settings) as ledger, open_store(settings) as store:
-        now = time.time()
-        env = envelope_step(ctx, settings, ledger, now)
-        chunks = chunk_step(ctx, settings, ledger, env, now)
-        summary = embed_step(
-            ctx,
-            settings,
-            store,
-            ledger,
-            env,
-            chunks,
-            EmbedContext(provider=build_provider(settings)),
-        )
-        return census_step(ctx, settings, ledger, env, summary, now)
 
 
 def query() -> dict:
@@ -82,7 +60,7 @@ def test_an_unreachable_old_provider_is_named_and_the_answer_comes_from_what_can
     for name, value in server.items():
         monkeypatch.setenv(name, value)
     old = configured_generation(load_settings())
-    assert sweep(ctx)["outcome"] == "complete"
+    assert sweep_once(ctx)["outcome"] == "complete"
     assert query()["embeddingGeneration"] == old
 
     # Configured: hashing (not swept yet). The old generation still serves; its server
@@ -96,7 +74,7 @@ def test_an_unreachable_old_provider_is_named_and_the_answer_comes_from_what_can
     assert answer["results"] == []  # nothing built at the new generation yet, no crash
     [notice] = answer["notices"]
     assert notice["generation"] == old and "openai_compatible fake-embed" in notice["message"]
-    assert sweep(ctx)["outcome"] == "complete"  # hashing builds; it serves from now on
+    assert sweep_once(ctx)["outcome"] == "complete"  # hashing builds; it serves from now on
     assert query()["embeddingGeneration"] == new and query()["notices"] == []
 
     # Configured: another model on the refusing server, never swept. The hashing
