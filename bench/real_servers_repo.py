@@ -31,28 +31,13 @@ from typing import Any
 
 import httpx
 
+if __package__ in (None, ""):  # run as a file: the repo root, not bench/, first on the path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.real_model import _write_tenants  # noqa: E402
+
 DEFAULT_REPO = Path("/tmp/bench-repos/flask")
 LIMIT = 512
-
-
-def _write_tenants(path: Path, repo: Path) -> None:
-    import yaml  # noqa: PLC0415
-
-    doc = {
-        "tenants": [
-            {
-                "id": "bench",
-                "repos": [
-                    {
-                        "slug": "repo",
-                        "path": str(repo),
-                        "parser": {"id": "neo-code", "version": "2.0.0"},
-                    }
-                ],
-            }
-        ]
-    }
-    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
 def _token_count(client: httpx.Client, server: str, text: str) -> int:
@@ -68,7 +53,7 @@ def one_sweep(repo: Path, base_url: str, server: str) -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
     tenants = home / "tenants.yaml"
-    _write_tenants(tenants, repo)
+    _write_tenants(tenants, repo, "2.0.0")
     os.environ.update(
         {
             "NEO_HOME": str(home),
