@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -109,6 +109,11 @@ class EmbeddingSettings(_Section):
     # admission margin ~0.4 % of chunks are undercounted (bench/chars_per_token.py,
     # docs/performance.md); 3.0 for the offline hashing embedder, which has no tokens.
     chars_per_token: float | None = Field(None, gt=0)
+    # How a remote provider's inputs are counted when splitting to fit: ``estimate`` (from
+    # characters, above) or ``server``: the server's own tokenize endpoint (llama.cpp
+    # /tokenize, llama-cpp-python /extras/tokenize/count, vLLM /tokenize, TEI /tokenize),
+    # exact, so the band is the limit itself with no margin (embedding/server_tokens.py).
+    tokenizer: Literal["estimate", "server"] = "estimate"
     call_ceiling_ms: int = Field(60_000, ge=1)
     strike_threshold: int = Field(2, ge=1)
     circuit_threshold: int = Field(5, ge=1)
@@ -129,6 +134,19 @@ class EmbeddingSettings(_Section):
     loading_max_wait_s: float = Field(300.0, ge=0)
 
     _blank = field_validator("base_url", mode="before")(_blank_is_unset)
+
+    @model_validator(mode="after")
+    def _server_tokenizer_needs_a_server(self) -> "EmbeddingSettings":
+        if self.tokenizer == "server" and (
+            self.provider != "openai_compatible" or not self.base_url
+        ):
+            raise ValueError(
+                "NEO_EMBEDDING_TOKENIZER=server counts with an OpenAI-compatible server's "
+                "tokenize endpoint: it needs NEO_EMBEDDING_PROVIDER=openai_compatible and "
+                f"NEO_EMBEDDING_BASE_URL (provider is {self.provider!r}); set "
+                "NEO_EMBEDDING_TOKENIZER=estimate otherwise"
+            )
+        return self
 
     @property
     def resolved_chars_per_token(self) -> float:

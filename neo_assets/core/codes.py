@@ -34,6 +34,9 @@ KB_VECTOR_EMBED_DIMENSION_MISMATCH = "KB_VECTOR_EMBED_DIMENSION_MISMATCH"
 # The band (NEO_EMBEDDING_CONTEXT_TOKENS) is over the limit the server reports for one
 # input (llama.cpp /props, Ollama /api/show): a configuration error at first contact.
 KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT = "KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT"
+# NEO_EMBEDDING_TOKENIZER=server but the server has no tokenize endpoint (or refuses the
+# key): a configuration error, named with the setting to change.
+KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT = "KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT"
 
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"

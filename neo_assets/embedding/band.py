@@ -29,6 +29,7 @@ from neo_assets.core.embedding import estimate_tokens
 
 SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
 SOURCE_CONFIGURED = "configured"  # NEO_EMBEDDING_CONTEXT_TOKENS, estimated from chars
+SOURCE_SERVER = "server-tokenizer"  # NEO_EMBEDDING_CONTEXT_TOKENS, counted by the server
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -53,7 +54,8 @@ class Band:
         return self.counter is not None
 
     def count(self, texts: Sequence[str]) -> list[int]:
-        """Each text's tokens: the model's count, else the character estimate."""
+        """Each text's tokens: the model's count, else the character estimate. (A server's
+        counter answers a text too short to be over the band with its bound, unasked.)"""
         if self.counter is not None:
             return list(self.counter(texts))
         return [estimate_tokens(t, self.chars_per_token) for t in texts]
@@ -67,7 +69,9 @@ class Band:
             "bandTokens": self.tokens,
             "limitTokens": self.limit_tokens,
             "source": self.source,
-            "counted": "tokenizer" if self.exact else "estimate",
+            "counted": {SOURCE_TOKENIZER: "tokenizer", SOURCE_SERVER: "server"}.get(
+                self.source, "estimate"
+            ),
             "charsPerToken": self.chars_per_token,
         }
 
@@ -104,7 +108,34 @@ def band_for(settings: Settings) -> Band:
                 chars_per_token=emb.resolved_chars_per_token,
                 counter=lambda texts: st.count_tokens(model, texts),
             )
+    if emb.tokenizer == "server" and emb.base_url:
+        return server_band(settings)
     return configured_band(settings)
+
+
+def server_band(settings: Settings) -> Band:
+    """``NEO_EMBEDDING_CONTEXT_TOKENS`` exactly, counted by the server's own tokenizer
+    (``embedding/server_tokens.py``): no margin, since nothing is estimated. The counter
+    is built here but asks the server only when a text could be over the band."""
+    from neo_assets.embedding.server_tokens import counter_for  # noqa: PLC0415
+
+    emb = settings.embedding
+    assert emb.base_url is not None
+    counter = counter_for(
+        emb.base_url,
+        emb.model,
+        emb.context_tokens,
+        emb.api_key,
+        emb.request_timeout_ms / 1000.0,
+        emb.loading_max_wait_s,
+    )
+    return Band(
+        limit_tokens=emb.context_tokens,
+        safety=1.0,
+        source=SOURCE_SERVER,
+        chars_per_token=emb.resolved_chars_per_token,
+        counter=counter,
+    )
 
 
 SETTING_CONTEXT_TOKENS = "NEO_EMBEDDING_CONTEXT_TOKENS"

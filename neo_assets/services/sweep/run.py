@@ -21,6 +21,7 @@ from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.services.sweep.lease import SweepLease, skipped_result
 from neo_assets.services.sweep.steps import (
     EmbedContext,
@@ -34,6 +35,7 @@ from neo_assets.services.sweep.steps import (
     envelope_step,
     failure_recorded,
     plan_chunks,
+    record_deferred_before_lane,
 )
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -146,9 +148,18 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             plan = plan_chunks(ctx, cfg, book, envelope)
             speedups = inputs.speedups or Speedups.from_settings(cfg)
             speedups.ready_provider(inputs.provider, len(plan.to_parse))
-            chunks = chunk_step(
-                ctx, cfg, book, envelope, inputs.clock(), plan=plan, speedups=speedups
-            )
+            try:
+                chunks = chunk_step(
+                    ctx, cfg, book, envelope, inputs.clock(), plan=plan, speedups=speedups
+                )
+            except CountUnavailable as unavailable:
+                # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
+                # the generation was recorded; defer, as the lane would without its server.
+                doc = record_deferred_before_lane(
+                    ctx, cfg, book, envelope, unavailable.code, str(unavailable), inputs.clock()
+                )
+                doc["lease"] = lease.info
+                return SweepResult(doc, errors=1)
         stage_s["chunks_s"] = time.perf_counter() - mark
         yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
 

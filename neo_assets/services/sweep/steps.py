@@ -32,13 +32,20 @@ from neo_assets.core.sources.envelope_reuse import envelope_delta
 from neo_assets.core.sources.fit_parts import fit_parts
 from neo_assets.core.sources.line_parts import part_name
 from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
-from neo_assets.core.sweep.censuses import build_censuses, encode_census
+from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
-from neo_assets.embedding.band import Band, band_for, check_band, provider_limit
+from neo_assets.embedding.band import (
+    SOURCE_SERVER,
+    Band,
+    band_for,
+    check_band,
+    provider_limit,
+)
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.services.generations import (
     configured_generation,
     generation_for,
@@ -253,8 +260,14 @@ def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
     band = band_for(settings)
     return (
         f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
-        f":band{band.tokens}" + ("t" if band.exact else f"e{band.chars_per_token}")
+        f":band{band.tokens}" + _counted_by(band)
     )
+
+
+def _counted_by(band: Band) -> str:
+    if band.source == SOURCE_SERVER:
+        return "s"  # the server's tokenizer
+    return "t" if band.exact else f"e{band.chars_per_token}"
 
 
 def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
@@ -611,7 +624,13 @@ def embed_step(
     texts = {cid: _sent_text(ctx, r, r["content"], r["name"]) for cid, r in by_id.items()}
     band = band_for(settings)
     # The model's own count, when it has a tokenizer: the lane admits by it.
-    counted = band.count(list(texts.values())) if band.exact else [None] * len(texts)
+    counted: list[int | None] = [None] * len(texts)
+    if band.exact:
+        try:
+            counted = list(band.count(list(texts.values())))
+        except CountUnavailable:
+            pass  # the lane meets the same server: it defers, or the size checks apply
+
     items = [
         LaneItem(chunk_id=cid, text=text, tokens=tokens)
         for (cid, text), tokens in zip(texts.items(), counted, strict=True)
@@ -1022,6 +1041,74 @@ def record_failed_sweep(
             "updated_at": now,
         },
     )
+
+
+def record_deferred_before_lane(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: EnvelopeResult,
+    code: str,
+    message: str,
+    now: float,
+) -> dict[str, Any]:
+    """A sweep that cannot go on before its lane (the server that counts tokens for the
+    split is unreachable): deferred with ``code``, one more consecutive failure, backoff,
+    a recovery episode armed like any provider failure. Nothing of the generation was
+    recorded, so the checkpoint and the censuses are left as they were; the returned doc
+    has the census stage's shape, with the censuses as last recorded."""
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = int(previous.get("consecutive_failures") or 0) + 1
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
+    next_due = next_due_at(
+        now,
+        cadence_s,
+        failures,
+        60.0 * settings.sweep.backoff_cap_minutes,
+        stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
+    )
+    generation = settings_generation(settings)
+    row = {"code": code, "message": message[:500], "details": {"stage": "chunk_generation"}}
+    episode = previous.get("recovery_episode_opened_at") or now
+    ledger.record_sweep_result(
+        ctx.tenant_id,
+        ctx.repo_slug,
+        state={
+            "last_outcome": codes.OUTCOME_DEFERRED,
+            "deferred_cause_code": code,
+            "consecutive_failures": failures,
+            "last_attempt_at": now,
+            "last_attempted_rev": envelope.revision,
+            "declaration_digest": envelope.repo_declaration_digest,
+            "embedding_generation": generation,
+            "attempt_inputs_at": now,
+            "next_due_at": next_due,
+            "recovery_episode_opened_at": episode,
+            "last_summary": _json({"errors": [row], "generation": generation}),
+            "updated_at": now,
+        },
+    )
+    return {
+        "tenantId": ctx.tenant_id,
+        "repoSlug": ctx.repo_slug,
+        "outcome": codes.OUTCOME_DEFERRED,
+        "revision": envelope.revision,
+        "counts": {},
+        "deferredCauseCode": code,
+        "consecutiveFailures": failures,
+        "nextDueAt": next_due,
+        "contentPoisonChunks": _census_or_empty(previous.get("content_poison_census")),
+        "undeliverableChunks": _census_or_empty(previous.get("undeliverable_census")),
+        "strikes": [],
+        "embeddingGeneration": generation,
+        "errors": [row],
+        "timings": {},
+    }
+
+
+def _census_or_empty(raw: object) -> dict[str, Any]:
+    census = decode_census(raw)
+    return census if census is not None else {"count": 0, "ids": []}
 
 
 @contextmanager

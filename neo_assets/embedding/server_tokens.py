@@ -1,0 +1,249 @@
+"""Counting inputs with the embedding server's own tokenizer (``NEO_EMBEDDING_TOKENIZER=server``).
+
+A chunk is split to fit the band right after parsing (``services/sweep/steps.fit_to_band``).
+With a character estimate, code denser than the estimate (operators, short identifiers)
+passes the split and is then refused by the server for its size. A server that can count
+tokens the model's way is asked instead, and the band is then its limit exactly, with no
+margin. Supported, tried in this order at first use and remembered:
+
+- llama.cpp ``llama-server``: ``POST /tokenize {"content", "add_special": true}`` ->
+  ``{"tokens": [...]}`` (special tokens included, as its embedding path adds them);
+- llama-cpp-python's server: ``POST /extras/tokenize/count {"input"}`` -> ``{"count"}``;
+- vLLM: ``POST /tokenize {"model", "prompt", "add_special_tokens": true}`` -> ``{"count"}``;
+- TEI: ``POST /tokenize {"inputs", "add_special_tokens": true}`` -> ``[[token, ...]]``.
+
+Counting needs the server at parse time. A server that is starting (connection refused, 503)
+is waited for up to ``NEO_EMBEDDING_LOADING_MAX_WAIT_S``; past that the sweep defers
+(``CountUnavailable``) before it records anything, so no chunk is ever split by another
+count than the server's (a fallback to the estimate would change part ids back and forth
+with the server's availability). A server with none of the endpoints is a configuration
+error (``NoTokenizeEndpoint``) naming the setting.
+
+An input whose UTF-8 length plus the model's added tokens is within the band cannot be
+over it (these tokenizers spend at most one token per byte), so it is not asked: its
+"count" is that bound. Counts are cached per text for the process.
+"""
+
+import hashlib
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from neo_assets.core import codes
+
+SETTING = "NEO_EMBEDDING_TOKENIZER"
+# Tokens a model adds around an input ([CLS]/[SEP], BOS/EOS), an upper bound.
+ADDED_TOKENS = 4
+_CACHE_MAX = 200_000
+
+
+class CountUnavailable(Exception):
+    """The server could not count (not reachable, still loading, failing) within the wait:
+    the sweep defers with ``code`` before recording anything."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class NoTokenizeEndpoint(ValueError):
+    """``NEO_EMBEDDING_TOKENIZER=server`` but the server has no endpoint that counts."""
+
+    code = codes.KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT
+
+
+@dataclass(frozen=True)
+class _Endpoint:
+    name: str
+    path: str
+
+    def payload(self, text: str, model: str | None) -> dict[str, Any]:
+        if self.name == "llama.cpp":
+            return {"content": text, "add_special": True}
+        if self.name == "llama-cpp-python":
+            return {"input": text, **({"model": model} if model else {})}
+        if self.name == "vllm":
+            return {
+                "prompt": text,
+                "add_special_tokens": True,
+                **({"model": model} if model else {}),
+            }
+        return {"inputs": text, "add_special_tokens": True}  # TEI
+
+    def count(self, body: Any) -> int | None:
+        """The token count in an answer of this endpoint, None when it is not its shape."""
+        if self.name == "llama.cpp" and isinstance(body, dict):
+            tokens = body.get("tokens")
+            return len(tokens) if isinstance(tokens, list) else None
+        if self.name in ("llama-cpp-python", "vllm") and isinstance(body, dict):
+            count = body.get("count")
+            return count if isinstance(count, int) and not isinstance(count, bool) else None
+        if self.name == "tei" and isinstance(body, list) and body and isinstance(body[0], list):
+            return len(body[0])
+        return None
+
+
+ENDPOINTS = (
+    _Endpoint("llama.cpp", "/tokenize"),
+    _Endpoint("llama-cpp-python", "/extras/tokenize/count"),
+    _Endpoint("vllm", "/tokenize"),
+    _Endpoint("tei", "/tokenize"),
+)
+
+
+class ServerTokenCounter:
+    """Token counts by the server at ``base_url`` (module docstring); callable over texts."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str | None,
+        band_tokens: int,
+        api_key: str | None = None,
+        timeout_s: float = 30.0,
+        wait_s: float = 300.0,
+        sleep: Any = time.sleep,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.band_tokens = band_tokens
+        self.wait_s = wait_s
+        self._sleep = sleep
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self.endpoint: _Endpoint | None = None
+        self._cache: dict[bytes, int] = {}
+        self.asked = 0  # requests that counted a text (the bench and tests read it)
+
+    def __call__(self, texts: Sequence[str]) -> list[int]:
+        out = []
+        for text in texts:
+            size = len(text.encode("utf-8")) + ADDED_TOKENS
+            if size <= self.band_tokens:
+                out.append(size)  # cannot be over the band: not asked (module docstring)
+                continue
+            key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+            count = self._cache.get(key)
+            if count is None:
+                count = self._ask(text)
+                if len(self._cache) >= _CACHE_MAX:
+                    self._cache.clear()
+                self._cache[key] = count
+            out.append(count)
+        return out
+
+    # ------------------------------------------------------------------ the server
+    def _ask(self, text: str) -> int:
+        endpoint = self.endpoint or self._discover()
+        try:
+            body = self._post(endpoint.path, endpoint.payload(text, self.model))
+        except _NotThere:
+            body = None
+        count = endpoint.count(body)
+        if count is None:
+            raise CountUnavailable(
+                codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+                f"{self.base_url}{endpoint.path} answered no {endpoint.name} token count",
+            )
+        self.asked += 1
+        return count
+
+    def _discover(self) -> _Endpoint:
+        probe = "def ping():\n    return 'pong'\n"
+        tried = []
+        for endpoint in ENDPOINTS:
+            tried.append(endpoint.path)
+            try:
+                body = self._post(endpoint.path, endpoint.payload(probe, self.model))
+            except _NotThere:
+                continue
+            if endpoint.count(body) is not None:
+                self.endpoint = endpoint
+                return endpoint
+        raise NoTokenizeEndpoint(
+            f"{SETTING}=server but {self.base_url} has no tokenize endpoint (tried "
+            f"{', '.join(dict.fromkeys(tried))}): set {SETTING}=estimate, or point "
+            "NEO_EMBEDDING_BASE_URL at a server that counts tokens (llama.cpp, "
+            "llama-cpp-python, vLLM, TEI)"
+        )
+
+    def _post(self, path: str, payload: dict[str, Any]) -> Any:
+        """POST and decode; waits out a server that is starting or loading (bounded)."""
+        url = self.base_url + path
+        deadline = time.monotonic() + self.wait_s
+        delay = 0.25
+        while True:
+            try:
+                response = self._client.post(url, json=payload)
+            except httpx.TransportError as exc:
+                code = (
+                    codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+                    if isinstance(exc, httpx.ConnectError)
+                    else codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
+                )
+                why = f"{url} unreachable ({type(exc).__name__})"
+            else:
+                if response.status_code == 503:
+                    code, why = codes.KB_VECTOR_EMBED_PROVIDER_LOADING, f"{url} answered 503"
+                elif response.status_code in (401, 403):
+                    raise NoTokenizeEndpoint(
+                        f"{url} refused the API key ({response.status_code}): set "
+                        "NEO_EMBEDDING_API_KEY to a key the server accepts"
+                    )
+                elif response.status_code in (400, 404, 405, 422):
+                    raise _NotThere
+                elif response.status_code >= 400:
+                    raise CountUnavailable(
+                        codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
+                        f"{url} answered {response.status_code} while counting tokens",
+                    )
+                else:
+                    try:
+                        return response.json()
+                    except ValueError:
+                        raise _NotThere from None
+            if time.monotonic() + delay > deadline:
+                raise CountUnavailable(
+                    code,
+                    f"{why}: the sweep counts inputs with the server's tokenizer "
+                    f"({SETTING}=server) and defers until it answers",
+                )
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def close(self) -> None:
+        self._client.close()
+
+
+class _NotThere(Exception):
+    """This endpoint does not exist on the server (or does not take this shape)."""
+
+
+_COUNTERS: dict[tuple[Any, ...], ServerTokenCounter] = {}
+
+
+def counter_for(
+    base_url: str,
+    model: str | None,
+    band_tokens: int,
+    api_key: str | None,
+    timeout_s: float,
+    wait_s: float,
+) -> ServerTokenCounter:
+    """One counter (and cache) per server and band in this process."""
+    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s)
+    counter = _COUNTERS.get(key)
+    if counter is None:
+        counter = _COUNTERS[key] = ServerTokenCounter(
+            base_url,
+            model=model,
+            band_tokens=band_tokens,
+            api_key=api_key,
+            timeout_s=timeout_s,
+            wait_s=wait_s,
+        )
+    return counter
