@@ -49,7 +49,7 @@ def _token_count(client: httpx.Client, server: str, text: str) -> int:
     return int(got.json()["count"])
 
 
-def one_sweep(repo: Path, base_url: str, server: str) -> dict[str, Any]:
+def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server") -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
     tenants = home / "tenants.yaml"
@@ -63,6 +63,7 @@ def one_sweep(repo: Path, base_url: str, server: str) -> dict[str, Any]:
             "NEO_EMBEDDING_MODEL": "minilm-f16",
             "NEO_EMBEDDING_DIMENSIONS": "384",
             "NEO_EMBEDDING_CONTEXT_TOKENS": str(LIMIT),
+            "NEO_EMBEDDING_TOKENIZER": tokenizer,
             "NEO_EMBEDDING_BATCH_SIZE": "32",
             "NEO_PROVIDER_SLOTS_DIR": str(home / "slots"),
         }
@@ -139,6 +140,8 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
     parser.add_argument("--sweeps", type=int, default=3)
     parser.add_argument("--servers", default="llama-server,llama_cpp.server")
+    # How the split counts: the server's own tokenizer (the default) or the estimate.
+    parser.add_argument("--tokenizer", choices=["server", "estimate"], default="server")
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -151,7 +154,12 @@ def main() -> None:
     )
 
     logs = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-logs-"))
-    figures: dict[str, Any] = {"bench": "real_servers_repo", "repo": str(repo), "commit": commit}
+    figures: dict[str, Any] = {
+        "bench": "real_servers_repo",
+        "repo": str(repo),
+        "commit": commit,
+        "tokenizer": args.tokenizer,
+    }
     for name in args.servers.split(","):
         server = (
             LlamaServer(logs, slots=2, ctx=2 * LIMIT)
@@ -161,7 +169,7 @@ def main() -> None:
         sweeps = []
         with running(server) as up:
             for i in range(args.sweeps):
-                got = one_sweep(repo, up.base_url, name)
+                got = one_sweep(repo, up.base_url, name, args.tokenizer)
                 print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
                 sweeps.append(got)
         judged = [{k: v for k, v in s.items() if k != "seconds"} for s in sweeps]
