@@ -132,8 +132,14 @@ class EmbeddingSettings(_Section):
     # How long a provider loading its model (503 "Loading model", or a port not yet open
     # at first contact) is waited for before the rest defers with PROVIDER_LOADING.
     loading_max_wait_s: float = Field(300.0, ge=0)
+    # Where the provider-wide request slots live (embedding/provider_slots.py): ``local``
+    # file locks (one machine), ``ledger`` advisory locks in a Postgres ledger (every
+    # machine sharing it), ``auto``: the ledger's when it is Postgres, else local.
+    slots: Literal["auto", "local", "ledger"] = Field("auto", validation_alias="NEO_PROVIDER_SLOTS")
+    # The local slots' directory; every process sharing a provider must see the same one.
+    slots_dir: Path | None = Field(None, validation_alias="NEO_PROVIDER_SLOTS_DIR")
 
-    _blank = field_validator("base_url", mode="before")(_blank_is_unset)
+    _blank = field_validator("base_url", "slots_dir", mode="before")(_blank_is_unset)
 
     @model_validator(mode="after")
     def _server_tokenizer_needs_a_server(self) -> "EmbeddingSettings":

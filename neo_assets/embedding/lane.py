@@ -90,7 +90,7 @@ from neo_assets.core.embedding import (
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import as_embed_failure, failure_cause, size_tokens
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.embedding.provider_slots import Held, LocalSlots, ProviderSlots, slots_for
+from neo_assets.embedding.provider_slots import Held, LocalSlots, Slots, slots_for
 from neo_assets.embedding.vectors import (
     DimensionMismatchError,
     answered_dimensions,
@@ -246,7 +246,7 @@ class _Lane:
         cancel_scope: CancelScope,
         clock: Callable[[], float],
         progress: Progress | None,
-        slots: ProviderSlots | LocalSlots | None = None,
+        slots: Slots | None = None,
         width_known: bool = False,
     ) -> None:
         self.provider = provider
@@ -267,7 +267,7 @@ class _Lane:
         # A remote provider is one server for every process; an in-process one (the
         # hashing embedder, sentence-transformers) is this process's own.
         endpoint = getattr(provider, "base_url", None)
-        self.slots: ProviderSlots | LocalSlots = slots or (
+        self.slots: Slots = slots or (
             slots_for(provider.name, str(endpoint), provider.model, self.max_inflight)
             if endpoint
             else LocalSlots(self.max_inflight)
@@ -1224,7 +1224,7 @@ async def embed_chunks(
     cancel_scope: CancelScope,
     clock: Callable[[], float],
     progress: Progress | None = None,
-    slots: ProviderSlots | LocalSlots | None = None,
+    slots: Slots | None = None,
     width_known: bool = False,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary

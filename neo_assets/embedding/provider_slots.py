@@ -31,6 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from neo_assets.embedding.cancel import CancelScope
 
@@ -50,6 +51,10 @@ def default_slots_root() -> Path:
     return Path(root) if root else Path(tempfile.gettempdir()) / "neo-assets-provider-slots"
 
 
+def ledger_is_postgres(url: str) -> bool:
+    return url.startswith(("postgresql", "postgres:"))
+
+
 @dataclass
 class Held:
     """Locks one dispatch holds; ``alone`` is True when it held every slot and the gate."""
@@ -58,6 +63,19 @@ class Held:
     alone: bool
     waited_s: float
     abandoned_seen: int
+    handle: Any = None  # the ledger slots' connection holding the advisory locks
+
+
+class Slots(Protocol):
+    """What the lane asks of a provider's slots, wherever they live."""
+
+    slots: int
+
+    def resize(self, slots: int) -> None: ...
+    def abandoned_count(self) -> int: ...
+    def mark_abandoned(self) -> None: ...
+    async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held: ...
+    def release(self, held: Held) -> None: ...
 
 
 class ProviderSlots:
@@ -204,9 +222,24 @@ class LocalSlots:
         held.fds.clear()
 
 
-def slots_for(
-    name: str, endpoint: str, model: str, slots: int, root: Path | None = None
-) -> ProviderSlots:
-    return ProviderSlots(
-        (root or default_slots_root()) / provider_key(name, endpoint, model), slots
-    )
+def slots_for(name: str, endpoint: str, model: str, slots: int, root: Path | None = None) -> Slots:
+    """The provider's slots: file locks under ``root`` (this machine), or advisory locks
+    in the Postgres ledger when ``NEO_PROVIDER_SLOTS`` says so (``auto``: whenever the
+    ledger is Postgres), so sweeps on every machine sharing it see each other."""
+    from neo_assets.config.settings import load_settings  # noqa: PLC0415
+
+    settings = load_settings()
+    key = provider_key(name, endpoint, model)
+    url = settings.store.resolved_ledger_url
+    mode = settings.embedding.slots
+    if root is None and (mode == "ledger" or (mode == "auto" and ledger_is_postgres(url))):
+        if not ledger_is_postgres(url):
+            raise ValueError(
+                "NEO_PROVIDER_SLOTS=ledger needs a Postgres NEO_LEDGER_URL (advisory locks); "
+                f"the ledger is {url.split(':', 1)[0]}: set NEO_PROVIDER_SLOTS=local"
+            )
+        from neo_assets.store.ledger_slots import LedgerSlots, slots_engine  # noqa: PLC0415
+
+        return LedgerSlots(slots_engine(url), key, slots)
+    base = root or settings.embedding.slots_dir or default_slots_root()
+    return ProviderSlots(Path(base) / key, slots)

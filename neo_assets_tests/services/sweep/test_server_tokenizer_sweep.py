@@ -35,7 +35,9 @@ DENSE = "def dense(a, b, c, d):\n" + "".join(
 )
 
 
-def _ctx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str, tokenizer: str) -> RepoContext:
+def _ctx(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base_url: str, tokenizer: str
+) -> RepoContext:
     repo = GitRepo(tmp_path / "r")
     repo.write("pkg/dense.py", DENSE)
     repo.write("pkg/small.py", "def tiny():\n    return 1\n")

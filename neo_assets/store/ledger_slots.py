@@ -1,0 +1,173 @@
+"""Provider-wide request slots across machines: Postgres advisory locks on the ledger.
+
+The file locks of ``embedding/provider_slots.py`` see every process of one machine. Sweeps
+on several machines that share one provider and one Postgres ledger need the same
+evidence ("no other request was in flight to this provider") across machines, so with a
+Postgres ledger the slots are session advisory locks there, with the same protocol:
+
+- slot ``i`` (``pg_try_advisory_lock(key, i)``) is held exclusively by a request in flight;
+- the gate (``key, -1``) is taken shared for a moment before a slot, and exclusively by
+  a *solo* dispatch, which then takes every slot, so it is provably alone at the
+  provider;
+- ``provider_work.abandoned`` counts work given up on while the server may still be
+  computing it (a drain probe follows before the next solo dispatch's ceiling starts).
+
+A lock belongs to the connection that took it: each held dispatch keeps its own pooled
+connection until it is released, and a process that dies (or a machine whose connection
+the server drops) loses its locks with its connection, like a file lock with its process.
+"""
+
+import hashlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+import sqlalchemy as sa
+
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.provider_slots import Held
+from neo_assets.store.slots_schema import provider_work
+
+_ENGINES: dict[str, sa.Engine] = {}
+_POLL_S = 0.005
+_POLL_MAX_S = 0.05
+GATE = -1
+
+
+def slots_engine(url: str) -> sa.Engine:
+    """One engine per ledger URL in this process, its schema migrated once; each held
+    dispatch takes one of its pooled connections."""
+    engine = _ENGINES.get(url)
+    if engine is None:
+        from neo_assets.store.ledger import Ledger  # noqa: PLC0415 - migrates on open
+
+        Ledger.open(url).dispose()
+        engine = _ENGINES[url] = sa.create_engine(
+            url, pool_size=8, max_overflow=24, pool_pre_ping=True
+        )
+    return engine
+
+
+def lock_class(provider_key: str) -> int:
+    """The advisory-lock class (int4) of one provider."""
+    return int.from_bytes(hashlib.sha256(provider_key.encode()).digest()[:4], "big", signed=True)
+
+
+class LedgerSlots:
+    """The slots of one provider in a Postgres ledger (module docstring); the interface of
+    ``embedding.provider_slots.ProviderSlots``."""
+
+    def __init__(self, engine: sa.Engine, provider_key: str, slots: int) -> None:
+        if slots < 1:
+            raise ValueError("slots must be >= 1")
+        self.engine = engine
+        self.key = provider_key
+        self.cls = lock_class(provider_key)
+        self.slots = slots
+
+    def resize(self, slots: int) -> None:
+        if slots < 1:
+            raise ValueError("slots must be >= 1")
+        self.slots = slots
+
+    # --- the abandoned-work counter
+    def abandoned_count(self) -> int:
+        with self.engine.connect() as conn:
+            value = conn.execute(
+                sa.select(provider_work.c.abandoned).where(provider_work.c.provider_key == self.key)
+            ).scalar()
+        return int(value or 0)
+
+    def mark_abandoned(self) -> None:
+        with self.engine.begin() as conn:
+            bumped = conn.execute(
+                provider_work.update()
+                .where(provider_work.c.provider_key == self.key)
+                .values(abandoned=provider_work.c.abandoned + 1)
+            ).rowcount
+            if not bumped:
+                conn.execute(
+                    sa.text(
+                        "INSERT INTO provider_work (provider_key, abandoned) VALUES (:k, 1) "
+                        "ON CONFLICT (provider_key) DO UPDATE "
+                        "SET abandoned = provider_work.abandoned + 1"
+                    ),
+                    {"k": self.key},
+                )
+
+    # --- locks
+    def _try(self, conn: sa.Connection, obj: int, *, shared: bool = False) -> bool:
+        fn = "pg_try_advisory_lock_shared" if shared else "pg_try_advisory_lock"
+        got = conn.execute(sa.text(f"SELECT {fn}(:c, :o)"), {"c": self.cls, "o": obj}).scalar()
+        conn.commit()  # end the implicit transaction: the lock is the session's, not its
+        return bool(got)
+
+    async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
+        delay = _POLL_S
+        while not attempt():
+            if time.monotonic() >= deadline:
+                return False
+            await scope.sleep(delay)
+            delay = min(delay * 2, _POLL_MAX_S)
+        return True
+
+    async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
+        """One slot (shared mode) or the gate and every slot (``solo``), on a connection
+        kept until ``release``. Past ``max_wait_s`` the dispatch goes ahead without the
+        locks it could not get, and ``alone`` is False."""
+        started = time.monotonic()
+        deadline = started + max(0.0, max_wait_s)
+        conn = self.engine.connect()
+        try:
+            got_gate = await self._poll(
+                lambda: self._try(conn, GATE, shared=not solo), scope, deadline
+            )
+            if solo:
+                held_all = got_gate
+                for index in range(self.slots):
+                    if not held_all:
+                        break
+                    if not await self._poll(
+                        lambda index=index: self._try(conn, index), scope, deadline
+                    ):
+                        held_all = False
+                return Held([], held_all, time.monotonic() - started, self.abandoned_count(), conn)
+
+            def any_slot() -> bool:
+                return any(self._try(conn, index) for index in range(self.slots))
+
+            await self._poll(any_slot, scope, deadline)
+            if got_gate:
+                # The gate only orders arrivals (as with the file locks).
+                conn.execute(
+                    sa.text("SELECT pg_advisory_unlock_shared(:c, :o)"), {"c": self.cls, "o": GATE}
+                )
+                conn.commit()
+            return Held([], False, time.monotonic() - started, self.abandoned_count(), conn)
+        except BaseException:
+            _drop(conn)
+            raise
+
+    @staticmethod
+    def release(held: Held) -> None:
+        conn, held.handle = held.handle, None
+        if conn is None:
+            return
+        try:
+            conn.execute(sa.text("SELECT pg_advisory_unlock_all()"))
+            conn.commit()
+            conn.close()
+        except Exception:  # noqa: BLE001 - a broken connection has lost its locks anyway
+            _drop(conn)
+
+
+def _drop(conn: Any) -> None:
+    """Close without returning to the pool: a connection's locks must not outlive it."""
+    try:
+        conn.invalidate()
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001
+        pass
