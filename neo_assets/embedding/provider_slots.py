@@ -51,6 +51,18 @@ def default_slots_root() -> Path:
     return Path(root) if root else Path(tempfile.gettempdir()) / "neo-assets-provider-slots"
 
 
+async def poll_until(attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
+    """Try a non-blocking lock until it is taken (True) or ``deadline`` passes (False),
+    sleeping abortably in growing steps between tries."""
+    delay = _POLL_S
+    while not attempt():
+        if time.monotonic() >= deadline:
+            return False
+        await scope.sleep(delay)
+        delay = min(delay * 2, _POLL_MAX_S)
+    return True
+
+
 def ledger_is_postgres(url: str) -> bool:
     return url.startswith(("postgresql", "postgres:"))
 
@@ -124,13 +136,7 @@ class ProviderSlots:
             return False
 
     async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
-        delay = _POLL_S
-        while not attempt():
-            if time.monotonic() >= deadline:
-                return False
-            await scope.sleep(delay)
-            delay = min(delay * 2, _POLL_MAX_S)
-        return True
+        return await poll_until(attempt, scope, deadline)
 
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
         """One slot (shared mode) or the gate and every slot (``solo``).

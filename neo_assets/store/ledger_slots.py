@@ -25,12 +25,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider_slots import Held
+from neo_assets.embedding.provider_slots import Held, poll_until
 from neo_assets.store.slots_schema import provider_work
 
 _ENGINES: dict[str, sa.Engine] = {}
-_POLL_S = 0.005
-_POLL_MAX_S = 0.05
 GATE = -1
 
 
@@ -103,13 +101,7 @@ class LedgerSlots:
         return bool(got)
 
     async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
-        delay = _POLL_S
-        while not attempt():
-            if time.monotonic() >= deadline:
-                return False
-            await scope.sleep(delay)
-            delay = min(delay * 2, _POLL_MAX_S)
-        return True
+        return await poll_until(attempt, scope, deadline)
 
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
         """One slot (shared mode) or the gate and every slot (``solo``), on a connection

@@ -10,7 +10,7 @@ subprocess and the provider-wide slot locks (in a per-test directory).
 import asyncio
 import hashlib
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
-from neo_assets.embedding.provider_slots import slots_for
+from neo_assets.embedding.provider_slots import Slots, slots_for
 from neo_assets.embedding.providers.ollama import OllamaProvider
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets_tests.fakes.fault_server import marker
@@ -131,12 +131,16 @@ async def lane(
     items: list[LaneItem],
     provider: Recorder,
     lane_settings: LaneSettings,
-    slots_dir: Path,
+    slots_dir: Path | None,
     book: InMemoryFenceBook,
+    *,
+    slots: Slots | None = None,
 ) -> dict[str, Any]:
-    slots = slots_for(
-        provider.name, provider.base_url, provider.model, lane_settings.max_inflight, slots_dir
-    )
+    if slots is None:
+        assert slots_dir is not None
+        slots = slots_for(
+            provider.name, provider.base_url, provider.model, lane_settings.max_inflight, slots_dir
+        )
     return await asyncio.wait_for(
         embed_chunks(
             items,
@@ -278,24 +282,22 @@ def test_a_batch_cap_is_learned_once_and_kept_for_the_provider(
 
 
 # ---------------------------------------------------------------------------- attribution
-def test_two_sweeps_sharing_a_provider_killed_by_one_strike_only_the_killer(
-    tmp_path: Path, fault_server_factory: Any
+def sweeps_sharing_a_killed_provider(
+    srv: FaultServerSupervisor, slots_of: Callable[[str], Slots]
 ) -> None:
-    # B's two batches are in flight when A's batch kills the server; both sweeps then
-    # send their suspects one by one at the same time, and A's killer kills it again
-    # while B's inputs are being answered. Only a request alone at the provider (every
-    # slot held, by any sweep) may be charged with the death.
-    srv = fault_server_factory(dimensions=DIM, restart=True, restart_delay_s=0.3)
+    """B's two batches are in flight when A's batch kills the server; both sweeps then
+    send their suspects one by one at the same time, and A's killer kills it again while
+    B's inputs are being answered. Only a request alone at the provider (every slot held,
+    by any sweep: ``slots_of(tag)`` is each sweep's view of the slots) may be charged with
+    the death. Asserts that only the killer was struck."""
     srv.configure(latency_per_input_s=0.1)
     killer = LaneItem(cid("a", 999), f"def killer():\n    pass\n{marker('kill')}")
-    a_items = [killer, *corpus("a", 7)]
-    b_items = corpus("b", 16)
-    slots_dir = tmp_path / "slots"
+    work = {"a": [killer, *corpus("a", 7)], "b": corpus("b", 16)}
     books = {"a": InMemoryFenceBook(), "b": InMemoryFenceBook()}
     results: dict[str, dict[str, Any]] = {}
     b_started = threading.Event()
 
-    def run(tag: str, items: list[LaneItem]) -> None:
+    def run(tag: str) -> None:
         async def main() -> None:
             provider = make_provider(srv)
             try:
@@ -305,17 +307,19 @@ def test_two_sweeps_sharing_a_provider_killed_by_one_strike_only_the_killer(
                 else:
                     b_started.set()
                 results[tag] = await lane(
-                    items, provider, settings(batch_size=8, max_inflight=2), slots_dir, books[tag]
+                    work[tag],
+                    provider,
+                    settings(batch_size=8, max_inflight=2),
+                    None,
+                    books[tag],
+                    slots=slots_of(tag),
                 )
             finally:
                 await provider.aclose()
 
         asyncio.run(main())
 
-    threads = [
-        threading.Thread(target=run, args=(tag, items))
-        for tag, items in (("a", a_items), ("b", b_items))
-    ]
+    threads = [threading.Thread(target=run, args=(tag,)) for tag in ("a", "b")]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -325,6 +329,16 @@ def test_two_sweeps_sharing_a_provider_killed_by_one_strike_only_the_killer(
     assert set(books["a"].strike_records(GEN)) == {killer.chunk_id}
     assert results["b"]["counts"]["embedded"] == 16
     assert results["a"]["counts"]["embedded"] == 7
+
+
+def test_two_sweeps_sharing_a_provider_killed_by_one_strike_only_the_killer(
+    tmp_path: Path, fault_server_factory: Any
+) -> None:
+    srv = fault_server_factory(dimensions=DIM, restart=True, restart_delay_s=0.3)
+    slots_dir = tmp_path / "slots"
+    sweeps_sharing_a_killed_provider(
+        srv, lambda tag: slots_for("openai_compatible", srv.base_url, "fake-embed", 2, slots_dir)
+    )
 
 
 def test_an_input_queued_behind_abandoned_work_is_not_struck(

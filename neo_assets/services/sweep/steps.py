@@ -921,16 +921,9 @@ def census_step(
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
     censuses = build_censuses(verdict.fence_rows)
-    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
     next_due = None
     if verdict.outcome != codes.OUTCOME_COMPLETE:
-        next_due = next_due_at(
-            now,
-            cadence_s,
-            failures,
-            60.0 * settings.sweep.backoff_cap_minutes,
-            stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
-        )
+        next_due = backoff_due_at(ctx, settings, failures, now)
     episode = previous.get("recovery_episode_opened_at")
     if verdict.outcome == codes.OUTCOME_COMPLETE:
         episode = None
@@ -986,6 +979,19 @@ def census_step(
     }
 
 
+def backoff_due_at(ctx: RepoContext, settings: Settings, failures: int, now: float) -> float:
+    """When a repo that did not complete is due again: its cadence, backed off by its
+    consecutive failures, capped, with the repo's stable jitter."""
+    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
+    return next_due_at(
+        now,
+        cadence_s,
+        failures,
+        60.0 * settings.sweep.backoff_cap_minutes,
+        stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
+    )
+
+
 def record_failed_sweep(
     ctx: RepoContext,
     settings: Settings,
@@ -1009,7 +1015,6 @@ def record_failed_sweep(
     them moves, not because the inputs of an older sweep differ from today's."""
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = int(previous.get("consecutive_failures") or 0) + 1
-    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
     revision: str | None = None
     if envelope is not None:
         revision = envelope.revision
@@ -1030,13 +1035,7 @@ def record_failed_sweep(
             "declaration_digest": repo_declaration_digest(ctx.repo.to_plain()),
             "embedding_generation": settings_generation(settings),
             "attempt_inputs_at": now,
-            "next_due_at": next_due_at(
-                now,
-                cadence_s,
-                failures,
-                60.0 * settings.sweep.backoff_cap_minutes,
-                stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
-            ),
+            "next_due_at": backoff_due_at(ctx, settings, failures, now),
             "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
             "updated_at": now,
         },
@@ -1059,14 +1058,7 @@ def record_deferred_before_lane(
     has the census stage's shape, with the censuses as last recorded."""
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = int(previous.get("consecutive_failures") or 0) + 1
-    cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
-    next_due = next_due_at(
-        now,
-        cadence_s,
-        failures,
-        60.0 * settings.sweep.backoff_cap_minutes,
-        stable_jitter_seconds(ctx.key, settings.sweep.backoff_jitter_s),
-    )
+    next_due = backoff_due_at(ctx, settings, failures, now)
     generation = settings_generation(settings)
     row = {"code": code, "message": message[:500], "details": {"stage": "chunk_generation"}}
     episode = previous.get("recovery_episode_opened_at") or now
