@@ -35,6 +35,7 @@ from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_gen
 from neo_assets.core.sweep.censuses import build_censuses, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
+from neo_assets.core.sweep.summary import ALREADY_PRESENT, CHUNKS, EMBEDDED, REUSED
 from neo_assets.embedding.band import Band, band_for, check_band, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
@@ -597,7 +598,7 @@ def embed_step(
         LaneItem(chunk_id=cid, text=text, tokens=tokens)
         for (cid, text), tokens in zip(texts.items(), counted, strict=True)
     ]
-    tally = {"chunks": len(ids), "already_present": len(present)}
+    tally = {CHUNKS: len(ids), ALREADY_PRESENT: len(present)}
     # Each content once per generation: the missing chunks' exact inputs are looked up
     # among the rows of this generation (this tenant's, unless the operator allows reuse
     # across tenants) and copied; only inputs no row has are sent, once each.
@@ -704,11 +705,11 @@ def embed_step(
             run.cancel_scope,
         )
         counts = summary.setdefault("counts", {})
-        counts["reused"] = copied[0]
-        counts["embedded"] = int(counts.get("embedded", 0)) + copied[0]
+        counts[REUSED] = copied[0]
+        counts[EMBEDDED] = int(counts.get(EMBEDDED, 0)) + copied[0]
         summary["vectorEvidence"] = recorder.evidence()
         if interrupt is not None:
-            summary["counts"]["already_present"] = tally["already_present"]
+            summary["counts"][ALREADY_PRESENT] = tally[ALREADY_PRESENT]
             summary["generation"] = generation
             summary["revision"] = envelope.revision
             raise SweepAborted(summary, interrupt)
@@ -726,8 +727,8 @@ def embed_step(
         )
     timings["embed_total_s"] = time.perf_counter() - started
     summary["timings"] = timings
-    summary.setdefault("counts", {})["already_present"] = tally["already_present"]
-    summary["counts"]["chunks"] = tally["chunks"]
+    summary.setdefault("counts", {})[ALREADY_PRESENT] = tally[ALREADY_PRESENT]
+    summary["counts"][CHUNKS] = tally[CHUNKS]
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     summary["band"] = band.describe()
@@ -915,8 +916,8 @@ def census_step(
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
     if summary.get("generation"):
         counts = summary.get("counts") or {}
-        chunks = counts.get("chunks")
-        present = int(counts.get("already_present") or 0) + int(counts.get("embedded") or 0)
+        chunks = counts.get(CHUNKS)
+        present = int(counts.get(ALREADY_PRESENT) or 0) + int(counts.get(EMBEDDED) or 0)
         record_repo_generation(
             ledger,
             ctx.tenant_id,
