@@ -88,7 +88,7 @@ def sweep(work: Path, version: str) -> dict[str, int]:
     assert doc["outcome"] == "complete", doc
     return {
         "chunks": int(counts["chunks"]),
-        "to_write": int(counts["chunks"]) - int(counts["already_present"]),
+        "to_write": int(counts["chunks"]) - int(counts["alreadyPresent"]),
         "sent": provider.sent,
         "copied": int(counts.get("reused", 0)),
     }

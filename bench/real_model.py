@@ -55,12 +55,12 @@ def _write_tenants(path: Path, repo: Path, version: str) -> None:
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
 
-def _unsplit_chunks(ctx, settings, ledger) -> list[dict]:  # noqa: ANN001
+def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
     """The parser's own chunks of the repo (before any split), from a serial parse."""
     from neo_assets.concurrency.speedups import SERIAL  # noqa: PLC0415
     from neo_assets.services.sweep.steps import (  # noqa: PLC0415
         parse_identity,
-        parsed_row_dicts,
+        parsed_chunks,
         previous_envelope,
     )
     from neo_assets.sources.envelope import read_texts  # noqa: PLC0415
@@ -68,7 +68,7 @@ def _unsplit_chunks(ctx, settings, ledger) -> list[dict]:  # noqa: ANN001
     env = previous_envelope(ledger, ctx)
     paths = env.yielded_paths()
     rows = SERIAL.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
-    return parsed_row_dicts(rows, {e.path: e.blob for e in env.entries})
+    return parsed_chunks(rows, {e.path: e.blob for e in env.entries})
 
 
 def main() -> None:
@@ -170,10 +170,10 @@ def main() -> None:
     missing = 0
     split_parents = 0
     for chunk in parsed:
-        if chunk["content"] in whole:
+        if chunk.content in whole:
             continue
-        pieces = sorted(parts_of.get((chunk["source_path"], chunk["name"]), []))
-        if pieces and "".join(p[2] for p in pieces) == chunk["content"]:
+        pieces = sorted(parts_of.get((chunk.source_path, chunk.name), []))
+        if pieces and "".join(p[2] for p in pieces) == chunk.content:
             split_parents += 1
             continue
         missing += 1
@@ -213,8 +213,8 @@ def main() -> None:
         "rowsOverBandByTokenizer": over,
         "offered": offered,
         "embedded": int(counts.get("embedded", 0)),
-        "fencedPoison": int(counts.get("fenced_poison", 0)),
-        "fencedUndeliverable": int(counts.get("fenced_undeliverable", 0)),
+        "fencedPoison": int(counts.get("fencedPoison", 0)),
+        "fencedUndeliverable": int(counts.get("fencedUndeliverable", 0)),
         "deferred": int(counts.get("deferred", 0)),
         "requests": int(counts.get("requests", 0)),
         "expectedRequests": expected_requests,

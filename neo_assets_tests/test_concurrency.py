@@ -460,7 +460,7 @@ def test_a_lease_lost_mid_embedding_stops_the_writes_and_the_new_holder_finishes
     assert leases.release(ledger, key, "thief")
     second = sweep_once(tenants, instance)
     assert second["outcome"] == codes.OUTCOME_COMPLETE
-    assert second["counts"]["already_present"] == written
+    assert second["counts"]["alreadyPresent"] == written
     ids = [r["id"] for r in store.iter_rows(tenant_filter("acme", "big"))]
     assert len(ids) == len(set(ids)) == len(declared) and set(ids) == declared
 

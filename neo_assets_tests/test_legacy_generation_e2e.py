@@ -78,7 +78,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     assert {h["metadata"]["embeddingGeneration"] for h in answered["results"]} == {legacy}
     # Unchanged configuration: the legacy collection is this generation's; nothing sent.
     again = sweep_once(ctx)
-    assert again["counts"]["already_present"] == again["counts"]["chunks"]
+    assert again["counts"]["alreadyPresent"] == again["counts"]["chunks"]
     assert again["counts"].get("offered", 0) == 0
 
     # A model change builds beside the legacy collection and switches when complete.

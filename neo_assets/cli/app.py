@@ -23,6 +23,7 @@ from neo_assets.cli.health import register as register_health
 from neo_assets.cli.reconcile import register as register_reconcile
 from neo_assets.cli.serve import register as register_serve
 from neo_assets.core import codes
+from neo_assets.core.sweep import summary as keys
 
 app = typer.Typer(
     add_completion=False,
@@ -58,7 +59,8 @@ def sweep(
         results = run_sweeps(
             settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
         )
-        emit({"repos": results}, as_json)
+        # The counts in both spellings for one release (README, "Deprecated keys").
+        emit({"repos": [with_deprecated_count_keys(r) for r in results]}, as_json)
         if not as_json:
             for r in results:
                 c = r.get("counts", {})
@@ -84,8 +86,9 @@ def sweep(
                     f"{r['tenantId']}/{r['repoSlug']}: {r['outcome']}"
                     + (f" ({r['deferredCauseCode']})" if r.get("deferredCauseCode") else "")
                     + f"  rev {str(r.get('revision'))[:12]}  chunks {c.get('chunks', 0)}"
-                    + f"  new {c.get('embedded', 0)}  present {c.get('already_present', 0)}"
-                    + f"  fenced {c.get('fenced_poison', 0)}+{c.get('fenced_undeliverable', 0)}"
+                    + f"  new {c.get(keys.EMBEDDED, 0)}  present {c.get(keys.ALREADY_PRESENT, 0)}"
+                    + f"  fenced {c.get(keys.FENCED_POISON, 0)}"
+                    + f"+{c.get(keys.FENCED_UNDELIVERABLE, 0)}"
                     + (f"  error: {r['error']}" if r.get("error") else ""),
                     highlight=False,
                 )
@@ -236,3 +239,11 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+
+
+def with_deprecated_count_keys(repo: dict) -> dict:
+    """One repo's sweep entry with its counts also under their pre-camelCase names."""
+    counts = repo.get("counts")
+    if not isinstance(counts, dict) or not counts:
+        return repo
+    return {**repo, "counts": keys.with_deprecated_spellings(counts)}

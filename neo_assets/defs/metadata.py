@@ -7,6 +7,8 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
+from neo_assets.core.sweep import summary as keys
+
 _PREVIEW_ROWS = 10
 
 
@@ -33,9 +35,11 @@ def _cell(value: Any) -> str:
 
 
 def counts_metadata(counts: Mapping[str, Any]) -> dict[str, Any]:
-    """Every numeric count as its own metadata entry, so the UI plots it over time."""
+    """Every numeric count as its own metadata entry, so the UI plots it over time. Named
+    by the count's spelling before camelCase (``count_fenced_poison``): a plot's history
+    is its name's, and these names are the UI's, not a JSON document's."""
     return {
-        f"count_{k}": int(v)
+        f"count_{keys.metric_name(k)}": int(v)
         for k, v in sorted(counts.items())
         if isinstance(v, int | float) and not isinstance(v, bool)
     }
@@ -105,16 +109,16 @@ def sweep_numbers(counts: Mapping[str, Any], strikes: int, seconds: float) -> di
     present + new); ``skipped``: chunks not embedded because the collection already had
     them or a fence at this generation held them.
     """
-    new = _int(counts.get("embedded"))
-    present = _int(counts.get("already_present"))
+    new = _int(counts.get(keys.EMBEDDED))
+    present = _int(counts.get(keys.ALREADY_PRESENT))
     return {
         "rows": present + new,
         "new": new,
-        "skipped": present + _int(counts.get("already_fenced")),
-        "fenced_poison": _int(counts.get("fenced_poison")),
-        "fenced_undeliverable": _int(counts.get("fenced_undeliverable")),
+        "skipped": present + _int(counts.get(keys.ALREADY_FENCED)),
+        "fenced_poison": _int(counts.get(keys.FENCED_POISON)),
+        "fenced_undeliverable": _int(counts.get(keys.FENCED_UNDELIVERABLE)),
         "strikes": int(strikes),
-        "deferred": _int(counts.get("deferred")),
+        "deferred": _int(counts.get(keys.DEFERRED)),
         "chunks_per_second": float(new) / seconds if seconds > 0 else 0.0,
     }
 

@@ -24,6 +24,7 @@ import dagster as dg
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
+from neo_assets.core.sweep.summary import ALREADY_PRESENT
 from neo_assets.defs.metadata import (
     census_summary,
     chunks_summary,
@@ -192,7 +193,7 @@ def sweep_line(ctx: RepoContext, result: SweepResult) -> str:
     return (
         f"{ctx.key}: {result.outcome} (cause {result.doc.get('deferredCauseCode')}); "
         f"embedded {counts.get('embedded', 0)} new, "
-        f"{counts.get('already_present', 0)} already present, "
+        f"{counts.get(ALREADY_PRESENT, 0)} already present, "
         f"{result.errors} error rows in {result.embed_seconds or 0.0:.1f}s"
     )
 

@@ -54,15 +54,15 @@ proves.
 
 The summary (read by the outcome classifier, the census and the asset metadata)::
 
-    {"counts": {"offered", "embedded", "already_fenced", "fenced_poison",
-                "fenced_undeliverable", "deferred", "requests"},
+    {"counts": {"offered", "embedded", "alreadyFenced", "fencedPoison",
+                "fencedUndeliverable", "deferred", "requests"},
      "errors": [fence rows..., live rows...],
      "strikes": [{"chunkId", "kind", "strikes", "threshold"}, ...],
      "events": [rows of failures the sweep resolved itself],
      "generation": str}
 
-``offered == embedded + fenced_poison + fenced_undeliverable + deferred`` (fences recorded
-this sweep); ``already_fenced`` counts inputs skipped because a fence at this generation
+``offered == embedded + fencedPoison + fencedUndeliverable + deferred`` (fences recorded
+this sweep); ``alreadyFenced`` counts inputs skipped because a fence at this generation
 already held them, and each of them has a fence row in ``errors`` (``details.
 recordedThisSweep`` false) so a fence-only repo keeps reporting its census. A live row
 (``errors``) exists only for a failure that left chunks deferred; failures the lane
@@ -282,9 +282,9 @@ class _Lane:
         self.counts = {
             "offered": 0,
             "embedded": 0,
-            "already_fenced": 0,
-            "fenced_poison": 0,
-            "fenced_undeliverable": 0,
+            "alreadyFenced": 0,
+            "fencedPoison": 0,
+            "fencedUndeliverable": 0,
             "deferred": 0,
             "requests": 0,
         }
@@ -381,7 +381,7 @@ class _Lane:
             if fence is not None:
                 row = rules.fence_row_from_record(fence, recorded_this_sweep=False)
                 if row is not None:
-                    self.counts["already_fenced"] += 1
+                    self.counts["alreadyFenced"] += 1
                     self.prior_fence_rows.append(row)
                     continue
             self.counts["offered"] += 1
@@ -1056,9 +1056,9 @@ class _Lane:
         )
         self.state[item.chunk_id] = _FENCED
         if disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON:
-            self.counts["fenced_poison"] += 1
+            self.counts["fencedPoison"] += 1
         else:
-            self.counts["fenced_undeliverable"] += 1
+            self.counts["fencedUndeliverable"] += 1
         self.fence_rows.append(
             rules.fence_row(
                 item.chunk_id,

@@ -9,14 +9,16 @@ import contextlib
 import fcntl
 import json
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import starmap
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
+from neo_assets.core.sources.chunks import DeclaredChunk
 from neo_assets.store import ledger_schema as t
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
@@ -132,17 +134,6 @@ def _loads(raw: str | None) -> Any:
         return json.loads(raw)
     except (TypeError, ValueError):
         return None
-
-
-class DeclaredChunk(NamedTuple):
-    """One declared chunk (a tuple: a forced sweep of a 2,000-file repo reads 8,000 of
-    them, and a frozen dataclass cost three times as much to build)."""
-
-    chunk_id: str
-    source_path: str
-    kind: str
-    name: str
-    blob: str | None = None
 
 
 class Ledger:
@@ -453,7 +444,7 @@ class Ledger:
                 )
             )
             # Rows are tuples already: attribute access on 8,000 Rows cost more than the query.
-            return list(map(DeclaredChunk._make, rows.all()))
+            return list(starmap(DeclaredChunk, rows.all()))
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:

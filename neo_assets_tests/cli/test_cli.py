@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from neo_assets.core.sweep.summary import DEPRECATED_SPELLINGS
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
@@ -52,6 +53,11 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
     }
     for r in doc["repos"]:
         assert {"revision", "counts", "deferredCauseCode"} <= set(r)
+        # The counts in both spellings for one release (README, "Deprecated keys"), equal.
+        counts = r["counts"]
+        assert counts["alreadyPresent"] + counts["embedded"] == counts["chunks"] > 0
+        for new, old in DEPRECATED_SPELLINGS.items():
+            assert counts[new] == counts[old], (new, old)
 
     again = json.loads(_run(["sweep", "--json"], cli_env).stdout)
     assert {r["outcome"] for r in again["repos"]} == {"skipped"}

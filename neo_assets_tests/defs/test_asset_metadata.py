@@ -61,6 +61,17 @@ def test_sweep_materializations_carry_plottable_numbers_summaries_and_previews(s
         assert isinstance(embeddings.get(name), NUMERIC), name
     assert isinstance(embeddings["summary"], dg.MarkdownMetadataValue)
     assert isinstance(embeddings["strike_rows"], dg.TableMetadataValue)
+    # Each count is plotted under its name from before the camelCase counts: a plot's
+    # history is its name's.
+    plotted = {k for k in embeddings if k.startswith("count_")}
+    assert {
+        "count_embedded",
+        "count_already_present",
+        "count_already_fenced",
+        "count_fenced_poison",
+        "count_fenced_undeliverable",
+    } <= plotted
+    assert all(k == k.lower() for k in plotted), plotted
 
     envelope = _latest(swept, "repo_envelope")
     assert isinstance(envelope["summary"], dg.MarkdownMetadataValue)
@@ -89,11 +100,11 @@ def test_sweep_materializations_carry_plottable_numbers_summaries_and_previews(s
 def test_sweep_numbers_names_every_metric_but_the_sweep_time() -> None:
     counts = {
         "embedded": 6,
-        "already_present": 4,
-        "already_fenced": 1,
+        "alreadyPresent": 4,
+        "alreadyFenced": 1,
         "deferred": 2,
-        "fenced_poison": 1,
-        "fenced_undeliverable": 3,
+        "fencedPoison": 1,
+        "fencedUndeliverable": 3,
     }
     numbers = sweep_numbers(counts, strikes=2, seconds=2.0)
     assert set(numbers) == set(SWEEP_METRICS) - {"sweep_seconds"}

@@ -121,4 +121,4 @@ def test_a_forced_request_runs_the_sweep_even_when_nothing_is_due(env) -> None:
     assert result.success
     census = result.output_for_node("sweep_repo", "fence_census")
     assert census["outcome"] == "complete" and census["counts"]["embedded"] == 0
-    assert census["counts"]["already_present"] > 0
+    assert census["counts"]["alreadyPresent"] > 0

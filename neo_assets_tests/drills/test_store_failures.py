@@ -178,7 +178,7 @@ def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], Non
             # Still broken: another sweep defers the same way and changes nothing.
             again = site.sweep()
             _assert_deferred_and_nothing_lost(again)
-            assert again["counts"]["already_present"] >= written
+            assert again["counts"]["alreadyPresent"] >= written
         finally:
             repair()
 
@@ -191,7 +191,7 @@ def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], Non
     with open_ledger(load_settings()) as ledger, open_store(load_settings()) as store:
         declared = {c.chunk_id for c in ledger.declared_chunks(TENANT, SLUG)}
         assert repo_ids(rows, TENANT, SLUG) == declared and len(declared) == 320
-        assert last["counts"]["already_present"] >= written
+        assert last["counts"]["alreadyPresent"] >= written
         assert store.count() == len(declared)  # each id once
         assert ledger.repo_state(TENANT, SLUG)["last_ingested_rev"] == site.repo.head()
         problems = stamp_problems(rows.values()) + fence_evidence_problems(ledger)

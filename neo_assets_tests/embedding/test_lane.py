@@ -321,17 +321,17 @@ def check_invariants(result: Sweep, items: list[LaneItem]) -> None:
     assert set(counts) == {
         "offered",
         "embedded",
-        "already_fenced",
-        "fenced_poison",
-        "fenced_undeliverable",
+        "alreadyFenced",
+        "fencedPoison",
+        "fencedUndeliverable",
         "deferred",
         "requests",
     }
-    assert counts["offered"] + counts["already_fenced"] == len({i.chunk_id for i in items})
+    assert counts["offered"] + counts["alreadyFenced"] == len({i.chunk_id for i in items})
     assert counts["offered"] == (
         counts["embedded"]
-        + counts["fenced_poison"]
-        + counts["fenced_undeliverable"]
+        + counts["fencedPoison"]
+        + counts["fencedUndeliverable"]
         + counts["deferred"]
     )
     assert counts["embedded"] == len(result.store.written & {i.chunk_id for i in items})
@@ -444,7 +444,7 @@ def test_admission_fences_an_oversized_input_without_dispatching_it() -> None:
     assert row["details"]["receipt"]["estimateTokens"] == 51
     assert row["details"]["receipt"]["bandTokens"] == 50
     assert row["details"]["observedAt"] == 1_700_000_000.0
-    assert result.counts["fenced_undeliverable"] == 1
+    assert result.counts["fencedUndeliverable"] == 1
     assert result.counts["embedded"] == 6
     assert result.book.fenced_ids(GEN) == {big.chunk_id}
     assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
@@ -461,7 +461,7 @@ def test_a_fenced_chunk_is_not_offered_again_at_its_generation_but_is_at_a_new_o
     again = ScriptedProvider({"BAD": "content"}, dimensions=DIM)
     second = sweep([items[3]], again, book=book)
     assert again.requests == []
-    assert second.counts["already_fenced"] == 1
+    assert second.counts["alreadyFenced"] == 1
     assert second.counts["offered"] == 0
     (row,) = second.summary["errors"]
     assert is_durable_fence(row)
@@ -473,7 +473,7 @@ def test_a_fenced_chunk_is_not_offered_again_at_its_generation_but_is_at_a_new_o
     third = sweep([items[3]], healed, book=book, generation="gen-b")
     assert healed.requests == [[items[3].text]]
     assert third.counts["embedded"] == 1
-    assert third.counts["already_fenced"] == 0
+    assert third.counts["alreadyFenced"] == 0
 
 
 # ---------------------------------------------------------------------------- isolation
@@ -482,7 +482,7 @@ def test_content_failure_is_isolated_to_exactly_the_bad_input_within_the_bound(b
     extra, result = extra_requests_for(64, bad)
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(bad)}
     assert result.counts["embedded"] == 63
-    assert result.counts["fenced_poison"] == 1
+    assert result.counts["fencedPoison"] == 1
     assert extra <= isolation_request_bound(64) == 14
     assert result.live() == []  # the failure was resolved within the sweep
     assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
@@ -515,7 +515,7 @@ def test_a_size_refusal_is_geometry_never_poison() -> None:
     extra, result = extra_requests_for(64, 17, "too_large")
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     assert result.fenced_ids(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(17)}
-    assert result.counts["embedded"] == 63 and result.counts["fenced_poison"] == 0
+    assert result.counts["embedded"] == 63 and result.counts["fencedPoison"] == 0
     assert extra <= 14  # found by the same bisection
     fence = result.fences()[0]["details"]
     receipt = fence["receipt"]
@@ -531,7 +531,7 @@ def test_a_lone_size_refusal_needs_no_control_and_opens_no_circuit() -> None:
     items = corpus(5, {0: "BIG", 1: "BIG", 2: "BIG", 3: "BIG", 4: "BIG"})
     result = sweep(items, provider, settings=fast_settings(batch_size=1, circuit_threshold=2))
     assert result.counts["requests"] == 5  # one each: no control, no retry, no circuit
-    assert result.counts["fenced_undeliverable"] == 5 and result.counts["fenced_poison"] == 0
+    assert result.counts["fencedUndeliverable"] == 5 and result.counts["fencedPoison"] == 0
 
 
 def test_a_rate_limit_refusal_is_never_content_evidence() -> None:
@@ -640,7 +640,7 @@ def test_killer_graduates_at_threshold_within_two_sweeps_when_it_is_the_only_wor
     third_provider = ScriptedProvider({"KILL": "kill"}, dimensions=DIM)
     third = sweep(killer, third_provider, book=book)
     assert third_provider.requests == []
-    assert third.counts["already_fenced"] == 1
+    assert third.counts["alreadyFenced"] == 1
 
 
 def test_corpus_with_a_killer_embeds_everything_else_in_the_first_sweep() -> None:
@@ -674,7 +674,7 @@ def test_a_known_suspect_is_dispatched_alone_after_the_healthy_work() -> None:
     second = sweep(items[:10], provider, book=book)  # the caller re-offers 10 (say)
     assert provider.requests[-1] == [items[5].text]
     assert all(items[5].text not in r for r in provider.requests[:-1])
-    assert second.counts["fenced_undeliverable"] == 1
+    assert second.counts["fencedUndeliverable"] == 1
     assert second.counts["embedded"] == 9
 
 
@@ -968,5 +968,5 @@ def test_a_stored_fence_with_an_unknown_disposition_is_not_a_fence() -> None:
     book.record_fence(GEN, cid(0), "maybe-bad", "SOMETHING", {}, 1.0)
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep(corpus(2), provider, book=book)
-    assert result.counts["already_fenced"] == 0
+    assert result.counts["alreadyFenced"] == 0
     assert result.counts["embedded"] == 2

@@ -180,8 +180,8 @@ def run_sweep(
     counts = result.counts
     assert counts["offered"] == (
         counts["embedded"]
-        + counts["fenced_poison"]
-        + counts["fenced_undeliverable"]
+        + counts["fencedPoison"]
+        + counts["fencedUndeliverable"]
         + counts["deferred"]
     )
     assert counts["requests"] == len(spy.calls)

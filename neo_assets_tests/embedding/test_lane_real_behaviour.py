@@ -185,8 +185,7 @@ def sweep(
     run = Run(summary, provider, book)
     c = run.counts
     assert (
-        c["offered"]
-        == c["embedded"] + c["fenced_poison"] + c["fenced_undeliverable"] + c["deferred"]
+        c["offered"] == c["embedded"] + c["fencedPoison"] + c["fencedUndeliverable"] + c["deferred"]
     )
     assert c["requests"] == len(provider.calls)
     return run

@@ -204,7 +204,7 @@ def test_server_crash_mid_sweep_defers_then_next_sweep_completes(
 
     second = sweep(tenants, instance)["acme/big"]
     assert second["outcome"] == codes.OUTCOME_COMPLETE, second
-    assert second["counts"]["already_present"] == present_after_crash
+    assert second["counts"]["alreadyPresent"] == present_after_crash
     assert second["counts"]["embedded"] == len(declared) - present_after_crash
     # Every declared id is there exactly once, and nothing else is.
     col = direct_collection(chroma)

@@ -269,7 +269,7 @@ def test_concurrent_sweeps_in_separate_processes_never_write_twice(
                 assert duplicate["deferredCauseCode"] == codes.SWEEP_LEASE_HELD
             else:
                 assert duplicate["outcome"] == codes.OUTCOME_COMPLETE
-                assert duplicate["counts"]["already_present"] == 400
+                assert duplicate["counts"]["alreadyPresent"] == 400
             # They did overlap: the duplicate met the other's lease.
             assert duplicate["lease"]["waitedS"] > 0 or duplicate["outcome"] == "skipped", (
                 results,

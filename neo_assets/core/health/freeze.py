@@ -189,9 +189,9 @@ def frozen_summary(
         "counts": {
             "offered": len(deferred),
             "embedded": 0,
-            "already_fenced": len(fence_rows),
-            "fenced_poison": 0,
-            "fenced_undeliverable": 0,
+            "alreadyFenced": len(fence_rows),
+            "fencedPoison": 0,
+            "fencedUndeliverable": 0,
             "deferred": len(deferred),
             "requests": 0,
         },

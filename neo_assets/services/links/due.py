@@ -4,11 +4,11 @@ The rule is ``core.links_due``; this module gathers its facts (declared generati
 stored link set, latest sweep) for the links sensor and the CLI's runner.
 """
 
-import json
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
 from neo_assets.core.links.due import links_due_reason, links_run_key
+from neo_assets.core.sweep.summary import EMBEDDED, read_stored_summary
 from neo_assets.services.links.link_repo import LinkParams
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.ledger import Ledger
@@ -28,12 +28,7 @@ class LinksDue:
 
 def _embedded(last_summary: object) -> int:
     """Rows the latest sweep wrote (0 when its summary is missing or torn)."""
-    try:
-        counts = json.loads(last_summary).get("counts", {}) if isinstance(last_summary, str) else {}
-        value = counts.get("embedded", 0)
-    except (ValueError, AttributeError):
-        return 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    return read_stored_summary(last_summary).count(EMBEDDED)
 
 
 def evaluate_links(ctxs: list[RepoContext], settings: Settings, ledger: Ledger) -> list[LinksDue]:

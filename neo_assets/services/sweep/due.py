@@ -1,6 +1,5 @@
 """Which declared repos are due now, and the run key that makes a request idempotent."""
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +16,7 @@ from neo_assets.core.sweep.scheduling import (
     retry_due_at,
     unreadable_source_reason,
 )
+from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.services.status import repo_state_from_row, retry_policy
 from neo_assets.services.sweep.steps import RepoContext, settings_generation
 from neo_assets.sources.revision import current_revision
@@ -122,9 +122,4 @@ def evaluate(
 def first_error_line(last_summary: Any) -> str | None:
     """The first line of the first error a recorded sweep summary holds (None: none, or
     the summary cannot be read)."""
-    try:
-        errors = json.loads(last_summary).get("errors") or []
-        message = str(errors[0].get("message") or "").strip()
-    except (TypeError, ValueError, AttributeError, IndexError):
-        return None
-    return message.splitlines()[0] if message else None
+    return read_stored_summary(last_summary).first_error_line()

@@ -24,6 +24,7 @@ from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.services.sweep.lease import SweepLease, skipped_result
 from neo_assets.services.sweep.steps import (
+    ChunkGeneration,
     EmbedContext,
     EnvelopeResult,
     RepoContext,
@@ -161,7 +162,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 doc["lease"] = lease.info
                 return SweepResult(doc, errors=1)
         stage_s["chunks_s"] = time.perf_counter() - mark
-        yield StageEnded("chunk_generation", envelope, tally=frame_tally(chunks))
+        yield StageEnded("chunk_generation", envelope, tally=generation_tally(chunks))
 
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
@@ -183,7 +184,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 # Record the sweep as the lane left it (deferred, cause aborted), then end.
                 census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
                 raise aborted.interrupt from None
-        del chunks  # the declared generation is in the ledger; the census needs no frame
+        del chunks  # the declared generation is in the ledger; the census needs no chunk
         summary["seconds"] = time.monotonic() - started
         stage_s["embed_s"] = summary["seconds"]
         if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
@@ -225,16 +226,16 @@ def _skipped(
     return SweepResult(skipped_result(ctx, info))
 
 
-def frame_tally(chunks: Any) -> ChunkTally:
-    """The chunk stage's frame, tallied for the UI."""
+def generation_tally(generation: ChunkGeneration) -> ChunkTally:
+    """The chunk stage's generation, tallied for the UI."""
+    chunks = generation.chunks
     tally = ChunkTally(
         chunks=len(chunks),
-        parsed_paths=int(chunks.attrs.get("parsed_paths", 0)),
-        reused_paths=int(chunks.attrs.get("reused_paths", 0)),
-        fallback_files=dict(chunks.attrs.get("fallback_files") or {}),
+        parsed_paths=generation.parsed_paths,
+        reused_paths=generation.reused_paths,
+        fallback_files=dict(generation.fallback_files),
     )
-    tally.kinds.update(chunks["kind"].tolist())
-    tally.paths.update(chunks["source_path"].tolist())
-    head = chunks[list(PREVIEW_COLUMNS)].head(PREVIEW_ROWS)
-    tally.preview = head.astype(object).where(head.notna(), None).to_dict("records")
+    tally.kinds.update(c.kind for c in chunks)
+    tally.paths.update(c.source_path for c in chunks)
+    tally.preview = [{k: getattr(c, k) for k in PREVIEW_COLUMNS} for c in chunks[:PREVIEW_ROWS]]
     return tally

@@ -7,13 +7,12 @@ without Dagster. Every rule they apply lives in ``neo_assets.core``.
 import asyncio
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 import numpy as np
-import pandas as pd
 
 from neo_assets.concurrency.parse_helper import ParseIdentity, Row
 from neo_assets.concurrency.speedups import Speedups
@@ -28,6 +27,7 @@ from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
+from neo_assets.core.sources.chunks import DeclaredChunk
 from neo_assets.core.sources.envelope_reuse import envelope_delta
 from neo_assets.core.sources.fit_parts import fit_parts
 from neo_assets.core.sources.line_parts import part_name
@@ -35,6 +35,7 @@ from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_gen
 from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
+from neo_assets.core.sweep.summary import ALREADY_PRESENT, CHUNKS, EMBEDDED, REUSED
 from neo_assets.embedding.band import (
     SOURCE_SERVER,
     Band,
@@ -57,27 +58,12 @@ from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.chroma_store import ChromaStore
-from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
 from neo_assets.store.ledger_generations import record_repo_generation
 
-CHUNK_COLUMNS = [
-    "chunk_id",
-    "source_path",
-    "kind",
-    "name",
-    "start_line",
-    "end_line",
-    "content",
-    "language",
-    "qualified_name",
-    "parent",
-]
-# Read again (with the text) when a reused row must be embedded: what the row's metadata
-# takes from the parse.
 # Rows per write of copied vectors (the store splits further at its own limit).
 COPY_BATCH = 4096
-PARSED_COLUMNS = ("content", "start_line", "end_line", "language", "qualified_name", "parent")
 
 
 @dataclass(frozen=True)
@@ -281,22 +267,24 @@ def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
     )
 
 
-def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str, Any]]:
+def parsed_chunks(rows: list[Row], blob_of: Mapping[str, str]) -> list[DeclaredChunk]:
+    """The parser's rows (its cheap wire form, ``concurrency/parse_helper.Row``) as the
+    sweep's chunks, each with its file's blob: the one conversion, at that boundary."""
     return [
-        {
-            "chunk_id": chunk_id,
-            "source_path": path,
-            "kind": kind,
-            "name": name,
-            "start_line": start,
-            "end_line": end,
-            "content": content,
-            "language": language,
-            "qualified_name": qualified_name,
-            "parent": parent,
-            "fallback_reason": reason,
-            "blob": blob_of.get(path),
-        }
+        DeclaredChunk(
+            chunk_id=chunk_id,
+            source_path=path,
+            kind=kind,
+            name=name,
+            blob=blob_of.get(path),
+            content=content,
+            start_line=start,
+            end_line=end,
+            language=language,
+            qualified_name=qualified_name,
+            parent=parent,
+            fallback_reason=reason,
+        )
         for (
             chunk_id,
             path,
@@ -313,13 +301,13 @@ def parsed_row_dicts(rows: list[Row], blob_of: dict[str, str]) -> list[dict[str,
     ]
 
 
-def fallback_counts(parsed: list[dict[str, Any]]) -> dict[str, int]:
+def fallback_counts(parsed: list[DeclaredChunk]) -> dict[str, int]:
     """Files windowed instead of read by their structure, per reason (parsed rows only:
     every chunk of such a file carries its reason)."""
     paths: dict[str, set[str]] = {}
-    for r in parsed:
-        if r["fallback_reason"]:
-            paths.setdefault(r["fallback_reason"], set()).add(r["source_path"])
+    for c in parsed:
+        if c.fallback_reason:
+            paths.setdefault(c.fallback_reason, set()).add(c.source_path)
     return {reason: len(p) for reason, p in sorted(paths.items())}
 
 
@@ -329,25 +317,25 @@ def _parse(
     env: Envelope,
     paths: list[str],
     speedups: Speedups | None = None,
-) -> list[dict[str, Any]]:
+) -> list[DeclaredChunk]:
     blob_of = {e.path: e.blob for e in env.entries}
     speedups = speedups or Speedups.from_settings(settings)
     rows = speedups.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
-    return fit_to_band(ctx, parsed_row_dicts(rows, blob_of), band_for(settings))
+    return fit_to_band(ctx, parsed_chunks(rows, blob_of), band_for(settings))
 
 
-def _sent_text(ctx: RepoContext, row: dict[str, Any], content: str, name: str) -> str:
+def _sent_text(ctx: RepoContext, chunk: DeclaredChunk, content: str, name: str) -> str:
     return embedding_input(
         content,
-        kind=row["kind"],
+        kind=chunk.kind,
         name=name,
-        qualified_name=row["qualified_name"],
-        source_path=row["source_path"],
+        qualified_name=chunk.qualified_name,
+        source_path=chunk.source_path,
         parser_version=ctx.repo.parser.version,
     )
 
 
-def fit_to_band(ctx: RepoContext, parsed: list[dict[str, Any]], band: Band) -> list[dict[str, Any]]:
+def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> list[DeclaredChunk]:
     """Every parsed chunk whose embedding input is over the band, split into parts that
     fit (``core/sources/fit_parts.py``): each part an ordinary chunk of the declared
     generation, with its id from the parent's and its index and count, its own line
@@ -355,32 +343,32 @@ def fit_to_band(ctx: RepoContext, parsed: list[dict[str, Any]], band: Band) -> l
     that cannot be cut smaller stays whole (the lane's admission then fences it)."""
     if not parsed:
         return parsed
-    counts = band.count([_sent_text(ctx, r, r["content"], r["name"]) for r in parsed])
-    out: list[dict[str, Any]] = []
-    for row, tokens in zip(parsed, counts, strict=True):
+    counts = band.count([_sent_text(ctx, c, c.content or "", c.name) for c in parsed])
+    out: list[DeclaredChunk] = []
+    for chunk, tokens in zip(parsed, counts, strict=True):
         if tokens <= band.tokens:
-            out.append(row)
+            out.append(chunk)
             continue
-        widest = part_name(row["name"], 999, 999)  # the header a part's count may need
+        widest = part_name(chunk.name, 999, 999)  # the header a part's count may need
         pieces = fit_parts(
-            row["content"],
-            lambda text, r=row, w=widest: band.fits(_sent_text(ctx, r, text, w)),
+            chunk.content or "",
+            lambda text, c=chunk, w=widest: band.fits(_sent_text(ctx, c, text, w)),
         )
         if len(pieces) == 1:
-            out.append(row)
+            out.append(chunk)
             continue
         count = len(pieces)
-        first = row["start_line"]
+        first = chunk.start_line
         for index, piece in enumerate(pieces, start=1):
             out.append(
-                {
-                    **row,
-                    "chunk_id": part_chunk_id(row["chunk_id"], index, count),
-                    "name": part_name(row["name"], index, count),
-                    "content": piece.text,
-                    "start_line": None if first is None else first + piece.first_line,
-                    "end_line": None if first is None else first + piece.last_line,
-                }
+                replace(
+                    chunk,
+                    chunk_id=part_chunk_id(chunk.chunk_id, index, count),
+                    name=part_name(chunk.name, index, count),
+                    content=piece.text,
+                    start_line=None if first is None else first + piece.first_line,
+                    end_line=None if first is None else first + piece.last_line,
+                )
             )
     return out
 
@@ -466,7 +454,7 @@ def record_parsed(
     ledger: Ledger,
     envelope: EnvelopeResult,
     plan: ChunkPlan,
-    parsed: list[dict[str, Any]],
+    parsed: list[DeclaredChunk],
     replace_paths: set[str] | None,
     now: float,
 ) -> None:
@@ -479,24 +467,29 @@ def record_parsed(
         parser_id=ctx.repo.parser.id,
         parser_version=ctx.repo.parser.version,
         declaration_digest=envelope.repo_declaration_digest,
-        chunks=(
-            DeclaredChunk(r["chunk_id"], r["source_path"], r["kind"], r["name"], r["blob"])
-            for r in parsed
-        ),
+        chunks=parsed,
         now=now,
         chunking=plan.chunking,
         replace_paths=replace_paths,
     )
 
 
-def chunks_frame(parsed: list[dict[str, Any]], kept: list[DeclaredChunk]) -> pd.DataFrame:
-    """The generation as one frame: parsed rows (with content), then kept rows (without)."""
-    if not kept:
-        return pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
-    if not parsed:
-        return _reused_frame(kept)
-    fresh = pd.DataFrame(parsed, columns=[*CHUNK_COLUMNS, "blob"])
-    return pd.concat([fresh, _reused_frame(kept)], ignore_index=True)
+@dataclass(frozen=True)
+class ChunkGeneration:
+    """What the chunk stage declared: the generation's chunks, the parsed ones first (with
+    their text), then the kept ones (from the ledger, without), and what it did."""
+
+    chunks: list[DeclaredChunk]
+    parsed_paths: int = 0
+    reused_paths: int = 0
+    # Parsed files windowed instead of read by their structure, per reason.
+    fallback_files: Mapping[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def chunk_ids(self) -> list[str]:
+        return [c.chunk_id for c in self.chunks]
 
 
 def chunk_step(
@@ -507,16 +500,21 @@ def chunk_step(
     now: float,
     plan: ChunkPlan | None = None,
     speedups: Speedups | None = None,
-) -> pd.DataFrame:
+) -> ChunkGeneration:
     """Record the declared generation (path -> chunk ids), parsing only what changed.
 
     A yielded path whose blob and chunking identity are those of the recorded generation
-    keeps its recorded chunks (content not loaded: ``content`` is None for those rows);
+    keeps its recorded chunks (content not loaded: ``content`` is None for those chunks);
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
     if plan is None:
         plan = plan_chunks(ctx, settings, ledger, envelope)
     parsed = _parse(ctx, settings, envelope.listing, plan.to_parse, speedups)
-    chunks = chunks_frame(parsed, plan.kept)
+    chunks = ChunkGeneration(
+        chunks=parsed + plan.kept,
+        parsed_paths=len(plan.to_parse),
+        reused_paths=len(plan.reused),
+        fallback_files=fallback_counts(parsed),
+    )
     previous = plan.previous
     unchanged = (
         not plan.full
@@ -526,60 +524,42 @@ def chunk_step(
         and previous["revision"] == envelope.revision
         and previous["declaration_digest"] == envelope.repo_declaration_digest
     )
-    chunks.attrs["parsed_paths"] = len(plan.to_parse)
-    chunks.attrs["reused_paths"] = len(plan.reused)
-    chunks.attrs["fallback_files"] = fallback_counts(parsed)
     if unchanged:
         return chunks  # the recorded generation is this one: nothing to write
     record_parsed(ctx, ledger, envelope, plan, parsed, None if plan.full else plan.replaced, now)
     return chunks
 
 
-def _reused_frame(kept: list[DeclaredChunk]) -> pd.DataFrame:
-    """Recorded chunks kept as they are: built column by column (a forced sweep of an
-    unchanged 2,000-file repo keeps all 8,000), without their text or line range."""
-    none = [None] * len(kept)
-    return pd.DataFrame(
-        {
-            "chunk_id": [dc.chunk_id for dc in kept],
-            "source_path": [dc.source_path for dc in kept],
-            "kind": [dc.kind for dc in kept],
-            "name": [dc.name for dc in kept],
-            "start_line": none,
-            "end_line": none,
-            "content": none,
-            "language": none,
-            "qualified_name": none,
-            "parent": none,
-            "blob": [dc.blob for dc in kept],
-        },
-        columns=[*CHUNK_COLUMNS, "blob"],
-    )
-
-
 def fill_missing_content(
-    ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: pd.DataFrame
-) -> pd.DataFrame:
-    """Give rows that need embedding but were reused without content their text and
+    ctx: RepoContext, settings: Settings, ledger: Ledger, chunks: list[DeclaredChunk]
+) -> list[DeclaredChunk]:
+    """Give chunks that need embedding but were kept without their text that text and
     what the parse says of it (lines, language, qualified name, parent), by parsing just
     their files again (rare: only after an incomplete earlier sweep)."""
-    need = chunks[chunks["content"].isna()]
-    if need.empty:
+    need = {c.source_path for c in chunks if not c.has_text}
+    if not need:
         return chunks
     env = previous_envelope(ledger, ctx)
     if env is None:
         return chunks
-    reparsed = {
-        r["chunk_id"]: r for r in _parse(ctx, settings, env, sorted(set(need["source_path"])))
-    }
-    filled = chunks.copy().astype({c: object for c in PARSED_COLUMNS})
-    mask = filled["content"].isna()
-    ids = filled.loc[mask, "chunk_id"]
-    for column in PARSED_COLUMNS:
-        filled.loc[mask, column] = ids.map(
-            lambda cid, c=column: reparsed[cid][c] if cid in reparsed else None
-        )
-    return filled
+    reparsed = {c.chunk_id: c for c in _parse(ctx, settings, env, sorted(need))}
+    return [c if c.has_text else _text_from(c, reparsed.get(c.chunk_id)) for c in chunks]
+
+
+def _text_from(chunk: DeclaredChunk, parsed: DeclaredChunk | None) -> DeclaredChunk:
+    """``chunk`` with the text and parse facts of ``parsed`` (its file parsed again), or
+    as it is when the parse no longer yields it (it stays without text)."""
+    if parsed is None:
+        return chunk
+    return replace(
+        chunk,
+        content=parsed.content,
+        start_line=parsed.start_line,
+        end_line=parsed.end_line,
+        language=parsed.language,
+        qualified_name=parsed.qualified_name,
+        parent=parsed.parent,
+    )
 
 
 # ---------------------------------------------------------------------------- 3 embeddings
@@ -599,7 +579,7 @@ def embed_step(
     store: ChromaStore,
     ledger: Ledger,
     envelope: EnvelopeResult,
-    chunks: pd.DataFrame,
+    chunks: ChunkGeneration,
     run: EmbedContext,
 ) -> dict[str, Any]:
     """Embed what the collection lacks at the current generation, minus what is fenced.
@@ -612,16 +592,18 @@ def embed_step(
     record = register_provider_generation(settings, ledger, provider, run.clock())
     generation = record.generation
     store = store.sibling(resolved_collection(settings.store.collection_name, record, generation))
-    ids = chunks["chunk_id"].tolist()
+    ids = chunks.chunk_ids()
     lookup = store.present_ids
     present = lookup(ids)
     # Rows present at another generation (the input format or geometry changed since)
     # are embedded again and rewritten in place.
     stale = stale_rows(ctx, store, ledger, present, generation)
     present -= stale
-    missing = fill_missing_content(ctx, settings, ledger, chunks[~chunks["chunk_id"].isin(present)])
-    by_id = _embeddable_by_id(missing)
-    texts = {cid: _sent_text(ctx, r, r["content"], r["name"]) for cid, r in by_id.items()}
+    missing = fill_missing_content(
+        ctx, settings, ledger, [c for c in chunks.chunks if c.chunk_id not in present]
+    )
+    by_id = embeddable_by_id(missing)
+    texts = {cid: _sent_text(ctx, c, c.content or "", c.name) for cid, c in by_id.items()}
     band = band_for(settings)
     # The model's own count, when it has a tokenizer: the lane admits by it.
     counted: list[int | None] = [None] * len(texts)
@@ -635,7 +617,7 @@ def embed_step(
         LaneItem(chunk_id=cid, text=text, tokens=tokens)
         for (cid, text), tokens in zip(texts.items(), counted, strict=True)
     ]
-    tally = {"chunks": len(ids), "already_present": len(present)}
+    tally = {CHUNKS: len(ids), ALREADY_PRESENT: len(present)}
     # Each content once per generation: the missing chunks' exact inputs are looked up
     # among the rows of this generation (this tenant's, unless the operator allows reuse
     # across tenants) and copied; only inputs no row has are sent, once each.
@@ -661,21 +643,21 @@ def embed_step(
         ingested_at = run.clock()
         metas = []
         for item in batch:
-            r = by_id[item.chunk_id]
+            c = by_id[item.chunk_id]
             metas.append(
                 chunk_metadata(
-                    language=r["language"],
-                    start_line=r["start_line"],
-                    end_line=r["end_line"],
-                    qualified_name=r["qualified_name"],
-                    parent=r["parent"],
+                    language=c.language,
+                    start_line=c.start_line,
+                    end_line=c.end_line,
+                    qualified_name=c.qualified_name,
+                    parent=c.parent,
                 )
                 | row_stamps(
                     tenant_id=ctx.tenant_id,
                     repo_slug=ctx.repo_slug,
-                    source_path=r["source_path"],
-                    kind=r["kind"],
-                    name=r["name"],
+                    source_path=c.source_path,
+                    kind=c.kind,
+                    name=c.name,
                     parser_id=ctx.repo.parser.id,
                     parser_version=ctx.repo.parser.version,
                     tenant_config_version=envelope.config_version,
@@ -686,7 +668,7 @@ def embed_step(
                 | {INPUT_DIGEST_KEY: digest_of[item.chunk_id]}
             )
         batch_ids = [i.chunk_id for i in batch]
-        documents = [by_id[cid]["content"] for cid in batch_ids]  # the content, no header
+        documents = [by_id[cid].content for cid in batch_ids]  # the content, no header
         if not stale or stale.isdisjoint(batch_ids):
             store.add(batch_ids, vectors, documents, metas)
         else:
@@ -742,17 +724,17 @@ def embed_step(
             run.cancel_scope,
         )
         counts = summary.setdefault("counts", {})
-        counts["reused"] = copied[0]
-        counts["embedded"] = int(counts.get("embedded", 0)) + copied[0]
+        counts[REUSED] = copied[0]
+        counts[EMBEDDED] = int(counts.get(EMBEDDED, 0)) + copied[0]
         summary["vectorEvidence"] = recorder.evidence()
         if interrupt is not None:
-            summary["counts"]["already_present"] = tally["already_present"]
+            summary["counts"][ALREADY_PRESENT] = tally[ALREADY_PRESENT]
             summary["generation"] = generation
             summary["revision"] = envelope.revision
             raise SweepAborted(summary, interrupt)
         # Freeze (durably, before the verdict) when this sweep's evidence says so.
         summary["freeze"] = observe_sweep(ledger, settings, summary, run.clock())
-    unavailable = sorted(set(missing["chunk_id"]) - set(by_id))
+    unavailable = sorted({c.chunk_id for c in missing} - set(by_id))
     if unavailable:
         # Never complete silently over a chunk whose text could not be read again.
         summary.setdefault("errors", []).append(
@@ -764,8 +746,8 @@ def embed_step(
         )
     timings["embed_total_s"] = time.perf_counter() - started
     summary["timings"] = timings
-    summary.setdefault("counts", {})["already_present"] = tally["already_present"]
-    summary["counts"]["chunks"] = tally["chunks"]
+    summary.setdefault("counts", {})[ALREADY_PRESENT] = tally[ALREADY_PRESENT]
+    summary["counts"][CHUNKS] = tally[CHUNKS]
     summary["generation"] = generation
     summary["revision"] = envelope.revision
     summary["band"] = band.describe()
@@ -811,14 +793,10 @@ def stale_rows(
     }
 
 
-def _embeddable_by_id(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """The rows whose text is at hand, by id. Read column by column: to_dict("records")
-    boxes every cell (0.17 s of a first sweep's 8,000 rows). A text that could not be read
-    again is missing (None or NA), so only a str counts."""
-    cols = tuple(CHUNK_COLUMNS)
-    text = cols.index("content")
-    rows = zip(*(frame[c].tolist() for c in cols), strict=True)
-    return {row[0]: dict(zip(cols, row, strict=True)) for row in rows if isinstance(row[text], str)}
+def embeddable_by_id(chunks: list[DeclaredChunk]) -> dict[str, DeclaredChunk]:
+    """The chunks whose text is at hand, by id, in their order: a kept chunk whose file
+    could not be read again has none, and is left out."""
+    return {c.chunk_id: c for c in chunks if c.has_text}
 
 
 class SweepAborted(BaseException):
@@ -950,8 +928,8 @@ def census_step(
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
     if summary.get("generation"):
         counts = summary.get("counts") or {}
-        chunks = counts.get("chunks")
-        present = int(counts.get("already_present") or 0) + int(counts.get("embedded") or 0)
+        chunks = counts.get(CHUNKS)
+        present = int(counts.get(ALREADY_PRESENT) or 0) + int(counts.get(EMBEDDED) or 0)
         record_repo_generation(
             ledger,
             ctx.tenant_id,

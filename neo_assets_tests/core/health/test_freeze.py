@@ -123,7 +123,7 @@ def test_a_frozen_sweep_defers_with_the_frozen_cause_and_keeps_fences() -> None:
     ids = [cid(i) for i in range(5)]
     out = frozen_summary([*ids, ids[0]], {ids[4]: _fence(ids[4])}, "gen", frozen())
     assert out["counts"]["embedded"] == 0 and out["counts"]["requests"] == 0
-    assert out["counts"]["deferred"] == 4 and out["counts"]["already_fenced"] == 1
+    assert out["counts"]["deferred"] == 4 and out["counts"]["alreadyFenced"] == 1
     assert out["counts"]["offered"] == out["counts"]["deferred"]
     live = [r for r in out["errors"] if r["code"] == codes.KB_COLLECTION_FROZEN]
     assert len(live) == 1 and live[0]["details"]["chunkCount"] == 4

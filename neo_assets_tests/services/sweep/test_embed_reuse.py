@@ -151,7 +151,7 @@ def test_one_line_edit_sends_only_the_changed_chunks(kb, tmp_path, monkeypatch, 
     assert len(provider.texts) == 1 and "value * 3 + 4" in provider.texts[0]
     # The file's other two functions kept their ids: present, neither sent nor copied.
     assert edited["counts"]["reused"] == 0
-    assert edited["counts"]["already_present"] == edited["counts"]["chunks"] - 1
+    assert edited["counts"]["alreadyPresent"] == edited["counts"]["chunks"] - 1
 
 
 def test_a_copied_file_is_sent_once(kb, tmp_path, monkeypatch):

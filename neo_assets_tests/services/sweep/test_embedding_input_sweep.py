@@ -139,7 +139,7 @@ def test_a_format_change_is_a_new_generation_that_re_embeds_present_rows(
     # Every row was offered again, bare this time, and is stamped with the new generation.
     assert sorted(provider.texts) == sorted(r["document"] for r in after.values())
     assert {r["metadata"]["embeddingGeneration"] for r in after.values()} == {generation}
-    assert second["counts"]["already_present"] == 0
+    assert second["counts"]["alreadyPresent"] == 0
     assert second["counts"]["embedded"] == len(after)
 
     # Settled at the new generation: the next sweep reads no stamps and embeds nothing.

@@ -102,8 +102,8 @@ def test_an_over_band_chunk_is_split_into_parts_that_fit_never_fenced(
     result = _sweep(kb, ctx)
     doc, summary = result["doc"], result["summary"]
     assert doc["outcome"] == "complete"
-    assert summary["counts"]["fenced_poison"] == 0
-    assert summary["counts"]["fenced_undeliverable"] == 0
+    assert summary["counts"]["fencedPoison"] == 0
+    assert summary["counts"]["fencedUndeliverable"] == 0
     assert summary["band"]["bandTokens"] == 256 and summary["band"]["counted"] == "tokenizer"
 
     rows = kb.store.get_rows(

@@ -1,34 +1,32 @@
-"""The chunk stage's frame, tallied for the UI: counts, kinds, paths and a preview."""
+"""The chunk stage's generation, tallied for the UI: counts, kinds, paths and a preview."""
 
+from neo_assets.core.sources.chunks import DeclaredChunk
 from neo_assets.core.sweep.chunk_tally import PREVIEW_ROWS
-from neo_assets.services.sweep.run import frame_tally
-from neo_assets.services.sweep.steps import chunks_frame
-from neo_assets.store.ledger import DeclaredChunk
+from neo_assets.services.sweep.run import generation_tally
+from neo_assets.services.sweep.steps import ChunkGeneration
 
 
-def _rows(path: str, kinds: list[str]) -> list[dict]:
+def _rows(path: str, kinds: list[str]) -> list[DeclaredChunk]:
     return [
-        {
-            "chunk_id": f"{path}:{i}",
-            "source_path": path,
-            "kind": k,
-            "name": f"{k}{i}",
-            "start_line": i + 1,
-            "end_line": i + 1,
-            "content": "x",
-            "blob": "b" * 40,
-        }
+        DeclaredChunk(
+            chunk_id=f"{path}:{i}",
+            source_path=path,
+            kind=k,
+            name=f"{k}{i}",
+            start_line=i + 1,
+            end_line=i + 1,
+            content="x",
+            blob="b" * 40,
+        )
         for i, k in enumerate(kinds)
     ]
 
 
-def test_parsed_then_kept_rows_are_counted_in_the_frames_order() -> None:
+def test_parsed_then_kept_rows_are_counted_in_the_generations_order() -> None:
     parsed = _rows("a.py", ["function", "class", "function"])
     parsed += _rows("b.py", ["function"] * 4) + _rows("c.md", ["section"] * 4)
     kept = [DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}", "b" * 40) for i in range(3)]
-    frame = chunks_frame(parsed, kept)
-    frame.attrs.update(parsed_paths=3, reused_paths=1)
-    tally = frame_tally(frame)
+    tally = generation_tally(ChunkGeneration(parsed + kept, parsed_paths=3, reused_paths=1))
 
     assert tally.chunks == 3 + 8 + 3
     assert (tally.parsed_paths, tally.reused_paths) == (3, 1)
@@ -50,7 +48,7 @@ def test_parsed_then_kept_rows_are_counted_in_the_frames_order() -> None:
 
 def test_kept_rows_fill_the_preview_after_the_parsed_ones_without_a_line() -> None:
     kept = [DeclaredChunk(f"id{i}", "k.py", "class", f"K{i}") for i in range(20)]
-    tally = frame_tally(chunks_frame(_rows("a.py", ["function"]), kept))
+    tally = generation_tally(ChunkGeneration(_rows("a.py", ["function"]) + kept))
     assert tally.chunks == 21 and tally.kind_counts() == {"class": 20, "function": 1}
     assert tally.preview[1] == {
         "source_path": "k.py",
@@ -62,7 +60,7 @@ def test_kept_rows_fill_the_preview_after_the_parsed_ones_without_a_line() -> No
 
 
 def test_an_empty_generation_tallies_to_nothing() -> None:
-    tally = frame_tally(chunks_frame([], []))
+    tally = generation_tally(ChunkGeneration([]))
     assert (tally.chunks, tally.kind_counts(), tally.paths_with_chunks, tally.preview) == (
         0,
         {},
