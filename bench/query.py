@@ -87,7 +87,7 @@ def seed(
 
     from neo_assets.config.tenants import load_tenants
     from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
-    from neo_assets.services.sweep.steps import settings_generation
+    from neo_assets.services.generations import configured_generation
     from neo_assets.store.ledger import DeclaredChunk
 
     tenants = load_tenants(settings.store.resolved_tenants_file)
@@ -114,7 +114,7 @@ def seed(
         now=now,
     )
     version = ledger.config_version(tenant, tenants.tenant(tenant).declaration_digest(), now)
-    generation = settings_generation(settings)
+    generation = configured_generation(settings)
     metas = [
         chunk_metadata(
             language=c.language,
@@ -400,9 +400,9 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
     from bench.retrieval import QUESTIONS, corpus, load_model
     from neo_assets.config.settings import load_settings
     from neo_assets.core.query.request import SearchRequest
+    from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
     from neo_assets.services.query import QueryService, Resident
-    from neo_assets.services.sweep.steps import settings_generation
     from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 
     sets = json.loads(QUESTIONS.read_text(encoding="utf-8"))["repos"]
@@ -454,7 +454,7 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                             seed(settings, store, ledger, "bench", name, chunks, vectors)
                             svc = QueryService(Resident(settings, store, ledger))
                             # The provider that embedded the rows answers the questions.
-                            svc.resident._providers[settings_generation(settings)] = provider  # noqa: SLF001
+                            svc.resident._providers[configured_generation(settings)] = provider  # noqa: SLF001
                             figures: dict[str, Any] = {
                                 "chunks": len(chunks),
                                 "embed_s": round(embed_s, 1),

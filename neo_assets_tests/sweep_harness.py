@@ -28,9 +28,8 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.services.generations import generation_store
+from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.status import build_status
-from neo_assets.services.sweep.steps import settings_generation
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
@@ -136,10 +135,12 @@ class SweepEnv:
     def store(self) -> ChromaStore:
         """The configured embedding generation's collection: where sweeps write now."""
         settings = load_settings()
-        return generation_store(settings, self.ledger, self.kb.store, settings_generation(settings))
+        return generation_store(
+            settings, self.ledger, self.kb.store, configured_generation(settings)
+        )
 
     def generation(self) -> str:
-        return settings_generation(load_settings())
+        return configured_generation(load_settings())
 
     def state(self) -> dict[str, Any]:
         row = self.ledger.repo_state(TENANT, SLUG)

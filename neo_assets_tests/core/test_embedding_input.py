@@ -7,7 +7,7 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.core import embedding_input as inputs
 from neo_assets.core.embedding import embedding_generation
-from neo_assets.services.sweep.steps import settings_generation
+from neo_assets.services.generations import configured_generation
 
 BODY = "static doSort(a, b) {\n    return a - b;\n}"
 
@@ -100,6 +100,6 @@ def test_the_plain_format_sends_every_chunk_bare() -> None:
 def test_the_input_format_is_part_of_the_generation(monkeypatch: pytest.MonkeyPatch) -> None:
     args = ("openai_compatible", "qwen3", 1024, 7372, 60_000)
     assert embedding_generation(*args, "header-v1") != embedding_generation(*args, "plain")
-    before = settings_generation(load_settings())
+    before = configured_generation(load_settings())
     monkeypatch.setattr(inputs, "EMBEDDING_INPUT_FORMAT", inputs.FORMAT_PLAIN)
-    assert settings_generation(load_settings()) != before
+    assert configured_generation(load_settings()) != before

@@ -22,6 +22,7 @@ that reused the code under test could not catch it.
 
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,7 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.core import codes
-from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id
+from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id, part_chunk_id
 from neo_assets.core.sweep.censuses import CENSUS_MAX_IDS, decode_census
 from neo_assets.core.sweep.fence_gate import fence_family
 from neo_assets.store import ledger_schema as t
@@ -145,8 +146,10 @@ def yielded_paths(ledger: Ledger, tenant_id: str, repo_slug: str) -> set[str] | 
 # ---------------------------------------------------------------------------- stamps
 def stamp_problems(rows: Iterable[Row]) -> list[str]:
     """Every row: all contract stamps with their types, and an id that is the chunk id of
-    its own stamps and document."""
+    its own stamps and document (for a part of a chunk split to fit, the part id of the
+    chunk its stored parts make)."""
     problems = []
+    fitted: dict[tuple[Any, ...], dict[int, Row]] = {}
     for row in rows:
         md = row.metadata
         missing = [k for k in STAMP_KEYS if k not in md]
@@ -165,22 +168,52 @@ def stamp_problems(rows: Iterable[Row]) -> list[str]:
         if not is_chunk_id(row.id):
             problems.append(f"row id {row.id!r} is not a chunk id")
             continue
-        expected = chunk_id(
-            md["tenantId"],
-            md["repoSlug"],
-            md["kind"],
-            md["name"],
-            row.document or "",
-            md["sourcePath"],
-            md["parserId"],
-            md["parserVersion"],
+        expected = _own_id(md, md["name"], row.document or "")
+        if expected == row.id:
+            continue
+        part = PART_NAME.fullmatch(md["name"])
+        if part is not None:  # split to fit: its id comes from its parent's (checked below)
+            base, index, count = part.group(1), int(part.group(2)), int(part.group(3))
+            key = (*(md[k] for k in _PARENT_KEYS), base, count)
+            fitted.setdefault(key, {})[index] = row
+            continue
+        problems.append(
+            f"row {row.id[:12]}: its id is not the chunk id of its stamps and document "
+            f"({md['tenantId']}/{md['repoSlug']}:{md['sourcePath']})"
         )
-        if expected != row.id:
-            problems.append(
-                f"row {row.id[:12]}: its id is not the chunk id of its stamps and document "
-                f"({md['tenantId']}/{md['repoSlug']}:{md['sourcePath']})"
-            )
+    for (*_, base, count), parts in fitted.items():
+        first = next(iter(parts.values()))
+        where = f"{first.metadata['tenantId']}/{first.metadata['repoSlug']}:{base}"
+        if sorted(parts) != list(range(1, count + 1)):
+            problems.append(f"{where}: parts {sorted(parts)} of {count} stored, not all")
+            continue
+        whole = "".join(parts[i].document or "" for i in range(1, count + 1))
+        parent = _own_id(first.metadata, base, whole)
+        for index, row in parts.items():
+            if row.id != part_chunk_id(parent, index, count):
+                problems.append(
+                    f"row {row.id[:12]}: part {index}/{count} of {where}, but its id is not "
+                    "the part id of the chunk its parts make"
+                )
     return problems
+
+
+# A part of a chunk split to fit the band: "<name> [part i/n]", its id from its parent's.
+PART_NAME = re.compile(r"(.*) \[part (\d+)/(\d+)\]")
+_PARENT_KEYS = ("tenantId", "repoSlug", "sourcePath", "kind", "parserId", "parserVersion")
+
+
+def _own_id(md: Mapping[str, Any], name: str, document: str) -> str:
+    return chunk_id(
+        md["tenantId"],
+        md["repoSlug"],
+        md["kind"],
+        name,
+        document,
+        md["sourcePath"],
+        md["parserId"],
+        md["parserVersion"],
+    )
 
 
 # ---------------------------------------------------------------------------- containment

@@ -41,7 +41,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.leases import sweep_lease_key
-from neo_assets.services.sweep.steps import settings_generation
+from neo_assets.services.generations import configured_generation
 from neo_assets.store import leases
 from neo_assets.store import ledger_schema as t
 from neo_assets_tests.drills.harness import ROOT, child_env, open_state, release_store
@@ -277,7 +277,7 @@ def _check_on_disk(drill: Drill, generation: str) -> tuple[Any, dict[str, Any]]:
 # Ten trials, each a child process (~110 s here): a slower CI machine must not time it out.
 @pytest.mark.timeout(900)
 def test_kill9_at_random_points_loses_nothing(drill: Drill) -> None:
-    generation = settings_generation(load_settings())
+    generation = configured_generation(load_settings())
     instance = dagster_instance(load_settings())
     key = sweep_lease_key(TENANT, SLUG)
 

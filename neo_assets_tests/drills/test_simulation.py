@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 )
 
 from neo_assets.core import codes
-from neo_assets.services.sweep.steps import settings_generation
+from neo_assets.services.generations import configured_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     HoleTracker,
@@ -115,7 +115,7 @@ class Simulation(RuleBasedStateMachine):
         self.server.reset()
         self.world = World(root, self.server)
         self.tracker = HoleTracker()
-        self.generation = settings_generation(self.world.settings())
+        self.generation = configured_generation(self.world.settings())
         Simulation.stats["examples"] += 1
 
     # ------------------------------------------------------------------ helpers

@@ -36,8 +36,8 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
+from neo_assets.services.generations import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     census_problems,
@@ -151,7 +151,7 @@ def _assert_deferred_and_nothing_lost(result: dict) -> None:
     assert result["contentPoisonChunks"] == {"count": 0, "ids": []}
     assert result["undeliverableChunks"] == {"count": 0, "ids": []}
     settings = load_settings()
-    generation = settings_generation(settings)
+    generation = configured_generation(settings)
     with open_ledger(settings) as ledger:
         assert ledger.fences(TENANT, SLUG, generation) == []
         assert ledger.strikes(TENANT, SLUG, generation) == []

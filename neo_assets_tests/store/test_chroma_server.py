@@ -16,8 +16,8 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.services.generations import configured_generation
 from neo_assets.services.query import run_query
-from neo_assets.services.sweep.steps import settings_generation
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.servers import ChromaServer, chroma_server_or_skip
@@ -188,7 +188,7 @@ def test_server_crash_mid_sweep_defers_then_next_sweep_completes(
     assert len(declared) == 800
     # A store that died is a write failure: deferred with its code, no fence, no strike
     # (first the durable verdict in the ledger, then what the sweep reported).
-    generation = settings_generation(load_settings())
+    generation = configured_generation(load_settings())
     assert ledger.fences("acme", "big", generation) == []
     assert ledger.strikes("acme", "big", generation) == []
     state = ledger.repo_state("acme", "big")

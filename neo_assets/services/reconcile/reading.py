@@ -15,7 +15,7 @@ from neo_assets.core.embedding import FenceRecord, fence_row_from_record
 from neo_assets.core.reconcile.inputs import RepoRecords, sweep_settled, tenant_declaration
 from neo_assets.core.reconcile.orphans import TenantDeclaration
 from neo_assets.core.sweep.fence_gate import is_durable_fence
-from neo_assets.services.sweep.steps import settings_generation
+from neo_assets.services.generations import configured_generation
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -155,7 +155,7 @@ def read_snapshot(
     declaration, problems, records = read_declaration(
         ledger, tenant_id, find_tenant(tenants, tenant_id)
     )
-    generation = settings_generation(settings)
+    generation = configured_generation(settings)
     fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, generation)
     return TenantSnapshot(
         tenant_id=tenant_id,

@@ -17,8 +17,9 @@ from neo_assets.core.sweep.scheduling import (
     unreadable_source_reason,
 )
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.services.generations import configured_generation
 from neo_assets.services.status import repo_state_from_row, retry_policy
-from neo_assets.services.sweep.steps import RepoContext, settings_generation
+from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.sources.revision import current_revision
 from neo_assets.store import health as health_store
 from neo_assets.store.ledger import Ledger
@@ -65,7 +66,7 @@ def declared_repos(
 def evaluate(
     ctxs: list[RepoContext], settings: Settings, ledger: Ledger, now: float, *, force: bool = False
 ) -> list[DueRepo]:
-    generation = settings_generation(settings)
+    generation = configured_generation(settings)
     # Read once per evaluation (a ledger read, never a probe): the canary's latest healthy
     # sighting ends recovery episodes; a lifted freeze releases repos it deferred.
     healthy_at = health_store.latest_healthy_at(ledger)

@@ -49,7 +49,6 @@ from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.services.generations import (
     configured_generation,
-    generation_for,
     register_provider_generation,
 )
 from neo_assets.services.health.evidence import VectorEvidenceRecorder
@@ -104,17 +103,6 @@ def lane_settings(settings: Settings, band: Band | None = None) -> LaneSettings:
         chars_per_token=band.chars_per_token,
         call_ceiling_ms=settings.embedding.call_ceiling_ms,
     )
-
-
-def current_generation(settings: Settings, provider_name: str, model: str, dims: int) -> str:
-    """The embedding generation of a built provider: the one digest the sweep stamps, the
-    due check compares and reconciliation settles against (services/generations.py)."""
-    return generation_for(settings, provider_name, model, dims)
-
-
-def settings_generation(settings: Settings) -> str:
-    """The embedding generation the settings declare, without building a provider."""
-    return configured_generation(settings)
 
 
 class ParserUnavailable(RuntimeError):
@@ -1011,7 +999,7 @@ def record_failed_sweep(
             "last_attempt_at": now,
             "last_attempted_rev": revision,
             "declaration_digest": repo_declaration_digest(ctx.repo.to_plain()),
-            "embedding_generation": settings_generation(settings),
+            "embedding_generation": configured_generation(settings),
             "attempt_inputs_at": now,
             "next_due_at": backoff_due_at(ctx, settings, failures, now),
             "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
@@ -1037,7 +1025,7 @@ def record_deferred_before_lane(
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = int(previous.get("consecutive_failures") or 0) + 1
     next_due = backoff_due_at(ctx, settings, failures, now)
-    generation = settings_generation(settings)
+    generation = configured_generation(settings)
     row = {"code": code, "message": message[:500], "details": {"stage": "chunk_generation"}}
     episode = previous.get("recovery_episode_opened_at") or now
     ledger.record_sweep_result(
@@ -1120,5 +1108,4 @@ __all__ = [
     "chunk_step",
     "embed_step",
     "census_step",
-    "settings_generation",
 ]

@@ -21,10 +21,10 @@ from neo_assets.core.health.canary import CANARY_OPERATION_LABEL
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
 from neo_assets.definitions import defs
+from neo_assets.services.generations import configured_generation
 from neo_assets.services.health.canary import run_canary
 from neo_assets.services.status import build_status
 from neo_assets.services.sweep.due import declared_repos, evaluate
-from neo_assets.services.sweep.steps import settings_generation
 from neo_assets.sources.revision import current_revision
 from neo_assets.store import health as store
 from neo_assets_tests.gitrepo import GitRepo
@@ -141,7 +141,7 @@ def test_the_canary_ends_a_recovery_episode(env: HealthEnv, tmp_path: Path) -> N
         last_attempt_at=now - 5,
         last_attempted_rev=current_revision(decl.path, decl.ref, decl.parser.exclude, 10**6),
         declaration_digest=repo_declaration_digest(decl.to_plain()),
-        embedding_generation=settings_generation(settings),
+        embedding_generation=configured_generation(settings),
         recovery_episode_opened_at=now - 5,
     )
     assert evaluate(ctxs, settings, ledger, now)[0].reason is None

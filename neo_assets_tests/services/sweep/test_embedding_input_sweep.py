@@ -14,7 +14,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.core import embedding_input as inputs
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
-from neo_assets.services.generations import generation_store
+from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.sweep import due
 from neo_assets.services.sweep.steps import (
     EmbedContext,
@@ -23,7 +23,6 @@ from neo_assets.services.sweep.steps import (
     chunk_step,
     embed_step,
     envelope_step,
-    settings_generation,
 )
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
@@ -120,7 +119,7 @@ def test_a_format_change_is_a_new_generation_that_re_embeds_present_rows(
     assert due.evaluate([ctx], settings, kb.ledger, time.time())[0].reason is None
 
     monkeypatch.setattr(inputs, "EMBEDDING_INPUT_FORMAT", inputs.FORMAT_PLAIN)
-    generation = settings_generation(load_settings())
+    generation = configured_generation(load_settings())
     assert generation != first["embeddingGeneration"]
     # The due check computes the same generation: the repo is due again.
     assert due.evaluate([ctx], load_settings(), kb.ledger, time.time())[0].reason is not None

@@ -10,10 +10,10 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
+from neo_assets.services.generations import configured_generation
 from neo_assets.services.links.due import _embedded
 from neo_assets.services.status import build_status
 from neo_assets.services.sweep.due import declared_repos, evaluate
-from neo_assets.services.sweep.steps import settings_generation
 from neo_assets.sources.revision import current_revision
 from neo_assets_tests.core.sweep.test_summary import OLD_STYLE
 from neo_assets_tests.gitrepo import GitRepo
@@ -41,7 +41,7 @@ def test_an_old_style_last_summary_is_read_by_due_status_and_links(
         attempt_inputs_at=now - 5,
         last_attempted_rev=current_revision(decl.path, decl.ref, decl.parser.exclude, 10**6),
         declaration_digest=repo_declaration_digest(decl.to_plain()),
-        embedding_generation=settings_generation(settings),
+        embedding_generation=configured_generation(settings),
         next_due_at=now + 3600,
         last_summary=json.dumps(OLD_STYLE, sort_keys=True),
     )
