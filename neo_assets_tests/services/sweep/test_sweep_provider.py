@@ -1,5 +1,6 @@
 """The sweep's provider as the lane sees it, through ``run_sweep`` against the fault server:
-the provider-wide slots every process shares."""
+the provider-wide slots every process shares, and a batch cap learned once for the
+provider and remembered in the ledger for every later sweep."""
 
 import asyncio
 import threading
@@ -19,6 +20,7 @@ from neo_assets.embedding.provider_slots import slots_for
 from neo_assets.services.handles import build_provider
 from neo_assets.services.sweep.run import SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import RepoContext
+from neo_assets.store.batch_caps import provider_batch_cap
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
@@ -111,3 +113,37 @@ def test_a_sweep_waits_for_another_processs_solo_dispatch_on_the_same_provider(
         worker.join(60)
     assert out["outcome"] == codes.OUTCOME_COMPLETE
     assert server.stats()["inputs_received"] > before
+
+
+def test_a_learned_batch_cap_is_remembered_and_a_new_sweep_sends_no_refused_request(
+    repo: GitRepo, server: FaultServerSupervisor
+) -> None:
+    """TEI's 413 "batch size 4 > maximum allowed batch size 2": learned by the first sweep
+    and kept in the ledger for the provider; the next sweep (a new lane, a new provider
+    object, as in a new process) starts at the cap and is refused nothing."""
+    server.configure(max_batch=2)
+    for name, text in files("cap", 12).items():
+        repo.write(name, text)
+    repo.commit("twelve notes", when=1_700_000_000)
+    refused = server.stats().get("requests_error_status", 0)
+    first = sweep(repo)
+    assert first["outcome"] == codes.OUTCOME_COMPLETE
+    assert server.stats()["requests_error_status"] > refused  # learned the hard way once
+    for name, text in files("more", 12).items():
+        repo.write(name, text)
+    repo.commit("twelve more", when=1_700_000_100)
+    refused = server.stats()["requests_error_status"]
+    second = sweep(repo)
+    assert second["outcome"] == codes.OUTCOME_COMPLETE
+    assert second["counts"]["embedded"] >= 12
+    assert server.stats()["requests_error_status"] == refused  # not one refused request
+    settings = load_settings()
+    kb = KbHandles()
+    try:
+        remembered = provider_batch_cap(
+            kb.ledger, "openai_compatible", settings.embedding.base_url or "", MODEL
+        )
+    finally:
+        kb.close()
+    assert remembered is not None and remembered.cap == 2
+    assert "maximum allowed batch size 2" in remembered.evidence
