@@ -6,7 +6,8 @@ Per server (``llama-server --parallel 2`` and ``llama_cpp.server``, the same set
 ``bench.real_servers_repo``, whose sweep this reuses), started under a supervisor that
 starts it again 0.2 s after it dies:
 
-1. ``unkilled``: a fresh sweep, nothing killed: the reference counts;
+1. ``unkilled``: a fresh sweep, nothing killed: the reference counts (``--reference-rows
+   N`` skips it and takes the rows an earlier unkilled sweep stored);
 2. ``killed``: a fresh sweep in a new ``NEO_HOME``; after each ``1/(kills+1)`` of the
    planned batches is written, the server is SIGKILLed (the lane's progress callback
    fires the kill, so it lands while the next batches are in flight);
@@ -119,7 +120,9 @@ def _brief(sweep: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in sweep.items() if k != "struck"}
 
 
-def one_server(name: str, repo: Path, kills: int, logs: Path) -> dict[str, Any]:
+def one_server(
+    name: str, repo: Path, kills: int, logs: Path, reference_rows: int | None = None
+) -> dict[str, Any]:
     from neo_assets_tests.real_servers import (  # noqa: PLC0415
         LlamaCppPythonServer,
         LlamaServer,
@@ -132,8 +135,11 @@ def one_server(name: str, repo: Path, kills: int, logs: Path) -> dict[str, Any]:
         else LlamaCppPythonServer(logs, n_ctx=LIMIT)
     )
     with running(server, supervise=True) as up:
-        fresh = Path(tempfile.mkdtemp(prefix="neo-bench-killed-ref-"))
-        unkilled = sweep_in(fresh, repo, up.base_url, name)
+        if reference_rows is None:
+            fresh = Path(tempfile.mkdtemp(prefix="neo-bench-killed-ref-"))
+            unkilled = sweep_in(fresh, repo, up.base_url, name)
+        else:  # an unkilled sweep's rows measured before (bench.real_servers_repo)
+            unkilled = {"rows": reference_rows, "poison": 0, "reference": "given"}
         print(f"{name} unkilled: {_brief(unkilled)}", file=sys.stderr, flush=True)
         restarts_before = up.restarts
         load_before = os.getloadavg()[0]
@@ -199,6 +205,12 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
     parser.add_argument("--kills", type=int, default=3)
     parser.add_argument("--servers", default="llama-server,llama_cpp.server")
+    parser.add_argument(
+        "--reference-rows",
+        type=int,
+        default=None,
+        help="rows of an unkilled fresh sweep measured before: skip the unkilled sweep",
+    )
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -212,7 +224,7 @@ def main() -> None:
         "kills": args.kills,
     }
     for name in args.servers.split(","):
-        figures[name] = one_server(name, repo, args.kills, logs)
+        figures[name] = one_server(name, repo, args.kills, logs, args.reference_rows)
         print(f"{name}: {json.dumps(figures[name])}", file=sys.stderr, flush=True)
     figures["held"] = all(figures[n]["held"] for n in args.servers.split(","))
     print(json.dumps(figures))
