@@ -10,7 +10,9 @@ starts it again 0.2 s after it dies:
    N`` skips it and takes the rows an earlier unkilled sweep stored);
 2. ``killed``: a fresh sweep in a new ``NEO_HOME``; after each ``1/(kills+1)`` of the
    planned batches is written, the server is SIGKILLed (the lane's progress callback
-   fires the kill, so it lands while the next batches are in flight);
+   fires the kill, so it lands while the next batches are in flight); with
+   ``--solo-kills M``, also 50 ms into each of the next M one-input dispatches after
+   the last batch kill (an input alone at the provider: the case a strike is for);
 3. ``after``: an incremental sweep in the killed sweep's home, nothing killed.
 
 Every provider call of the killed sweep is logged (label, inputs, start, end, error).
@@ -46,9 +48,10 @@ POISON = "proven-content-poison"
 class CallLog:
     """Every ``embed`` call of one provider: label, inputs, wall-clock start and end."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_start: Any = None) -> None:
         self.calls: list[dict[str, Any]] = []
         self.lock = threading.Lock()
+        self.on_start = on_start
 
     def wrap(self, provider: Any) -> None:
         inner = provider.embed
@@ -57,6 +60,8 @@ class CallLog:
             call: dict[str, Any] = {"label": operation_label, "n": len(texts), "t0": time.time()}
             with self.lock:
                 self.calls.append(call)
+            if self.on_start is not None:
+                self.on_start(call)
             try:
                 out = await inner(texts, cancel_scope, operation_label)
             except BaseException as exc:
@@ -79,11 +84,28 @@ class Killer:
     """SIGKILLs the server once the written batches pass each of ``kills`` points spread
     over the embedding stage (read from the lane's progress: done / planned batches)."""
 
-    def __init__(self, server: Any, kills: int) -> None:
+    def __init__(self, server: Any, kills: int, solo_kills: int = 0) -> None:
         self.server = server
         self.points = [(i + 1) / (kills + 1) for i in range(kills)]
         self.at: list[float] = []
         self.batches_at: list[int] = []
+        self.solo_left = solo_kills
+        self.solo_at: list[float] = []
+
+    def on_call(self, call: dict[str, Any]) -> None:
+        """After the batch kills: SIGKILL the server 50 ms into a one-input dispatch (an
+        innocent input alone at the provider when it dies: the one death the lane may
+        strike)."""
+        if self.points or self.solo_left <= 0 or call["label"] != "embed-single":
+            return
+        self.solo_left -= 1
+
+        def kill() -> None:
+            self.solo_at.append(time.time())
+            self.at.append(self.solo_at[-1])
+            self.server.kill()
+
+        threading.Timer(0.05, kill).start()
 
     def progress(self, done: int, total: int, embedded: int) -> None:
         if not self.points or total <= 0 or done < self.points[0] * total:
@@ -121,7 +143,12 @@ def _brief(sweep: dict[str, Any]) -> dict[str, Any]:
 
 
 def one_server(
-    name: str, repo: Path, kills: int, logs: Path, reference_rows: int | None = None
+    name: str,
+    repo: Path,
+    kills: int,
+    logs: Path,
+    reference_rows: int | None = None,
+    solo_kills: int = 0,
 ) -> dict[str, Any]:
     from neo_assets_tests.real_servers import (  # noqa: PLC0415
         LlamaCppPythonServer,
@@ -144,7 +171,8 @@ def one_server(
         restarts_before = up.restarts
         load_before = os.getloadavg()[0]
         home = Path(tempfile.mkdtemp(prefix="neo-bench-killed-"))
-        killer, log = Killer(up, kills), CallLog()
+        killer = Killer(up, kills, solo_kills)
+        log = CallLog(on_start=killer.on_call)
         killed = sweep_in(
             home, repo, up.base_url, name, progress=killer.progress, watch_provider=log.wrap
         )
@@ -168,6 +196,7 @@ def one_server(
         "killed": {
             **_brief(killed),
             "kills": len(killer.at),
+            "solo_kills": len(killer.solo_at),
             "killed_after_batches": killer.batches_at,
             "restarts": restarts,
             "provider_calls": len(log.calls),
@@ -211,6 +240,12 @@ def main() -> None:
         default=None,
         help="rows of an unkilled fresh sweep measured before: skip the unkilled sweep",
     )
+    parser.add_argument(
+        "--solo-kills",
+        type=int,
+        default=0,
+        help="after the batch kills, also kill the server during this many one-input dispatches",
+    )
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -224,7 +259,9 @@ def main() -> None:
         "kills": args.kills,
     }
     for name in args.servers.split(","):
-        figures[name] = one_server(name, repo, args.kills, logs, args.reference_rows)
+        figures[name] = one_server(
+            name, repo, args.kills, logs, args.reference_rows, args.solo_kills
+        )
         print(f"{name}: {json.dumps(figures[name])}", file=sys.stderr, flush=True)
     figures["held"] = all(figures[n]["held"] for n in args.servers.split(","))
     print(json.dumps(figures))
