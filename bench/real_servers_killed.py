@@ -93,14 +93,17 @@ class Killer:
         self.solo_at: list[float] = []
 
     def on_call(self, call: dict[str, Any]) -> None:
-        """After the batch kills: SIGKILL the server 50 ms into a one-input dispatch (an
-        innocent input alone at the provider when it dies: the one death the lane may
-        strike)."""
+        """After the batch kills: SIGKILL the server 50 ms into a one-input dispatch still
+        in flight then (an innocent input alone at the provider when it dies: the one
+        death the lane may strike)."""
         if self.points or self.solo_left <= 0 or call["label"] != "embed-single":
             return
         self.solo_left -= 1
 
         def kill() -> None:
+            if "t1" in call:  # answered within 50 ms: wait for the next one-input dispatch
+                self.solo_left += 1
+                return
             self.solo_at.append(time.time())
             self.at.append(self.solo_at[-1])
             self.server.kill()
