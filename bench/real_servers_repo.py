@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +53,25 @@ def _token_count(client: httpx.Client, server: str, text: str) -> int:
 def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server") -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
+    return sweep_in(home, repo, base_url, server)
+
+
+def sweep_in(
+    home: Path,
+    repo: Path,
+    base_url: str,
+    server: str,
+    *,
+    progress: Callable[[int, int, int], None] | None = None,
+    watch_provider: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """A sweep of ``repo`` in ``home`` (fresh when empty, incremental after an earlier one):
+    its counts, and the ledger's strikes and fences at the sweep's generation.
+    ``progress`` hears the lane's (batches done, batches, embedded); ``watch_provider`` is
+    handed the sweep's provider before it runs (to wrap its calls)."""
     tenants = home / "tenants.yaml"
-    _write_tenants(tenants, repo, "2.0.0")
+    if not tenants.exists():
+        _write_tenants(tenants, repo, "2.0.0")
     os.environ.update(
         {
             "NEO_HOME": str(home),
@@ -89,6 +107,9 @@ def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server")
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
     ledger = open_ledger(settings)
     store = open_store(settings)
+    provider = build_provider(settings)
+    if watch_provider is not None:
+        watch_provider(provider)
     started = time.perf_counter()
     result = run_sweep(
         SweepInputs(
@@ -96,8 +117,9 @@ def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server")
             settings=settings,
             ledger=ledger,
             open_store=lambda: store,
-            provider=build_provider(settings),
+            provider=provider,
             run_id=str(uuid.uuid4()),
+            progress=progress,
         )
     )
     seconds = time.perf_counter() - started
@@ -119,8 +141,20 @@ def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server")
             if _token_count(client, server, sent) > LIMIT:
                 over += 1
     counts = dict(result.counts)
+    generation = str(result.doc.get("embeddingGeneration") or configured_generation(settings))
+    strikes = ledger.strikes(ctx.tenant_id, ctx.repo_slug, generation)
+    state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    summary = json.loads(state.get("last_summary") or "{}")
+    events: dict[str, int] = {}
+    for row in summary.get("events", []):
+        what = f"{row.get('code')}: {str(row.get('message', ''))[:60]}"
+        events[what] = events.get(what, 0) + 1
+    fences = ledger.fences(ctx.tenant_id, ctx.repo_slug, generation)
     store.close()
     ledger.dispose()
+    by_class: dict[str, int] = {}
+    for fence in fences:
+        by_class[fence["disposition"]] = by_class.get(fence["disposition"], 0) + 1
     return {
         "outcome": result.outcome,
         "rows": len(rows["ids"]),
@@ -131,6 +165,14 @@ def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server")
         "undeliverable": int(counts.get("fencedUndeliverable", 0)),
         "deferred": int(counts.get("deferred", 0)),
         "over_limit": over,
+        "deferred_cause": result.doc.get("deferredCauseCode"),
+        "strikes": len(strikes),
+        "struck": [
+            {"chunkId": s["chunk_id"], "kind": s["kind"], "count": s["count"], **s["receipt"]}
+            for s in strikes
+        ],
+        "fences": dict(sorted(by_class.items())),
+        "events": dict(sorted(events.items())),
         "seconds": round(seconds, 1),
     }
 
@@ -172,7 +214,9 @@ def main() -> None:
                 got = one_sweep(repo, up.base_url, name, args.tokenizer)
                 print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
                 sweeps.append(got)
-        judged = [{k: v for k, v in s.items() if k != "seconds"} for s in sweeps]
+        judged = [
+            {k: v for k, v in s.items() if k not in ("seconds", "struck", "events")} for s in sweeps
+        ]
         figures[name] = {
             "sweeps": sweeps,
             "deterministic": all(j == judged[0] for j in judged),

@@ -98,6 +98,7 @@ from neo_assets.embedding.vectors import (
 )
 
 __all__ = [
+    "BatchCapMemory",
     "FenceBook",
     "FenceRecord",
     "InMemoryFenceBook",
@@ -111,6 +112,16 @@ MAX_EVENT_ROWS = 200
 
 WriteBatch = Callable[[list[LaneItem], np.ndarray], None]
 Progress = Callable[[int, int, int], None]
+
+
+class BatchCapMemory(Protocol):
+    """A provider's batch cap remembered across sweeps (the ledger's, ``store.batch_caps``):
+    ``recall`` when the lane starts (None: the configured size), ``remember`` the moment a
+    server names one (with the body that said so)."""
+
+    def recall(self) -> int | None: ...
+
+    def remember(self, cap: int, evidence: str) -> None: ...
 
 
 class FenceBook(Protocol):
@@ -248,6 +259,7 @@ class _Lane:
         progress: Progress | None,
         slots: Slots | None = None,
         width_known: bool = False,
+        batch_caps: BatchCapMemory | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
@@ -259,10 +271,12 @@ class _Lane:
         self.progress = progress
         self.lane_scope = cancel_scope.child("embed-lane")
         self.max_inflight = settings.max_inflight
-        # A cap on inputs per request the provider named earlier (provider state).
-        cap = getattr(provider, "batch_cap", None)
-        self.batch_size = (
-            min(settings.batch_size, cap) if isinstance(cap, int) else settings.batch_size
+        # A cap on inputs per request the provider named earlier: kept on the provider
+        # object (this process) and remembered for the provider (every process).
+        self.batch_caps = batch_caps
+        caps = [getattr(provider, "batch_cap", None), _recalled_cap(batch_caps)]
+        self.batch_size = min(
+            [settings.batch_size, *(c for c in caps if isinstance(c, int) and c >= 1)]
         )
         # A remote provider is one server for every process; an in-process one (the
         # hashing embedder, sentence-transformers) is this process's own.
@@ -535,13 +549,19 @@ class _Lane:
                 outcome,
             )
             return
-        cap = rules.batch_cap_from_message(outcome.detail) or max(1, len(batch) // 2)
+        named = rules.batch_cap_from_message(outcome.detail)
+        cap = named or max(1, len(batch) // 2)
         cap = min(cap, len(batch) - 1) if cap >= len(batch) else cap
         self.batch_size = min(self.batch_size, max(1, cap))
         try:  # remembered for the provider: later sweeps in this process start at the cap
             self.provider.batch_cap = self.batch_size  # type: ignore[attr-defined]
         except AttributeError:
             pass
+        if named is not None and self.batch_caps is not None:
+            try:  # and for every later sweep: only a cap the server named, not a guess
+                self.batch_caps.remember(self.batch_size, outcome.detail)
+            except Exception:  # noqa: BLE001 - an unwritten memory costs one refusal later
+                pass
         pending = [batch, *self.batches]
         self.batches.clear()
         for group in pending:
@@ -1188,6 +1208,15 @@ class _Lane:
         }
 
 
+def _recalled_cap(memory: BatchCapMemory | None) -> int | None:
+    if memory is None:
+        return None
+    try:
+        return memory.recall()
+    except Exception:  # noqa: BLE001 - an unreadable memory: the configured size stands
+        return None
+
+
 def _failure_outcome(exc: BaseException, label: str) -> _Outcome:
     failure = as_embed_failure(exc, operation_label=label)
     return _Outcome(
@@ -1226,12 +1255,14 @@ async def embed_chunks(
     progress: Progress | None = None,
     slots: Slots | None = None,
     width_known: bool = False,
+    batch_caps: BatchCapMemory | None = None,
 ) -> dict[str, Any]:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a
     row. ``asyncio.CancelledError`` propagates after cancelling the lane's own tasks.
     ``width_known``: the provider answered the configured width before (the generation
-    has rows), so a wrong width is not a first-contact configuration error."""
+    has rows), so a wrong width is not a first-contact configuration error. ``batch_caps``:
+    the provider's cap remembered across sweeps, started at and written when learned."""
     lane = _Lane(
         provider=provider,
         settings=settings,
@@ -1243,5 +1274,6 @@ async def embed_chunks(
         progress=progress,
         slots=slots,
         width_known=width_known,
+        batch_caps=batch_caps,
     )
     return await lane.run(items)

@@ -149,3 +149,18 @@ repo_generations = sa.Table(
     sa.Column("completed_at", sa.Float),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
+
+# One row per remote provider (kind, base URL, model) whose server named a cap on inputs
+# per request (TEI's 413 "batch size 64 > maximum allowed batch size 32") (0010): every
+# later sweep's lane starts at the cap instead of re-learning it with a refused request.
+provider_batch_caps = sa.Table(
+    "provider_batch_caps",
+    metadata,
+    sa.Column("provider_key", sa.String(64), primary_key=True),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("base_url", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("batch_cap", sa.Integer, nullable=False),
+    sa.Column("learned_at", sa.Float, nullable=False),
+    sa.Column("evidence", sa.Text),
+)

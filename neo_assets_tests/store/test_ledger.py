@@ -139,7 +139,7 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0010"  # 0010_provider_work
+        assert version == "0011"  # 0011_provider_batch_caps
     finally:
         ledger.dispose()
 
@@ -402,3 +402,42 @@ def test_a_generation_recorded_by_two_sweeps_at_once_is_recorded_once(tmp_path: 
     finally:
         for lg in ledgers:
             lg.dispose()
+
+
+def test_a_ledger_at_0010_gets_the_batch_cap_table_and_remembers_a_cap(tmp_path: Path) -> None:
+    """0011_provider_batch_caps on a ledger at 0010: provider_batch_caps is added (if
+    missing); a cap is kept per provider (kind, base URL, model) with its evidence, and a
+    later one replaces it."""
+    from neo_assets.store.batch_caps import provider_batch_cap, record_batch_cap
+
+    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
+    ledger = Ledger.open(url)
+    ledger.config_version("acme", "d1", 1.0)
+    ledger.dispose()
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text("drop table provider_batch_caps"))
+        conn.execute(sa.text("update alembic_version set version_num = '0010'"))
+    engine.dispose()
+
+    ledger = Ledger.open(url)
+    try:
+        assert ledger.current_config_version("acme") == 1
+        tei = ("openai_compatible", "http://127.0.0.1:8080/", "bge")
+        assert provider_batch_cap(ledger, *tei) is None
+        record_batch_cap(
+            ledger, *tei, cap=32, evidence="batch size 64 > maximum allowed batch size 32", now=5.0
+        )
+        got = provider_batch_cap(ledger, "openai_compatible", "http://127.0.0.1:8080", "bge")
+        assert got is not None and (got.cap, got.learned_at) == (32, 5.0)
+        assert "maximum allowed batch size 32" in got.evidence
+        assert (
+            provider_batch_cap(ledger, "openai_compatible", "http://127.0.0.1:8080", "e5") is None
+        )
+        record_batch_cap(
+            ledger, *tei, cap=16, evidence="batch size 32 > maximum allowed batch size 16", now=9.0
+        )
+        got = provider_batch_cap(ledger, *tei)
+        assert got is not None and (got.cap, got.learned_at) == (16, 9.0)
+    finally:
+        ledger.dispose()

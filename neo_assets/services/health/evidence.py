@@ -55,6 +55,22 @@ class VectorEvidenceRecorder:
     async def aclose(self) -> None:
         await self.inner.aclose()
 
+    def __getattr__(self, name: str) -> Any:
+        # Everything else is the provider's own: the lane reads ``base_url`` (its
+        # provider-wide slots), ``free_slots`` (max_inflight) and ``batch_cap`` through
+        # this wrapper; hidden, a real sweep used process-local slots and no discovery.
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def batch_cap(self) -> int | None:
+        return getattr(self.inner, "batch_cap", None)
+
+    @batch_cap.setter
+    def batch_cap(self, value: int) -> None:
+        self.inner.batch_cap = value
+
     def evidence(self) -> dict[str, Any]:
         """``{"verdicts": {verdict: count}, "observedDimensions", "expectedDimension"}``."""
         return {

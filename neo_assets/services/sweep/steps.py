@@ -56,6 +56,7 @@ from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.sources.revision import current_revision
+from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
@@ -868,6 +869,7 @@ async def _embed(
             clock=run.clock,
             progress=run.progress,
             width_known=width_known,
+            batch_caps=batch_cap_memory(fence_book.ledger, provider, clock=run.clock),
         )
     finally:
         await provider.aclose()

@@ -1,0 +1,104 @@
+"""The ledger's memory of provider batch caps (``ledger_schema.provider_batch_caps``) and
+the lane's view of it for one provider (``LedgerBatchCaps``, the lane's
+``BatchCapMemory``); the rule of which cap a lane starts at is ``core.batch_caps``."""
+
+from collections.abc import Callable
+
+import sqlalchemy as sa
+
+from neo_assets.core.batch_caps import RememberedCap, provider_cap_key, starting_cap
+from neo_assets.store import ledger_schema as t
+from neo_assets.store.ledger import Ledger
+
+EVIDENCE_MAX_CHARS = 2_000
+
+
+def provider_batch_cap(
+    ledger: Ledger, provider: str, base_url: str, model: str
+) -> RememberedCap | None:
+    c = t.provider_batch_caps.c
+    with ledger.engine.connect() as conn:
+        row = conn.execute(
+            sa.select(t.provider_batch_caps).where(
+                c.provider_key == provider_cap_key(provider, base_url, model)
+            )
+        ).first()
+    if row is None:
+        return None
+    return RememberedCap(int(row.batch_cap), float(row.learned_at), row.evidence or "")
+
+
+def record_batch_cap(
+    ledger: Ledger,
+    provider: str,
+    base_url: str,
+    model: str,
+    *,
+    cap: int,
+    evidence: str,
+    now: float,
+) -> None:
+    key = provider_cap_key(provider, base_url, model)
+    c = t.provider_batch_caps.c
+    with ledger.engine.begin() as conn:
+        conn.execute(sa.delete(t.provider_batch_caps).where(c.provider_key == key))
+        conn.execute(
+            sa.insert(t.provider_batch_caps).values(
+                provider_key=key,
+                provider=provider,
+                base_url=base_url.rstrip("/"),
+                model=model,
+                batch_cap=cap,
+                learned_at=now,
+                evidence=evidence[:EVIDENCE_MAX_CHARS],
+            )
+        )
+
+
+class LedgerBatchCaps:
+    """One remote provider's remembered cap: read when a lane starts, written the moment
+    the lane learns one."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        provider: str,
+        base_url: str,
+        model: str,
+        *,
+        clock: Callable[[], float],
+    ) -> None:
+        self.ledger = ledger
+        self.provider, self.base_url, self.model = provider, base_url, model
+        self.clock = clock
+
+    def recall(self) -> int | None:
+        remembered = provider_batch_cap(self.ledger, self.provider, self.base_url, self.model)
+        return starting_cap(remembered, self.clock())
+
+    def remember(self, cap: int, evidence: str) -> None:
+        record_batch_cap(
+            self.ledger,
+            self.provider,
+            self.base_url,
+            self.model,
+            cap=cap,
+            evidence=evidence,
+            now=self.clock(),
+        )
+
+
+def batch_cap_memory(
+    ledger: Ledger, provider: object, *, clock: Callable[[], float]
+) -> LedgerBatchCaps | None:
+    """The memory of ``provider``'s cap; None for an in-process provider (no server)."""
+    base_url = getattr(provider, "base_url", None)
+    if not base_url:
+        return None
+    return LedgerBatchCaps(
+        ledger,
+        str(getattr(provider, "name", "")),
+        str(base_url),
+        str(getattr(provider, "model", "")),
+        clock=clock,
+    )
