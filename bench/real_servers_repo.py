@@ -53,7 +53,7 @@ def _token_count(client: httpx.Client, server: str, text: str) -> int:
 def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server") -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
-    return sweep_in(home, repo, base_url, server)
+    return sweep_in(home, repo, base_url, server, tokenizer=tokenizer)
 
 
 def sweep_in(
@@ -64,11 +64,13 @@ def sweep_in(
     *,
     progress: Callable[[int, int, int], None] | None = None,
     watch_provider: Callable[[Any], None] | None = None,
+    tokenizer: str = "server",
 ) -> dict[str, Any]:
     """A sweep of ``repo`` in ``home`` (fresh when empty, incremental after an earlier one):
     its counts, and the ledger's strikes and fences at the sweep's generation.
     ``progress`` hears the lane's (batches done, batches, embedded); ``watch_provider`` is
-    handed the sweep's provider before it runs (to wrap its calls)."""
+    handed the sweep's provider before it runs (to wrap its calls); ``tokenizer`` is how
+    the split counts (NEO_EMBEDDING_TOKENIZER)."""
     tenants = home / "tenants.yaml"
     if not tenants.exists():
         _write_tenants(tenants, repo, "2.0.0")
