@@ -25,7 +25,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider_slots import Held, poll_until
+from neo_assets.embedding.provider_slots import Held, ProviderSlots, poll_until
 from neo_assets.store.slots_schema import provider_work
 
 _ENGINES: dict[str, sa.Engine] = {}
@@ -56,17 +56,12 @@ class LedgerSlots:
     ``embedding.provider_slots.ProviderSlots``."""
 
     def __init__(self, engine: sa.Engine, provider_key: str, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("slots must be >= 1")
         self.engine = engine
         self.key = provider_key
         self.cls = lock_class(provider_key)
-        self.slots = slots
+        self.resize(slots)
 
-    def resize(self, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("slots must be >= 1")
-        self.slots = slots
+    resize = ProviderSlots.resize
 
     # --- the abandoned-work counter
     def abandoned_count(self) -> int:

@@ -330,21 +330,41 @@ def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Pa
         ledger.dispose()
 
 
-def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: Path) -> None:
-    """0008_generations, 0009_tokens on a ledger at 0007: api_tokens is added (if missing),
-    nothing else changes, and tokens can be issued, read and revoked."""
-    from neo_assets.store.tokens import issue_token, list_tokens, revoke_token, token_record
-
+def ledger_before(tmp_path: Path, table: str, version: str) -> str:
+    """A ledger as a release at ``version`` left it: one config version recorded, and
+    ``table`` (which a later migration adds) not there yet."""
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     ledger = Ledger.open(url)
     ledger.config_version("acme", "d1", 1.0)
     ledger.dispose()
     engine = sa.create_engine(url)
     with engine.begin() as conn:
-        conn.execute(sa.text("drop table api_tokens"))
-        conn.execute(sa.text("update alembic_version set version_num = '0007'"))
+        conn.execute(sa.text(f"drop table {table}"))
+        conn.execute(sa.text(f"update alembic_version set version_num = '{version}'"))
     engine.dispose()
+    return url
 
+
+def test_a_ledger_at_0009_gets_the_provider_work_table(tmp_path: Path) -> None:
+    """0010_provider_work on a ledger at 0009: provider_work is added and works."""
+    url = ledger_before(tmp_path, "provider_work", "0009")
+    ledger = Ledger.open(url)
+    try:
+        assert ledger.current_config_version("acme") == 1
+        assert "provider_work" in sa.inspect(ledger.engine).get_table_names()
+        with ledger.engine.begin() as conn:
+            conn.execute(sa.text("insert into provider_work values ('k', 3)"))
+            assert conn.execute(sa.text("select abandoned from provider_work")).scalar() == 3
+    finally:
+        ledger.dispose()
+
+
+def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: Path) -> None:
+    """0008_generations, 0009_tokens on a ledger at 0007: api_tokens is added (if missing),
+    nothing else changes, and tokens can be issued, read and revoked."""
+    from neo_assets.store.tokens import issue_token, list_tokens, revoke_token, token_record
+
+    url = ledger_before(tmp_path, "api_tokens", "0007")
     ledger = Ledger.open(url)
     try:
         assert ledger.current_config_version("acme") == 1
@@ -410,16 +430,7 @@ def test_a_ledger_at_0010_gets_the_batch_cap_table_and_remembers_a_cap(tmp_path:
     later one replaces it."""
     from neo_assets.store.batch_caps import provider_batch_cap, record_batch_cap
 
-    url = f"sqlite:///{tmp_path / 'old.sqlite'}"
-    ledger = Ledger.open(url)
-    ledger.config_version("acme", "d1", 1.0)
-    ledger.dispose()
-    engine = sa.create_engine(url)
-    with engine.begin() as conn:
-        conn.execute(sa.text("drop table provider_batch_caps"))
-        conn.execute(sa.text("update alembic_version set version_num = '0010'"))
-    engine.dispose()
-
+    url = ledger_before(tmp_path, "provider_batch_caps", "0010")
     ledger = Ledger.open(url)
     try:
         assert ledger.current_config_version("acme") == 1
