@@ -92,6 +92,8 @@ def sweep(
                     + (f"  error: {r['error']}" if r.get("error") else ""),
                     highlight=False,
                 )
+                for notice in r.get("notices") or []:
+                    err.print(f"  note: {notice}", highlight=False)
         return (
             EXIT_FAILED if any(r["outcome"] == codes.OUTCOME_FAILED for r in results) else EXIT_OK
         )

@@ -123,7 +123,9 @@ def sweep_numbers(counts: Mapping[str, Any], strikes: int, seconds: float) -> di
     }
 
 
-def embeddings_summary(key: str, numbers: Mapping[str, Any], strikes: Sequence[Any]) -> Any:
+def embeddings_summary(
+    key: str, numbers: Mapping[str, Any], strikes: Sequence[Any], notices: Sequence[str] = ()
+) -> Any:
     text = (
         f"**{key}**: **{numbers['new']}** new rows, {numbers['skipped']} skipped (present or "
         f"fenced), {numbers['deferred']} deferred, {numbers['fenced_poison']} fenced as "
@@ -136,6 +138,8 @@ def embeddings_summary(key: str, numbers: Mapping[str, Any], strikes: Sequence[A
         text += "\n\nStruck chunks (deferred, not fenced yet):\n\n" + markdown_table(
             rows, ["chunkId", "kind", "strikes", "threshold"]
         )
+    for notice in notices:
+        text += f"\n\nNote: {notice}."
     return dg.MetadataValue.md(text)
 
 

@@ -150,7 +150,7 @@ def embeddings_metadata(ctx: RepoContext, summary: dict[str, Any]) -> dict[str, 
         "strike_rows": strikes_table(strikes),
         "embed_seconds": seconds,
         "dagster/row_count": int(counts.get("embedded", 0)),
-        "summary": embeddings_summary(ctx.key, numbers, strikes),
+        "summary": embeddings_summary(ctx.key, numbers, strikes, summary.get("notices", [])),
     }
 
 

@@ -172,6 +172,20 @@ async def provider_limit(provider: object, cancel_scope: object) -> ProviderLimi
     return found if isinstance(found, ProviderLimit) and found.tokens > 0 else None
 
 
+def headroom_notice(band: Band, limit: ProviderLimit | None) -> str | None:
+    """What to say when the server takes more per input than the band assumes: the band
+    stays (it is in the generation, computed without the network), and raising
+    ``NEO_EMBEDDING_CONTEXT_TOKENS`` to the server's limit makes a new generation that
+    re-offers what the narrower band split or fenced."""
+    if limit is None or limit.tokens <= band.limit_tokens:
+        return None
+    return (
+        f"the server takes {limit.tokens} tokens per input ({limit.source}) but the band is "
+        f"{band.limit_tokens}: set {SETTING_CONTEXT_TOKENS}={limit.tokens} to use it (a new "
+        "generation: what the band split or fenced is offered again)"
+    )
+
+
 def check_band(provider_name: str, band: Band, limit: ProviderLimit | None) -> None:
     """Raise ``BandOverProviderLimitError`` when ``band`` assumes more than ``limit``."""
     if limit is not None and band.limit_tokens > limit.tokens:

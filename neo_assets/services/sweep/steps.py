@@ -41,6 +41,7 @@ from neo_assets.embedding.band import (
     Band,
     band_for,
     check_band,
+    headroom_notice,
     provider_limit,
 )
 from neo_assets.embedding.cancel import CancelScope
@@ -851,14 +852,15 @@ async def _embed(
     width_known: bool = False,
 ) -> dict[str, Any]:
     try:
+        notice = None
         if items:
-            # First contact: a server that says it takes less than the band is told so.
-            check_band(
-                provider.name,
-                band_for(settings),
-                await provider_limit(getattr(provider, "inner", provider), run.cancel_scope),
-            )
-        return await embed_chunks(
+            # First contact: a server that says it takes less than the band is told so;
+            # one that takes more is named, with the setting that would use it.
+            band = band_for(settings)
+            limit = await provider_limit(getattr(provider, "inner", provider), run.cancel_scope)
+            check_band(provider.name, band, limit)
+            notice = headroom_notice(band, limit)
+        summary = await embed_chunks(
             items,
             provider=provider,
             settings=lane_settings(settings),
@@ -871,6 +873,9 @@ async def _embed(
             width_known=width_known,
             batch_caps=batch_cap_memory(fence_book.ledger, provider, clock=run.clock),
         )
+        if notice is not None:
+            summary.setdefault("notices", []).append(notice)
+        return summary
     finally:
         await provider.aclose()
 
@@ -944,6 +949,7 @@ def census_step(
         "strikes": summary.get("strikes", []),
         "embeddingGeneration": summary.get("generation"),
         "timings": summary.get("timings", {}),
+        "notices": list(summary.get("notices", [])),
     }
 
 

@@ -143,3 +143,19 @@ def test_a_server_down_at_split_time_defers_the_sweep_and_records_nothing(
         doc = sweep_once(ctx)
     assert doc["outcome"] == codes.OUTCOME_COMPLETE, doc
     assert doc["undeliverableChunks"]["count"] == 0
+
+
+def test_a_server_that_takes_more_than_the_band_is_named_with_the_setting_to_raise(
+    neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # llama-server reports 512 tokens per slot (/props); the band stays at the configured
+    # 256 (it is in the generation), and the sweep says how to use the rest.
+    (tmp_path / "server").mkdir()
+    with running(LlamaServer(tmp_path / "server")) as server:
+        ctx = _ctx(tmp_path, monkeypatch, server.base_url, "server")
+        monkeypatch.setenv("NEO_EMBEDDING_CONTEXT_TOKENS", "256")
+        doc = sweep_once(ctx)
+    assert doc["outcome"] == codes.OUTCOME_COMPLETE, doc
+    assert doc["undeliverableChunks"]["count"] == 0
+    (notice,) = doc["notices"]
+    assert "NEO_EMBEDDING_CONTEXT_TOKENS=512" in notice and "256" in notice
