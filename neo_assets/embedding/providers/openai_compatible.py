@@ -592,7 +592,7 @@ class OpenAICompatibleProvider:
         (``default_generation_settings.n_ctx``, read once with the server's other facts).
         None from servers without ``/props`` (vLLM, TEI, llama-cpp-python's server): their
         limit is the configured one (llama-cpp-python's silent cut is found apart)."""
-        from neo_assets.embedding.band import ProviderLimit  # noqa: PLC0415
+        from neo_assets.core.band import ProviderLimit  # noqa: PLC0415
 
         n_ctx = (await self.server_facts(cancel_scope)).get("n_ctx")
         if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:

@@ -19,6 +19,7 @@ from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
+from neo_assets.core.band import SOURCE_SERVER, Band, check_band, headroom_notice
 from neo_assets.core.embedding import LaneSettings
 from neo_assets.core.embedding_input import embedding_input
 from neo_assets.core.embedding_reuse import ReusePlan, embedding_input_digest, plan_reuse
@@ -36,14 +37,7 @@ from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
 from neo_assets.core.sweep.summary import ALREADY_PRESENT, CHUNKS, EMBEDDED, REUSED
-from neo_assets.embedding.band import (
-    SOURCE_SERVER,
-    Band,
-    band_for,
-    check_band,
-    headroom_notice,
-    provider_limit,
-)
+from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -987,8 +981,6 @@ def record_failed_sweep(
     with ``attempt_inputs_at`` set to the attempt's time. The due rule compares a failed
     repo with exactly these, so the repo is due again when its backoff elapses or one of
     them moves, not because the inputs of an older sweep differ from today's."""
-    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
-    failures = int(previous.get("consecutive_failures") or 0) + 1
     revision: str | None = None
     if envelope is not None:
         revision = envelope.revision
@@ -997,23 +989,62 @@ def record_failed_sweep(
             revision = current_revision(
                 ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.sweep.max_file_bytes
             )
-    ledger.record_sweep_result(
-        ctx.tenant_id,
-        ctx.repo_slug,
-        state={
-            "last_outcome": codes.OUTCOME_FAILED,
-            "deferred_cause_code": code,
-            "consecutive_failures": failures,
-            "last_attempt_at": now,
-            "last_attempted_rev": revision,
-            "declaration_digest": repo_declaration_digest(ctx.repo.to_plain()),
-            "embedding_generation": configured_generation(settings),
-            "attempt_inputs_at": now,
-            "next_due_at": backoff_due_at(ctx, settings, failures, now),
-            "last_summary": _json({"errors": [{"code": code, "message": message[:500]}]}),
-            "updated_at": now,
-        },
+    record_unfinished_attempt(
+        ctx,
+        settings,
+        ledger,
+        outcome=codes.OUTCOME_FAILED,
+        code=code,
+        revision=revision,
+        summary={"errors": [{"code": code, "message": message[:500]}]},
+        now=now,
     )
+
+
+class UnfinishedAttempt(NamedTuple):
+    previous: dict[str, Any]  # the repo's state before this attempt
+    failures: int
+    next_due: float
+    generation: str
+
+
+def record_unfinished_attempt(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    *,
+    outcome: str,
+    code: str,
+    revision: str | None,
+    summary: dict[str, Any],
+    now: float,
+    arms_recovery_episode: bool = False,
+) -> UnfinishedAttempt:
+    """An attempt that ended before its census (failed, or deferred before the lane): one
+    more consecutive failure, its backoff, and what the attempt was made with (revision,
+    declaration digest, the settings' generation, ``attempt_inputs_at``), which the due
+    rule compares with. The checkpoint and the censuses are left as they were."""
+    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+    failures = int(previous.get("consecutive_failures") or 0) + 1
+    next_due = backoff_due_at(ctx, settings, failures, now)
+    generation = configured_generation(settings)
+    state = {
+        "last_outcome": outcome,
+        "deferred_cause_code": code,
+        "consecutive_failures": failures,
+        "last_attempt_at": now,
+        "last_attempted_rev": revision,
+        "declaration_digest": repo_declaration_digest(ctx.repo.to_plain()),
+        "embedding_generation": generation,
+        "attempt_inputs_at": now,
+        "next_due_at": next_due,
+        "last_summary": _json(summary),
+        "updated_at": now,
+    }
+    if arms_recovery_episode:
+        state["recovery_episode_opened_at"] = previous.get("recovery_episode_opened_at") or now
+    ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    return UnfinishedAttempt(previous, failures, next_due, generation)
 
 
 def record_deferred_before_lane(
@@ -1030,29 +1061,17 @@ def record_deferred_before_lane(
     a recovery episode armed like any provider failure. Nothing of the generation was
     recorded, so the checkpoint and the censuses are left as they were; the returned doc
     has the census stage's shape, with the censuses as last recorded."""
-    previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
-    failures = int(previous.get("consecutive_failures") or 0) + 1
-    next_due = backoff_due_at(ctx, settings, failures, now)
-    generation = configured_generation(settings)
     row = {"code": code, "message": message[:500], "details": {"stage": "chunk_generation"}}
-    episode = previous.get("recovery_episode_opened_at") or now
-    ledger.record_sweep_result(
-        ctx.tenant_id,
-        ctx.repo_slug,
-        state={
-            "last_outcome": codes.OUTCOME_DEFERRED,
-            "deferred_cause_code": code,
-            "consecutive_failures": failures,
-            "last_attempt_at": now,
-            "last_attempted_rev": envelope.revision,
-            "declaration_digest": envelope.repo_declaration_digest,
-            "embedding_generation": generation,
-            "attempt_inputs_at": now,
-            "next_due_at": next_due,
-            "recovery_episode_opened_at": episode,
-            "last_summary": _json({"errors": [row], "generation": generation}),
-            "updated_at": now,
-        },
+    done = record_unfinished_attempt(
+        ctx,
+        settings,
+        ledger,
+        outcome=codes.OUTCOME_DEFERRED,
+        code=code,
+        revision=envelope.revision,
+        summary={"errors": [row], "generation": configured_generation(settings)},
+        now=now,
+        arms_recovery_episode=True,
     )
     return {
         "tenantId": ctx.tenant_id,
@@ -1061,12 +1080,12 @@ def record_deferred_before_lane(
         "revision": envelope.revision,
         "counts": {},
         "deferredCauseCode": code,
-        "consecutiveFailures": failures,
-        "nextDueAt": next_due,
-        "contentPoisonChunks": _census_or_empty(previous.get("content_poison_census")),
-        "undeliverableChunks": _census_or_empty(previous.get("undeliverable_census")),
+        "consecutiveFailures": done.failures,
+        "nextDueAt": done.next_due,
+        "contentPoisonChunks": _census_or_empty(done.previous.get("content_poison_census")),
+        "undeliverableChunks": _census_or_empty(done.previous.get("undeliverable_census")),
         "strikes": [],
-        "embeddingGeneration": generation,
+        "embeddingGeneration": done.generation,
         "errors": [row],
         "timings": {},
     }

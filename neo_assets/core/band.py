@@ -1,0 +1,103 @@
+"""The band as plain data: how many tokens one input may cost and how they are counted,
+and the rules about a provider's own limit (checked at first contact, named when it is
+larger). Which band is in force for a provider is ``embedding/band.band_for``."""
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from neo_assets.core import codes
+from neo_assets.core.embedding import estimate_tokens
+
+SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
+SOURCE_CONFIGURED = "configured"  # NEO_EMBEDDING_CONTEXT_TOKENS, estimated from chars
+SOURCE_SERVER = "server-tokenizer"  # NEO_EMBEDDING_CONTEXT_TOKENS, counted by the server
+
+TokenCounter = Callable[[Sequence[str]], list[int]]
+
+
+@dataclass(frozen=True)
+class Band:
+    """The per-input limit in force for one provider."""
+
+    limit_tokens: int  # the provider's true limit per input (special tokens included)
+    safety: float  # 1.0 when the model's own tokenizer counts; the margin otherwise
+    source: str
+    chars_per_token: float
+    counter: TokenCounter | None = None  # exact counts, or None: estimated from chars
+
+    @property
+    def tokens(self) -> int:
+        """The largest count admitted: the limit, under the margin when estimated."""
+        return max(1, math.floor(self.limit_tokens * self.safety))
+
+    @property
+    def exact(self) -> bool:
+        return self.counter is not None
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        """Each text's tokens: the model's count, else the character estimate. (A server's
+        counter answers a text too short to be over the band with its bound, unasked.)"""
+        if self.counter is not None:
+            return list(self.counter(texts))
+        return [estimate_tokens(t, self.chars_per_token) for t in texts]
+
+    def fits(self, text: str) -> bool:
+        return self.count([text])[0] <= self.tokens
+
+    def describe(self) -> dict[str, object]:
+        """What receipts and the summary say about the band (no text, no callables)."""
+        return {
+            "bandTokens": self.tokens,
+            "limitTokens": self.limit_tokens,
+            "source": self.source,
+            "counted": {SOURCE_TOKENIZER: "tokenizer", SOURCE_SERVER: "server"}.get(
+                self.source, "estimate"
+            ),
+            "charsPerToken": self.chars_per_token,
+        }
+
+
+SETTING_CONTEXT_TOKENS = "NEO_EMBEDDING_CONTEXT_TOKENS"
+
+
+@dataclass(frozen=True)
+class ProviderLimit:
+    """What a server says one input may cost, and where it said so."""
+
+    tokens: int
+    source: str  # e.g. "llama.cpp /props default_generation_settings.n_ctx"
+
+
+class BandOverProviderLimitError(ValueError):
+    """The band assumes more tokens per input than the provider takes."""
+
+    code = codes.KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT
+
+    def __init__(self, provider: str, band: Band, limit: ProviderLimit) -> None:
+        self.limit = limit
+        super().__init__(
+            f"{SETTING_CONTEXT_TOKENS}={band.limit_tokens} but the {provider} provider takes "
+            f"{limit.tokens} tokens per input ({limit.source}): set "
+            f"{SETTING_CONTEXT_TOKENS}={limit.tokens} (or raise the server's limit)"
+        )
+
+
+def headroom_notice(band: Band, limit: ProviderLimit | None) -> str | None:
+    """What to say when the server takes more per input than the band assumes: the band
+    stays (it is in the generation, computed without the network), and raising
+    ``NEO_EMBEDDING_CONTEXT_TOKENS`` to the server's limit makes a new generation that
+    re-offers what the narrower band split or fenced."""
+    if limit is None or limit.tokens <= band.limit_tokens:
+        return None
+    return (
+        f"the server takes {limit.tokens} tokens per input ({limit.source}) but the band is "
+        f"{band.limit_tokens}: set {SETTING_CONTEXT_TOKENS}={limit.tokens} to use it (a new "
+        "generation: what the band split or fenced is offered again)"
+    )
+
+
+def check_band(provider_name: str, band: Band, limit: ProviderLimit | None) -> None:
+    """Raise ``BandOverProviderLimitError`` when ``band`` assumes more than ``limit``."""
+    if limit is not None and band.limit_tokens > limit.tokens:
+        raise BandOverProviderLimitError(provider_name, band, limit)
