@@ -73,20 +73,14 @@ class LedgerSlots:
 
     def mark_abandoned(self) -> None:
         with self.engine.begin() as conn:
-            bumped = conn.execute(
-                provider_work.update()
-                .where(provider_work.c.provider_key == self.key)
-                .values(abandoned=provider_work.c.abandoned + 1)
-            ).rowcount
-            if not bumped:
-                conn.execute(
-                    sa.text(
-                        "INSERT INTO provider_work (provider_key, abandoned) VALUES (:k, 1) "
-                        "ON CONFLICT (provider_key) DO UPDATE "
-                        "SET abandoned = provider_work.abandoned + 1"
-                    ),
-                    {"k": self.key},
-                )
+            conn.execute(
+                sa.text(
+                    "INSERT INTO provider_work (provider_key, abandoned) VALUES (:k, 1) "
+                    "ON CONFLICT (provider_key) DO UPDATE "
+                    "SET abandoned = provider_work.abandoned + 1"
+                ),
+                {"k": self.key},
+            )
 
     # --- locks
     def _try(self, conn: sa.Connection, obj: int, *, shared: bool = False) -> bool:
