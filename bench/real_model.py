@@ -30,6 +30,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 DEFAULT_REPO = Path("/tmp/bench-repos/flask")
 PART = re.compile(r" \[part (\d+)/(\d+)\]$")
@@ -53,6 +54,63 @@ def _write_tenants(path: Path, repo: Path, version: str) -> None:
         ]
     }
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+
+
+def sweep_declared(
+    tenants: Path,
+    *,
+    progress: Any = None,
+    watch_provider: Any = None,
+) -> tuple[Any, Any, Any, Any, Any, float]:
+    """The one repo ``tenants`` declares, swept once through ``run_sweep`` with handles
+    opened from the settings of this moment: (result, settings, ctx, ledger, store,
+    seconds). ``watch_provider`` is handed the provider before the sweep (to wrap its
+    calls); the caller closes the store and disposes of the ledger."""
+    from neo_assets.config.settings import load_settings  # noqa: PLC0415
+    from neo_assets.config.tenants import load_tenants  # noqa: PLC0415
+    from neo_assets.services.handles import (  # noqa: PLC0415
+        build_provider,
+        open_ledger,
+        open_store,
+    )
+    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
+    from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
+
+    settings = load_settings()
+    tenant = load_tenants(tenants).tenants[0]
+    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
+    ledger = open_ledger(settings)
+    store = open_store(settings)
+    provider = build_provider(settings)
+    if watch_provider is not None:
+        watch_provider(provider)
+    started = time.perf_counter()
+    result = run_sweep(
+        SweepInputs(
+            ctx=ctx,
+            settings=settings,
+            ledger=ledger,
+            open_store=lambda: store,
+            provider=provider,
+            run_id=str(uuid.uuid4()),
+            progress=progress,
+        )
+    )
+    return result, settings, ctx, ledger, store, time.perf_counter() - started
+
+
+def stored_input(document: str, meta: dict[str, Any]) -> str:
+    """The embedding input a stored row was made from (its document and stamps)."""
+    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
+
+    return embedding_input(
+        document,
+        kind=meta["kind"],
+        name=meta["name"],
+        qualified_name=meta.get("qualifiedName") or None,
+        source_path=meta["sourcePath"],
+        parser_version=meta["parserVersion"],
+    )
 
 
 def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
@@ -102,39 +160,12 @@ def main() -> None:
     import sentence_transformers  # noqa: F401, PLC0415
     import torch  # noqa: F401, PLC0415
 
-    from neo_assets.config.settings import load_settings  # noqa: PLC0415
-    from neo_assets.config.tenants import load_tenants  # noqa: PLC0415
     from neo_assets.core import codes  # noqa: PLC0415
-    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
     from neo_assets.core.ids.stamps import tenant_filter  # noqa: PLC0415
     from neo_assets.embedding.band import band_for  # noqa: PLC0415
-    from neo_assets.services.handles import (  # noqa: PLC0415
-        build_provider,
-        open_ledger,
-        open_store,
-    )
-    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
-    from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
 
-    settings = load_settings()
-    tenant = load_tenants(tenants).tenants[0]
-    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
-    ledger = open_ledger(settings)
-    store = open_store(settings)
+    result, settings, ctx, ledger, store, sweep_s = sweep_declared(tenants)
     band = band_for(settings)
-
-    started = time.perf_counter()
-    result = run_sweep(
-        SweepInputs(
-            ctx=ctx,
-            settings=settings,
-            ledger=ledger,
-            open_store=lambda: store,
-            provider=build_provider(settings),
-            run_id=str(uuid.uuid4()),
-        )
-    )
-    sweep_s = time.perf_counter() - started
     counts = dict(result.counts)
     print(f"sweep: {result.outcome} in {sweep_s:.1f} s {counts}", file=sys.stderr, flush=True)
 
@@ -143,18 +174,7 @@ def main() -> None:
     )
     docs = dict(zip(rows["ids"], rows["documents"], strict=True))
     metas = dict(zip(rows["ids"], rows["metadatas"], strict=True))
-    version = ctx.repo.parser.version
-    sent = [
-        embedding_input(
-            docs[rid],
-            kind=m["kind"],
-            name=m["name"],
-            qualified_name=m.get("qualifiedName") or None,
-            source_path=m["sourcePath"],
-            parser_version=version,
-        )
-        for rid, m in metas.items()
-    ]
+    sent = [stored_input(docs[rid], m) for rid, m in metas.items()]
 
     # Every parsed chunk's text is in the collection: whole, or its parts in order.
     parts_of: dict[tuple[str, str], list[tuple[int, int, str]]] = {}
@@ -200,7 +220,7 @@ def main() -> None:
         "bench": "real_model",
         "repo": str(repo),
         "commit": commit,
-        "parserVersion": version,
+        "parserVersion": ctx.repo.parser.version,
         "model": "sentence-transformers/all-MiniLM-L6-v2 (bundled)",
         "band": band.describe(),
         "outcome": result.outcome,

@@ -24,8 +24,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,7 +33,7 @@ import httpx
 if __package__ in (None, ""):  # run as a file: the repo root, not bench/, first on the path
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.real_model import _write_tenants  # noqa: E402
+from bench.real_model import _write_tenants, stored_input, sweep_declared  # noqa: E402
 
 DEFAULT_REPO = Path("/tmp/bench-repos/flask")
 LIMIT = 512
@@ -88,43 +86,15 @@ def sweep_in(
             "NEO_PROVIDER_SLOTS_DIR": str(home / "slots"),
         }
     )
-    from neo_assets.config.settings import load_settings  # noqa: PLC0415
-    from neo_assets.config.tenants import load_tenants  # noqa: PLC0415
-    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
     from neo_assets.core.ids.stamps import tenant_filter  # noqa: PLC0415
     from neo_assets.services.generations import (  # noqa: PLC0415
         configured_generation,
         generation_store,
     )
-    from neo_assets.services.handles import (  # noqa: PLC0415
-        build_provider,
-        open_ledger,
-        open_store,
-    )
-    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
-    from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
 
-    settings = load_settings()
-    tenant = load_tenants(tenants).tenants[0]
-    ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])
-    ledger = open_ledger(settings)
-    store = open_store(settings)
-    provider = build_provider(settings)
-    if watch_provider is not None:
-        watch_provider(provider)
-    started = time.perf_counter()
-    result = run_sweep(
-        SweepInputs(
-            ctx=ctx,
-            settings=settings,
-            ledger=ledger,
-            open_store=lambda: store,
-            provider=provider,
-            run_id=str(uuid.uuid4()),
-            progress=progress,
-        )
+    result, settings, ctx, ledger, store, seconds = sweep_declared(
+        tenants, progress=progress, watch_provider=watch_provider
     )
-    seconds = time.perf_counter() - started
     target = generation_store(settings, ledger, store, configured_generation(settings))
     rows = target.collection.get(
         where=tenant_filter("bench", "repo"), include=["documents", "metadatas"]
@@ -132,15 +102,7 @@ def sweep_in(
     over = 0
     with httpx.Client(base_url=base_url, timeout=30.0) as client:
         for doc, meta in zip(rows["documents"], rows["metadatas"], strict=True):
-            sent = embedding_input(
-                doc,
-                kind=meta["kind"],
-                name=meta["name"],
-                qualified_name=meta.get("qualifiedName") or None,
-                source_path=meta["sourcePath"],
-                parser_version=meta["parserVersion"],
-            )
-            if _token_count(client, server, sent) > LIMIT:
+            if _token_count(client, server, stored_input(doc, meta)) > LIMIT:
                 over += 1
     counts = dict(result.counts)
     generation = str(result.doc.get("embeddingGeneration") or configured_generation(settings))
