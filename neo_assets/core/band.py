@@ -16,6 +16,18 @@ SOURCE_SERVER = "server-tokenizer"  # NEO_EMBEDDING_CONTEXT_TOKENS, counted by t
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
 
+# Tokens per UTF-8 byte are at most one for the tokenizers embedding servers run (BPE
+# with byte fallback, WordPiece, SentencePiece), plus the model's added tokens around an
+# input ([CLS]/[SEP], BOS/EOS; at most this many).
+ADDED_TOKENS = 4
+
+
+def token_bound(text: str) -> int:
+    """An upper bound on ``text``'s tokens under any of those tokenizers: a text whose
+    bound is within a limit cannot exceed it, so it need not be counted."""
+    return len(text.encode("utf-8")) + ADDED_TOKENS
+
+
 @dataclass(frozen=True)
 class Band:
     """The per-input limit in force for one provider."""

@@ -33,10 +33,9 @@ from typing import Any
 import httpx
 
 from neo_assets.core import codes
+from neo_assets.core.band import token_bound
 
 SETTING = "NEO_EMBEDDING_TOKENIZER"
-# Tokens a model adds around an input ([CLS]/[SEP], BOS/EOS), an upper bound.
-ADDED_TOKENS = 4
 _CACHE_MAX = 200_000
 
 
@@ -122,7 +121,7 @@ class ServerTokenCounter:
     def __call__(self, texts: Sequence[str]) -> list[int]:
         out = []
         for text in texts:
-            size = len(text.encode("utf-8")) + ADDED_TOKENS
+            size = token_bound(text)
             if size <= self.band_tokens:
                 out.append(size)  # cannot be over the band: not asked (module docstring)
                 continue

@@ -5,6 +5,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.core.band import (
+    ADDED_TOKENS,
     SOURCE_CONFIGURED,
     SOURCE_SERVER,
     Band,
@@ -12,6 +13,7 @@ from neo_assets.core.band import (
     ProviderLimit,
     check_band,
     headroom_notice,
+    token_bound,
 )
 
 LIMIT = ProviderLimit(512, "llama.cpp /props default_generation_settings.n_ctx")
@@ -42,3 +44,8 @@ def test_a_provider_that_takes_more_than_the_band_is_named_with_the_setting() ->
     assert notice is not None and "NEO_EMBEDDING_CONTEXT_TOKENS=512" in notice
     assert headroom_notice(band(512), LIMIT) is None
     assert headroom_notice(band(256), None) is None
+
+
+def test_the_token_bound_is_bytes_plus_the_added_tokens() -> None:
+    assert token_bound("abc") == 3 + ADDED_TOKENS
+    assert token_bound("é") == 2 + ADDED_TOKENS  # two UTF-8 bytes

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from neo_assets.core import codes
+from neo_assets.core.band import ADDED_TOKENS
 from neo_assets.embedding.server_tokens import (
-    ADDED_TOKENS,
     CountUnavailable,
     NoTokenizeEndpoint,
     ServerTokenCounter,

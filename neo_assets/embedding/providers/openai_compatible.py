@@ -42,6 +42,7 @@ import httpx
 import numpy as np
 
 from neo_assets.core import codes
+from neo_assets.core.band import token_bound
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import (
     EmbedFailure,
@@ -333,13 +334,6 @@ def join_url(base_url: str, path: str) -> str:
     return base_url.rstrip("/") + path
 
 
-# Tokens per UTF-8 byte are at most one for the tokenizers these servers run (BPE with
-# byte fallback, WordPiece, SentencePiece), plus the model's added tokens: an input whose
-# byte length stays under ``limit - ADDED_TOKENS`` cannot exceed the limit, so only longer
-# ones are counted.
-ADDED_TOKENS = 4
-
-
 def truncation_refusal(
     provider: str, operation_label: str, *, counted: int, limit: int | None, embedded: int | None
 ) -> EmbedFailure:
@@ -522,11 +516,11 @@ class OpenAICompatibleProvider:
         facts = await self.server_facts(cancel_scope)
         if not facts.get("count_tokens"):
             return [None] * len(texts)
-        floor = (self.token_limit - ADDED_TOKENS) if self.token_limit else 0
+        limit = self.token_limit
         url = join_url(self.base_url, "/extras/tokenize/count")
         counts: list[int | None] = []
         for text in texts:
-            if len(text.encode("utf-8")) < floor:
+            if limit and token_bound(text) <= limit:  # cannot exceed it: not asked
                 counts.append(None)
                 continue
             body = await self.transport.post_json(
