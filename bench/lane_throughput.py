@@ -133,8 +133,8 @@ async def lane(
         elapsed = time.perf_counter() - started
     finally:
         await provider.aclose()
-    if summary["counts"]["embedded"] != len(items) or summary["errors"]:
-        raise RuntimeError(f"the lane did not embed everything: {summary['counts']}")
+    if summary.counts.embedded != len(items) or summary.errors:
+        raise RuntimeError(f"the lane did not embed everything: {summary.counts}")
     return len(items) / elapsed, summary
 
 
@@ -191,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
         "maxInflight": inflight,
         "dims": args.dims,
         "inputs": count,
-        "requests": summary["counts"]["requests"],
+        "requests": summary.counts.requests,
         "capacityInputsPerS": round(capacity, 1),
         "baselineInputsPerS": round(base_rate, 1),
         "laneInputsPerS": round(lane_rate, 1),

@@ -175,7 +175,7 @@ def main() -> int:
         if theirs_first:
             row.update(their_rows())
         ours_s, summary = ours()
-        row.update({"ours_s": round(ours_s, 3), "ours_embedded": summary["counts"].get("embedded")})
+        row.update({"ours_s": round(ours_s, 3), "ours_embedded": summary.counts.embedded})
         if not theirs_first:
             row.update(their_rows())
         for mode in ("incremental", "scoped_full"):

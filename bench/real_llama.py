@@ -100,13 +100,13 @@ async def lane(
         elapsed = time.perf_counter() - started
     finally:
         await provider.aclose()
-    counts = summary["counts"]
-    if counts["embedded"] != len(inputs):
-        raise RuntimeError(f"lane embedded {counts['embedded']} of {len(inputs)}: {counts}")
+    counts = summary.counts
+    if counts.embedded != len(inputs):
+        raise RuntimeError(f"lane embedded {counts.embedded} of {len(inputs)}: {counts}")
     return {
         "seconds": elapsed,
         "inputsPerSecond": len(inputs) / elapsed,
-        "requests": counts["requests"],
+        "requests": counts.requests,
     }
 
 

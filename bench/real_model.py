@@ -166,7 +166,7 @@ def main() -> None:
 
     result, settings, ctx, ledger, store, sweep_s = sweep_declared(tenants)
     band = band_for(settings)
-    counts = dict(result.counts)
+    counts = result.counts.to_doc()
     print(f"sweep: {result.outcome} in {sweep_s:.1f} s {counts}", file=sys.stderr, flush=True)
 
     rows = store.collection.get(

@@ -104,8 +104,8 @@ def sweep_in(
         for doc, meta in zip(rows["documents"], rows["metadatas"], strict=True):
             if _token_count(client, server, stored_input(doc, meta)) > LIMIT:
                 over += 1
-    counts = dict(result.counts)
-    generation = str(result.doc.get("embeddingGeneration") or configured_generation(settings))
+    counts = result.counts.to_doc()
+    generation = result.report.embedding_generation or configured_generation(settings)
     strikes = ledger.strikes(ctx.tenant_id, ctx.repo_slug, generation)
     state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     summary = json.loads(state.get("last_summary") or "{}")
@@ -129,7 +129,7 @@ def sweep_in(
         "undeliverable": int(counts.get("fencedUndeliverable", 0)),
         "deferred": int(counts.get("deferred", 0)),
         "over_limit": over,
-        "deferred_cause": result.doc.get("deferredCauseCode"),
+        "deferred_cause": result.report.deferred_cause_code,
         "strikes": len(strikes),
         "struck": [
             {"chunkId": s["chunk_id"], "kind": s["kind"], "count": s["count"], **s["receipt"]}

@@ -203,17 +203,17 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     # Closed: left open, its Chroma system stayed in this process, and the sweeps measured
     # after it (the one-file commit, the forced ones) took ~20 % longer beside it.
     raw.client.close()
-    own_s = first["timings"]["stages_s"]
+    own_s = first["timings"]["stagesSeconds"]
     return {
         "result": first,
         "rows": len(got["ids"]),
         "first_sweep_s": first_s,
         "own_s": own_s,
-        "write_s": first["timings"]["write_s"],
+        "write_s": first["timings"]["writeSeconds"],
         "raw_embed_s": raw_embed_s,
         "raw_add_s": raw_add_s,
         "own_to_max_raw": own_s / max(raw_embed_s, raw_add_s),
-        "write_to_raw_add": first["timings"]["write_s"] / raw_add_s,
+        "write_to_raw_add": first["timings"]["writeSeconds"] / raw_add_s,
     }
 
 
@@ -304,7 +304,7 @@ def main() -> int:
             t0 = time.perf_counter()
             swept = run_sweeps(settings, tenants, instance, force=force)[0]
             runs.append((swept, time.perf_counter() - t0, latest_run_id(instance, "links")))
-        own_s = [r["timings"]["stages_s"] for r, _, _ in runs]
+        own_s = [r["timings"]["stagesSeconds"] for r, _, _ in runs]
         return (*runs[own_s.index(statistics.median_low(own_s))], own_s)
 
     one, one_s, one_links, one_own = median_run(one_file_commit, force=False)
@@ -316,7 +316,7 @@ def main() -> int:
         for name, r in (("first", first), ("one_file", one), ("forced", forced))
     }
     own = {
-        name: r["timings"]["stages_s"]
+        name: r["timings"]["stagesSeconds"]
         for name, r in (("first", first), ("one_file", one), ("forced", forced))
     }
     fixed = [
@@ -333,7 +333,7 @@ def main() -> int:
         if forced_links and forced_links != links_before_forced
         else None,
     }
-    write_s = first["timings"]["write_s"]
+    write_s = first["timings"]["writeSeconds"]
     result = {
         "bench": "sweep",
         "files": args.files,

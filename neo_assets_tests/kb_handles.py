@@ -48,7 +48,7 @@ class KbHandles:
 def sweep_once(ctx: "RepoContext") -> dict[str, Any]:
     """One whole sweep of ``ctx`` through ``run_sweep`` (the entry point the CLI, the
     Dagster asset and the benches call), with handles opened from the settings of that
-    moment and closed after; its contract-shaped result (``SweepResult.doc``)."""
+    moment and closed after; its contract-shaped result (``SweepResult.to_doc()``)."""
     from neo_assets.services.handles import build_provider  # noqa: PLC0415
     from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
 
@@ -64,4 +64,4 @@ def sweep_once(ctx: "RepoContext") -> dict[str, Any]:
                 run_id=str(uuid.uuid4()),
             )
         )
-    return dict(result.doc)
+    return result.to_doc()

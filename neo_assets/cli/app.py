@@ -60,7 +60,7 @@ def sweep(
             settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
         )
         # The counts in both spellings for one release (README, "Deprecated keys").
-        emit({"repos": [with_deprecated_count_keys(r) for r in results]}, as_json)
+        emit({"repos": [with_deprecated_keys(r) for r in results]}, as_json)
         if not as_json:
             for r in results:
                 c = r.get("counts", {})
@@ -243,9 +243,14 @@ if __name__ == "__main__":
     main()
 
 
-def with_deprecated_count_keys(repo: dict) -> dict:
-    """One repo's sweep entry with its counts also under their pre-camelCase names."""
+def with_deprecated_keys(repo: dict) -> dict:
+    """One repo's sweep entry with its counts and timings also under their names before
+    camelCase (README, "Deprecated keys")."""
+    out = dict(repo)
     counts = repo.get("counts")
-    if not isinstance(counts, dict) or not counts:
-        return repo
-    return {**repo, "counts": keys.with_deprecated_spellings(counts)}
+    if isinstance(counts, dict) and counts:
+        out["counts"] = keys.with_deprecated_spellings(counts)
+    timings = repo.get("timings")
+    if isinstance(timings, dict) and timings:
+        out["timings"] = keys.with_deprecated_timing_keys(timings)
+    return out

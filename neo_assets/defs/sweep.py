@@ -24,7 +24,7 @@ import dagster as dg
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
-from neo_assets.core.sweep.summary import ALREADY_PRESENT
+from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.defs.metadata import (
     census_summary,
     chunks_summary,
@@ -137,20 +137,20 @@ def chunks_metadata(ctx: RepoContext, revision: str, tally: ChunkTally) -> dict[
     }
 
 
-def embeddings_metadata(ctx: RepoContext, summary: dict[str, Any]) -> dict[str, Any]:
-    counts = summary.get("counts", {})
-    strikes = summary.get("strikes", [])
-    seconds = float(summary.get("seconds", 0.0))
+def embeddings_metadata(ctx: RepoContext, summary: LaneSummary) -> dict[str, Any]:
+    counts = summary.counts.to_doc()
+    strikes = summary.strikes
+    seconds = summary.seconds or 0.0
     numbers = sweep_numbers(counts, len(strikes), seconds)
     return {
         **counts_metadata(counts),
         **numbers,
-        "embedding_generation": summary.get("generation", ""),
-        "errors": len(summary.get("errors", [])),
+        "embedding_generation": summary.generation or "",
+        "errors": len(summary.errors),
         "strike_rows": strikes_table(strikes),
         "embed_seconds": seconds,
-        "dagster/row_count": int(counts.get("embedded", 0)),
-        "summary": embeddings_summary(ctx.key, numbers, strikes, summary.get("notices", [])),
+        "dagster/row_count": summary.counts.embedded,
+        "summary": embeddings_summary(ctx.key, numbers, strikes, summary.notices),
     }
 
 
@@ -185,15 +185,15 @@ def stage_metadata(ctx: RepoContext, event: StageEnded) -> dict[str, Any]:
     if event.stage == "chunk_generation":
         assert event.tally is not None
         return chunks_metadata(ctx, event.envelope.revision, event.tally)
-    return embeddings_metadata(ctx, dict(event.summary or {}))
+    return embeddings_metadata(ctx, event.summary or LaneSummary())
 
 
 def sweep_line(ctx: RepoContext, result: SweepResult) -> str:
     counts = result.counts
     return (
-        f"{ctx.key}: {result.outcome} (cause {result.doc.get('deferredCauseCode')}); "
-        f"embedded {counts.get('embedded', 0)} new, "
-        f"{counts.get(ALREADY_PRESENT, 0)} already present, "
+        f"{ctx.key}: {result.outcome} (cause {result.report.deferred_cause_code}); "
+        f"embedded {counts.embedded} new, "
+        f"{counts.already_present or 0} already present, "
         f"{result.errors} error rows in {result.embed_seconds or 0.0:.1f}s"
     )
 

@@ -52,17 +52,14 @@ proves.
    ``KB_VECTOR_EMBED_WRITE_ERROR`` row (no fence, no strike) and the rest is deferred with
    that code.
 
-The summary (read by the outcome classifier, the census and the asset metadata)::
+The summary (a ``core.sweep.summary.LaneSummary``, read by the outcome classifier, the
+census and the asset metadata): ``counts`` (offered, embedded, already_fenced,
+fenced_poison, fenced_undeliverable, deferred, requests), ``errors`` (fence rows, then
+live rows), ``strikes`` (``{"chunkId", "kind", "strikes", "threshold"}`` rows),
+``events`` (failures the sweep resolved itself) and ``generation``.
 
-    {"counts": {"offered", "embedded", "alreadyFenced", "fencedPoison",
-                "fencedUndeliverable", "deferred", "requests"},
-     "errors": [fence rows..., live rows...],
-     "strikes": [{"chunkId", "kind", "strikes", "threshold"}, ...],
-     "events": [rows of failures the sweep resolved itself],
-     "generation": str}
-
-``offered == embedded + fencedPoison + fencedUndeliverable + deferred`` (fences recorded
-this sweep); ``alreadyFenced`` counts inputs skipped because a fence at this generation
+``offered == embedded + fenced_poison + fenced_undeliverable + deferred`` (fences recorded
+this sweep); ``already_fenced`` counts inputs skipped because a fence at this generation
 already held them, and each of them has a fence row in ``errors`` (``details.
 recordedThisSweep`` false) so a fence-only repo keeps reporting its census. A live row
 (``errors``) exists only for a failure that left chunks deferred; failures the lane
@@ -87,6 +84,7 @@ from neo_assets.core.embedding import (
     LaneSettings,
     StrikeRecord,
 )
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts, zero_lane_counts
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import as_embed_failure, failure_cause, size_tokens
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -293,15 +291,7 @@ class _Lane:
         self.drained_seen: int | None = self.slots.abandoned_count()
         self.ever_answered = False
 
-        self.counts = {
-            "offered": 0,
-            "embedded": 0,
-            "alreadyFenced": 0,
-            "fencedPoison": 0,
-            "fencedUndeliverable": 0,
-            "deferred": 0,
-            "requests": 0,
-        }
+        self.counts = zero_lane_counts()
         self.offered: list[LaneItem] = []
         self.item_ids: set[str] = set()
         self.state: dict[str, str] = {}
@@ -337,7 +327,7 @@ class _Lane:
         self._fences: Mapping[str, FenceRecord] | None = None
 
     # -------------------------------------------------------------- entry
-    async def run(self, items: Sequence[LaneItem]) -> dict[str, Any]:
+    async def run(self, items: Sequence[LaneItem]) -> LaneSummary:
         self._admit(items)
         if self.batches:  # only a sweep with batches to send asks the server
             await self._discover_slots()
@@ -1192,20 +1182,20 @@ class _Lane:
             self.progress(self.done_batches, self.total_batches, self.counts["embedded"])
 
     # -------------------------------------------------------------- summary
-    def _summary(self) -> dict[str, Any]:
+    def _summary(self) -> LaneSummary:
         threshold = self.settings.strike_threshold
         strike_rows = [
             rules.strike_row(chunk_id, rec.kind, rec.count, threshold)
             for chunk_id, rec in self.strikes.items()
             if rec.count > 0 and chunk_id in self.item_ids and self.state.get(chunk_id) != _EMBEDDED
         ]
-        return {
-            "counts": dict(self.counts),
-            "errors": [*self.prior_fence_rows, *self.fence_rows, *self.live_rows],
-            "strikes": strike_rows,
-            "events": list(self.events),
-            "generation": self.generation,
-        }
+        return LaneSummary(
+            counts=SweepCounts.from_doc(self.counts),
+            errors=(*self.prior_fence_rows, *self.fence_rows, *self.live_rows),
+            strikes=tuple(strike_rows),
+            events=tuple(self.events),
+            generation=self.generation,
+        )
 
 
 def _recalled_cap(memory: BatchCapMemory | None) -> int | None:
@@ -1256,7 +1246,7 @@ async def embed_chunks(
     slots: Slots | None = None,
     width_known: bool = False,
     batch_caps: BatchCapMemory | None = None,
-) -> dict[str, Any]:
+) -> LaneSummary:
     """Embed ``items`` (chunks the collection lacks) at ``generation``; return the summary
     (module docstring). Never raises for a provider or store failure: every failure is a
     row. ``asyncio.CancelledError`` propagates after cancelling the lane's own tasks.

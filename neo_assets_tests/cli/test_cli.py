@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.core.sweep.summary import DEPRECATED_SPELLINGS
+from neo_assets.core.sweep.summary import DEPRECATED_SPELLINGS, TIMING_KEYS
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
@@ -58,6 +58,11 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
         assert counts["alreadyPresent"] + counts["embedded"] == counts["chunks"] > 0
         for new, old in DEPRECATED_SPELLINGS.items():
             assert counts[new] == counts[old], (new, old)
+        # Each stage's seconds in camelCase, and under its old snake_case name, equal.
+        timings = r["timings"]
+        assert set(TIMING_KEYS.values()) <= set(timings), timings
+        for old, new in TIMING_KEYS.items():
+            assert timings[new] == timings[old] >= 0, (new, old)
 
     again = json.loads(_run(["sweep", "--json"], cli_env).stdout)
     assert {r["outcome"] for r in again["repos"]} == {"skipped"}

@@ -497,9 +497,9 @@ def test_a_summary_of_fences_only_completes_and_a_strike_row_defers() -> None:
         1.0,
         recorded_this_sweep=True,
     )
-    assert classify_sweep_outcome({"errors": [fence]}).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome([fence]).outcome == codes.OUTCOME_COMPLETE
     live = rules.error_row(codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, "strike 1/2", [CHUNK], "op")
-    verdict = classify_sweep_outcome({"errors": [fence, live]})
+    verdict = classify_sweep_outcome([fence, live])
     assert verdict.outcome == codes.OUTCOME_DEFERRED
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
     assert rules.strike_row(CHUNK, "death", 1, 2) == {

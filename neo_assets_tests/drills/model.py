@@ -324,7 +324,7 @@ class World:
         )
         if ending == "cancel-then-crash":
             return None
-        result = census_step(ctx, settings, ledger, envelope, summary, self.now())
+        result = census_step(ctx, settings, ledger, envelope, summary, self.now()).to_doc()
         repo.settled = True
         return result
 

@@ -35,6 +35,7 @@ from neo_assets.core.embedding import (
 )
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
@@ -243,18 +244,18 @@ class Store:
 
 @dataclass
 class Sweep:
-    summary: dict[str, Any]
+    summary: LaneSummary
     provider: ScriptedProvider
     store: Store
     book: InMemoryFenceBook
     progress: list[tuple[int, int, int]] = field(default_factory=list)
 
     @property
-    def counts(self) -> dict[str, int]:
-        return self.summary["counts"]
+    def counts(self) -> SweepCounts:
+        return self.summary.counts
 
     def fences(self, disposition: str | None = None) -> list[dict[str, Any]]:
-        rows = [r for r in self.summary["errors"] if is_durable_fence(r)]
+        rows = [r for r in self.summary.errors if is_durable_fence(r)]
         if disposition is not None:
             rows = [r for r in rows if r["details"]["disposition"] == disposition]
         return rows
@@ -263,7 +264,7 @@ class Sweep:
         return {r["details"]["chunkId"] for r in self.fences(disposition)}
 
     def live(self) -> list[dict[str, Any]]:
-        return [r for r in self.summary["errors"] if not is_durable_fence(r)]
+        return [r for r in self.summary.errors if not is_durable_fence(r)]
 
     def deferred_ids(self, code: str | None = None) -> set[str]:
         return {
@@ -318,7 +319,7 @@ def sweep(
 def check_invariants(result: Sweep, items: list[LaneItem]) -> None:
     """What every summary must satisfy, whatever happened."""
     counts = result.counts
-    assert set(counts) == {
+    assert set(counts.to_doc()) == {
         "offered",
         "embedded",
         "alreadyFenced",
@@ -327,17 +328,14 @@ def check_invariants(result: Sweep, items: list[LaneItem]) -> None:
         "deferred",
         "requests",
     }
-    assert counts["offered"] + counts["alreadyFenced"] == len({i.chunk_id for i in items})
-    assert counts["offered"] == (
-        counts["embedded"]
-        + counts["fencedPoison"]
-        + counts["fencedUndeliverable"]
-        + counts["deferred"]
+    assert counts.offered + counts.already_fenced == len({i.chunk_id for i in items})
+    assert counts.offered == (
+        counts.embedded + counts.fenced_poison + counts.fenced_undeliverable + counts.deferred
     )
-    assert counts["embedded"] == len(result.store.written & {i.chunk_id for i in items})
-    assert counts["requests"] == len(result.provider.requests)
-    assert result.summary["generation"] in (GEN, "gen-b")
-    for row in result.summary["errors"]:
+    assert counts.embedded == len(result.store.written & {i.chunk_id for i in items})
+    assert counts.requests == len(result.provider.requests)
+    assert result.summary.generation in (GEN, "gen-b")
+    for row in result.summary.errors:
         assert set(row) == {"code", "message", "details"}
     # Poison is only ever backed by content evidence.
     for row in result.fences(codes.DISPOSITION_PROVEN_CONTENT_POISON):
@@ -349,7 +347,7 @@ def check_invariants(result: Sweep, items: list[LaneItem]) -> None:
     }
     assert not (fenced_now & result.store.written)
     assert not (result.deferred_ids() & result.store.written)
-    assert counts["deferred"] == sum(r["details"]["chunkCount"] for r in result.live())
+    assert counts.deferred == sum(r["details"]["chunkCount"] for r in result.live())
     # Progress never runs past its total, and the embedded count only grows.
     assert all(done <= total for done, total, _ in result.progress)
     embedded = [e for _, _, e in result.progress]
@@ -360,7 +358,7 @@ def check_invariants(result: Sweep, items: list[LaneItem]) -> None:
 def extra_requests_for(n: int, bad: int, behaviour: str = "content") -> tuple[int, Sweep]:
     provider = ScriptedProvider({"BAD": behaviour}, dimensions=DIM)
     result = sweep(corpus(n, {bad: "BAD"}), provider, settings=fast_settings(batch_size=n))
-    return result.counts["requests"] - 1, result
+    return result.counts.requests - 1, result
 
 
 # ---------------------------------------------------------------------------- happy path
@@ -369,12 +367,12 @@ def test_happy_path_embeds_every_batch_and_writes_each_at_once() -> None:
     # alone, as soon as it is embedded.
     provider = ScriptedProvider(dimensions=DIM, latency_s=0.05)
     result = sweep(corpus(150), provider, settings=fast_settings(max_inflight=1))
-    assert result.counts["embedded"] == 150
-    assert result.counts["requests"] == 3
+    assert result.counts.embedded == 150
+    assert result.counts.requests == 3
     assert [len(b) for b in result.store.batches] == [64, 64, 22]
-    assert result.summary["errors"] == []
-    assert result.summary["strikes"] == []
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert result.summary.errors == ()
+    assert result.summary.strikes == ()
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
     # Writes ran in worker threads, never on the event loop's thread.
     assert result.store.threads and threading.main_thread().name not in result.store.threads
     assert result.progress[-1] == (3, 3, 150)
@@ -392,7 +390,7 @@ def test_batches_that_finish_during_a_slow_write_go_together_in_the_next_one() -
     items = corpus(64 * 12)
     store = SlowStore()
     result = sweep(items, ScriptedProvider(dimensions=DIM), store=store)
-    assert result.counts["embedded"] == len(items) and result.counts["requests"] == 12
+    assert result.counts.embedded == len(items) and result.counts.requests == 12
     # Fewer, larger writes, never more than the queue holds plus the batch that woke the
     # writer; every id written exactly once.
     assert len(store.batches) < 12
@@ -406,27 +404,27 @@ def test_a_failed_grouped_write_defers_every_batch_in_it_and_fences_nothing() ->
     items = corpus(64 * 6)
     store = SlowStore(fail_on_call=2)
     result = sweep(items, ScriptedProvider(dimensions=DIM), store=store)
-    assert result.fences() == [] and result.summary["strikes"] == []
+    assert result.fences() == [] and result.summary.strikes == ()
     first = result.live()[0]
     assert first["code"] == codes.KB_VECTOR_EMBED_WRITE_ERROR
     assert first["details"]["chunkCount"] > 64  # the failed write held more than one batch
     assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_WRITE_ERROR}
-    assert result.counts["embedded"] == len(store.written)
-    assert result.counts["embedded"] + result.counts["deferred"] == len(items)
+    assert result.counts.embedded == len(store.written)
+    assert result.counts.embedded + result.counts.deferred == len(items)
 
 
 def test_a_lone_trailing_input_is_embedded_alone() -> None:
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep(corpus(65), provider)
-    assert result.counts["embedded"] == 65
+    assert result.counts.embedded == 65
     assert sorted(len(r) for r in provider.requests) == [1, 64]
 
 
 def test_duplicate_ids_are_offered_once() -> None:
     items = corpus(3)
     result = sweep(items + items[:1], ScriptedProvider(dimensions=DIM))
-    assert result.counts["offered"] == 3
-    assert result.counts["embedded"] == 3
+    assert result.counts.offered == 3
+    assert result.counts.embedded == 3
 
 
 # ---------------------------------------------------------------------------- admission
@@ -444,10 +442,10 @@ def test_admission_fences_an_oversized_input_without_dispatching_it() -> None:
     assert row["details"]["receipt"]["estimateTokens"] == 51
     assert row["details"]["receipt"]["bandTokens"] == 50
     assert row["details"]["observedAt"] == 1_700_000_000.0
-    assert result.counts["fencedUndeliverable"] == 1
-    assert result.counts["embedded"] == 6
+    assert result.counts.fenced_undeliverable == 1
+    assert result.counts.embedded == 6
     assert result.book.fenced_ids(GEN) == {big.chunk_id}
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ---------------------------------------------------------------------------- generation
@@ -461,19 +459,19 @@ def test_a_fenced_chunk_is_not_offered_again_at_its_generation_but_is_at_a_new_o
     again = ScriptedProvider({"BAD": "content"}, dimensions=DIM)
     second = sweep([items[3]], again, book=book)
     assert again.requests == []
-    assert second.counts["alreadyFenced"] == 1
-    assert second.counts["offered"] == 0
-    (row,) = second.summary["errors"]
+    assert second.counts.already_fenced == 1
+    assert second.counts.offered == 0
+    (row,) = second.summary.errors
     assert is_durable_fence(row)
     assert row["details"]["recordedThisSweep"] is False
     assert row["details"]["chunkId"] == cid(3)
-    assert classify_sweep_outcome(second.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(second.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
     healed = ScriptedProvider(dimensions=DIM)  # the new geometry delivers it
     third = sweep([items[3]], healed, book=book, generation="gen-b")
     assert healed.requests == [[items[3].text]]
-    assert third.counts["embedded"] == 1
-    assert third.counts["alreadyFenced"] == 0
+    assert third.counts.embedded == 1
+    assert third.counts.already_fenced == 0
 
 
 # ---------------------------------------------------------------------------- isolation
@@ -481,11 +479,11 @@ def test_a_fenced_chunk_is_not_offered_again_at_its_generation_but_is_at_a_new_o
 def test_content_failure_is_isolated_to_exactly_the_bad_input_within_the_bound(bad: int) -> None:
     extra, result = extra_requests_for(64, bad)
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(bad)}
-    assert result.counts["embedded"] == 63
-    assert result.counts["fencedPoison"] == 1
+    assert result.counts.embedded == 63
+    assert result.counts.fenced_poison == 1
     assert extra <= isolation_request_bound(64) == 14
     assert result.live() == []  # the failure was resolved within the sweep
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
     (row,) = result.fences()
     assert row["details"]["reasonCode"] == codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON
     assert row["details"]["disposition"] == codes.DISPOSITION_PROVEN_CONTENT_POISON
@@ -515,7 +513,7 @@ def test_a_size_refusal_is_geometry_never_poison() -> None:
     extra, result = extra_requests_for(64, 17, "too_large")
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     assert result.fenced_ids(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(17)}
-    assert result.counts["embedded"] == 63 and result.counts["fencedPoison"] == 0
+    assert result.counts.embedded == 63 and result.counts.fenced_poison == 0
     assert extra <= 14  # found by the same bisection
     fence = result.fences()[0]["details"]
     receipt = fence["receipt"]
@@ -530,8 +528,8 @@ def test_a_lone_size_refusal_needs_no_control_and_opens_no_circuit() -> None:
     provider = ScriptedProvider({"BIG": "too_large"}, dimensions=DIM)
     items = corpus(5, {0: "BIG", 1: "BIG", 2: "BIG", 3: "BIG", 4: "BIG"})
     result = sweep(items, provider, settings=fast_settings(batch_size=1, circuit_threshold=2))
-    assert result.counts["requests"] == 5  # one each: no control, no retry, no circuit
-    assert result.counts["fencedUndeliverable"] == 5 and result.counts["fencedPoison"] == 0
+    assert result.counts.requests == 5  # one each: no control, no retry, no circuit
+    assert result.counts.fenced_undeliverable == 5 and result.counts.fenced_poison == 0
 
 
 def test_a_rate_limit_refusal_is_never_content_evidence() -> None:
@@ -546,7 +544,7 @@ def test_two_bad_inputs_are_both_isolated() -> None:
     provider = ScriptedProvider({"BAD": "content", "WORSE": "content"}, dimensions=DIM)
     result = sweep(corpus(64, {10: "BAD", 11: "WORSE"}), provider)
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(10), cid(11)}
-    assert result.counts["embedded"] == 62
+    assert result.counts.embedded == 62
 
 
 def test_a_failing_control_aborts_the_isolation_and_attributes_nothing() -> None:
@@ -557,15 +555,15 @@ def test_a_failing_control_aborts_the_isolation_and_attributes_nothing() -> None
     result = sweep(corpus(64), provider, settings=fast_settings(circuit_threshold=3))
     assert result.fences() == []
     assert result.book.log == []
-    assert result.counts["deferred"] == 64
-    assert result.counts["requests"] < 20
+    assert result.counts.deferred == 64
+    assert result.counts.requests < 20
 
 
 def test_a_flaky_content_failure_that_passes_alone_is_embedded() -> None:
     provider = ScriptedProvider({"FLAKY": ["content", "ok"]}, dimensions=DIM)
     result = sweep(corpus(16, {5: "FLAKY"}), provider)
     assert result.fences() == []
-    assert result.counts["embedded"] == 16
+    assert result.counts.embedded == 16
 
 
 # ---------------------------------------------------------------------------- deaths
@@ -576,13 +574,13 @@ def test_bisection_path_provider_death_aborts_isolation_and_poisons_nothing_but_
     result = sweep(corpus(64, {0: "BAD", 40: "KILL"}), provider, settings=fast_settings())
     assert any(
         e["code"] == codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED and "isolation aborted" in e["message"]
-        for e in result.summary["events"]
+        for e in result.summary.events
     )
     assert cid(40) not in result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON)
     assert result.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(0)}
     # The remainder was not quarantined: every other input got through in this sweep.
-    assert result.counts["embedded"] == 62
-    assert result.summary["strikes"] == [
+    assert result.counts.embedded == 62
+    assert list(result.summary.strikes) == [
         {"chunkId": cid(40), "kind": "death", "strikes": 1, "threshold": 2}
     ]
 
@@ -593,11 +591,11 @@ def test_bisection_leaf_death_is_a_strike_never_poison() -> None:
     provider = ScriptedProvider({"KILL": "kill_alone"}, dimensions=DIM)
     result = sweep(corpus(64, {9: "KILL"}), provider)
     assert result.fences() == []
-    assert result.counts["embedded"] == 63
+    assert result.counts.embedded == 63
     (strike,) = result.book.strike_records(GEN).values()
     assert (strike.chunk_id, strike.kind, strike.count) == (cid(9), "death", 1)
     assert result.deferred_ids(codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED) == {cid(9)}
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_DEFERRED
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_DEFERRED
 
 
 def test_single_input_path_death_after_a_content_failure_is_a_strike_never_poison() -> None:
@@ -616,15 +614,15 @@ def test_killer_graduates_at_threshold_within_two_sweeps_when_it_is_the_only_wor
     book = InMemoryFenceBook()
     killer = corpus(1, {0: "KILL"})
     first = sweep(killer, ScriptedProvider({"KILL": "kill"}, dimensions=DIM), book=book)
-    assert first.counts["requests"] == 1  # no request spent proving liveness
+    assert first.counts.requests == 1  # no request spent proving liveness
     assert first.fences() == []
-    assert first.summary["strikes"] == [
+    assert list(first.summary.strikes) == [
         {"chunkId": cid(0), "kind": "death", "strikes": 1, "threshold": 2}
     ]
-    assert classify_sweep_outcome(first.summary).outcome == codes.OUTCOME_DEFERRED
+    assert classify_sweep_outcome(first.summary.errors).outcome == codes.OUTCOME_DEFERRED
 
     second = sweep(killer, ScriptedProvider({"KILL": "kill"}, dimensions=DIM), book=book)
-    assert second.counts["requests"] == 1
+    assert second.counts.requests == 1
     assert second.fenced_ids(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(0)}
     assert second.fenced_ids(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     (row,) = second.fences()
@@ -635,12 +633,12 @@ def test_killer_graduates_at_threshold_within_two_sweeps_when_it_is_the_only_wor
     assert details["receipt"]["suspect"]["chars"] == len(killer[0].text)
     assert details["receipt"]["recoveredBy"] is None  # nothing ever succeeded after it
     assert second.live() == []
-    assert classify_sweep_outcome(second.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(second.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
     third_provider = ScriptedProvider({"KILL": "kill"}, dimensions=DIM)
     third = sweep(killer, third_provider, book=book)
     assert third_provider.requests == []
-    assert third.counts["alreadyFenced"] == 1
+    assert third.counts.already_fenced == 1
 
 
 def test_corpus_with_a_killer_embeds_everything_else_in_the_first_sweep() -> None:
@@ -648,9 +646,9 @@ def test_corpus_with_a_killer_embeds_everything_else_in_the_first_sweep() -> Non
     items = corpus(300, {77: "KILL"})
     provider = ScriptedProvider({"KILL": "kill"}, dimensions=DIM, restart_requests=2)
     first = sweep(items, provider, book=book)
-    assert first.counts["embedded"] == 299
+    assert first.counts.embedded == 299
     assert first.store.written == {i.chunk_id for i in items} - {cid(77)}
-    assert first.counts["deferred"] == 1
+    assert first.counts.deferred == 1
     assert first.fences() == []
     strike = book.strike_records(GEN)[cid(77)]
     assert strike.count == 1
@@ -674,8 +672,8 @@ def test_a_known_suspect_is_dispatched_alone_after_the_healthy_work() -> None:
     second = sweep(items[:10], provider, book=book)  # the caller re-offers 10 (say)
     assert provider.requests[-1] == [items[5].text]
     assert all(items[5].text not in r for r in provider.requests[:-1])
-    assert second.counts["fencedUndeliverable"] == 1
-    assert second.counts["embedded"] == 9
+    assert second.counts.fenced_undeliverable == 1
+    assert second.counts.embedded == 9
 
 
 def test_a_strike_is_durable_before_the_next_request() -> None:
@@ -698,7 +696,7 @@ def test_bystanders_of_a_concurrent_death_are_never_struck() -> None:
     provider = ScriptedProvider({"KILL": "kill"}, dimensions=DIM, latency_s=0.001)
     result = sweep(corpus(128, {100: "KILL"}), provider, settings=fast_settings(max_inflight=2))
     assert set(result.book.strike_records(GEN)) == {cid(100)}
-    assert result.counts["embedded"] == 127
+    assert result.counts.embedded == 127
 
 
 def test_a_crash_between_strike_and_fence_graduates_without_a_request() -> None:
@@ -733,7 +731,7 @@ def test_single_input_past_the_call_ceiling_accrues_timeout_strikes_and_graduate
 def test_a_batch_timeout_makes_suspects_and_only_the_slow_input_strikes() -> None:
     provider = ScriptedProvider({"SLOW": "timeout"}, dimensions=DIM)
     result = sweep(corpus(20, {4: "SLOW"}), provider)
-    assert result.counts["embedded"] == 19
+    assert result.counts.embedded == 19
     assert set(result.book.strike_records(GEN)) == {cid(4)}
     assert result.book.strike_records(GEN)[cid(4)].kind == "timeout"
     assert result.deferred_ids(codes.KB_VECTOR_EMBED_TIMEOUT) == {cid(4)}
@@ -744,10 +742,10 @@ def test_a_batch_timeout_makes_suspects_and_only_the_slow_input_strikes() -> Non
 def test_connection_refused_then_back_fences_and_strikes_nothing() -> None:
     provider = ScriptedProvider(dimensions=DIM, down_for=3)
     result = sweep(corpus(100), provider)
-    assert result.counts["embedded"] == 100
+    assert result.counts.embedded == 100
     assert result.fences() == []
     assert result.book.log == []
-    assert result.summary["strikes"] == []
+    assert result.summary.strikes == ()
 
 
 def test_connection_refused_for_good_defers_everything_with_that_code() -> None:
@@ -755,13 +753,13 @@ def test_connection_refused_for_good_defers_everything_with_that_code() -> None:
     result = sweep(corpus(100), provider)
     assert result.fences() == []
     assert result.book.log == []
-    assert result.counts["deferred"] == 100
+    assert result.counts.deferred == 100
     assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_CONNECTION_REFUSED}
-    verdict = classify_sweep_outcome(result.summary)
+    verdict = classify_sweep_outcome(result.summary.errors)
     assert verdict.outcome == codes.OUTCOME_DEFERRED
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
     # Bounded: the two batches, then at most 33 recovery probes.
-    assert result.counts["requests"] <= 2 + 33
+    assert result.counts.requests <= 2 + 33
 
 
 def test_a_refused_single_input_is_never_struck() -> None:
@@ -777,12 +775,12 @@ def test_consecutive_provider_failures_open_the_circuit() -> None:
     provider._behaviour = lambda texts: "unclassified"  # type: ignore[method-assign]
     settings = fast_settings(circuit_threshold=4, max_inflight=1)
     result = sweep(corpus(640), provider, settings=settings)
-    assert result.counts["requests"] == 4
+    assert result.counts.requests == 4
     assert result.book.log == []
     assert result.fences() == []
     codes_seen = {r["code"] for r in result.live()}
     assert codes_seen == {codes.KB_VECTOR_EMBED_CIRCUIT_OPEN}
-    assert result.counts["deferred"] == 640
+    assert result.counts.deferred == 640
 
 
 class NarrowProvider:
@@ -826,7 +824,7 @@ def test_a_dimension_mismatch_at_first_contact_is_a_configuration_error() -> Non
 def test_a_wrong_width_after_right_ones_stays_a_provider_fault() -> None:
     provider = NarrowProvider(DIM, 8, good_first=1)
     result = sweep(corpus(10), provider, settings=fast_settings(batch_size=5, max_inflight=1))
-    assert result.counts["embedded"] == 5
+    assert result.counts.embedded == 5
     assert result.fences() == []
     assert result.deferred_ids(codes.KB_VECTOR_EMBED_INVALID_VECTORS)
 
@@ -836,7 +834,7 @@ def test_invalid_vectors_are_never_written_nor_fenced() -> None:
     result = sweep(corpus(10, {0: "NAN"}), provider)
     assert cid(0) not in result.store.written
     assert result.deferred_ids(codes.KB_VECTOR_EMBED_INVALID_VECTORS) == {cid(0)}
-    assert result.counts["embedded"] == 9
+    assert result.counts.embedded == 9
     assert result.fences() == []
 
 
@@ -847,14 +845,17 @@ def test_a_write_error_fences_nothing_and_defers_the_rest_with_the_write_code() 
     result = sweep(corpus(64 * 5), provider, store=store, settings=fast_settings(max_inflight=1))
     assert result.book.log == []
     assert result.fences() == []
-    assert result.summary["strikes"] == []
+    assert result.summary.strikes == ()
     first = result.live()[0]
     assert first["code"] == codes.KB_VECTOR_EMBED_WRITE_ERROR
     assert first["details"]["chunkCount"] == 64  # the batch whose write failed
-    assert result.counts["embedded"] == 64 == len(store.written)
-    assert result.counts["deferred"] == 64 * 4
+    assert result.counts.embedded == 64 == len(store.written)
+    assert result.counts.deferred == 64 * 4
     assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_WRITE_ERROR}
-    assert classify_sweep_outcome(result.summary).cause_code == codes.KB_VECTOR_EMBED_WRITE_ERROR
+    assert (
+        classify_sweep_outcome(result.summary.errors).cause_code
+        == codes.KB_VECTOR_EMBED_WRITE_ERROR
+    )
 
 
 # ---------------------------------------------------------------------------- cancellation
@@ -896,7 +897,7 @@ def test_cancelling_in_flight_stops_at_once_with_zero_further_requests(
     )
     assert len(provider.requests) == counts_at_cancel[0] == 2
     assert provider.cancelled == 2  # both in-flight requests were cancelled
-    assert result.counts["embedded"] == 0
+    assert result.counts.embedded == 0
     (row,) = result.live()
     assert row["code"] == code
     assert row["details"]["causeCode"] == cause
@@ -932,8 +933,8 @@ def test_batches_already_embedded_are_still_written_after_cancellation() -> None
         scope.cancel(codes.ABORT_ERR)
 
     result = sweep(items, provider, settings=fast_settings(max_inflight=1), during=cancel_on_hang)
-    assert result.counts["embedded"] == 128
-    assert result.counts["deferred"] == 64
+    assert result.counts.embedded == 128
+    assert result.counts.deferred == 64
 
 
 # ---------------------------------------------------------------------------- the book
@@ -959,8 +960,8 @@ def test_nothing_to_embed_costs_nothing() -> None:
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep([], provider)
     assert provider.requests == []
-    assert result.summary["errors"] == []
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert result.summary.errors == ()
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 def test_a_stored_fence_with_an_unknown_disposition_is_not_a_fence() -> None:
@@ -968,5 +969,5 @@ def test_a_stored_fence_with_an_unknown_disposition_is_not_a_fence() -> None:
     book.record_fence(GEN, cid(0), "maybe-bad", "SOMETHING", {}, 1.0)
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep(corpus(2), provider, book=book)
-    assert result.counts["alreadyFenced"] == 0
-    assert result.counts["embedded"] == 2
+    assert result.counts.already_fenced == 0
+    assert result.counts.embedded == 2

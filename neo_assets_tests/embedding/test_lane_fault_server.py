@@ -26,6 +26,7 @@ from neo_assets.core import codes
 from neo_assets.core.embedding import LaneItem, LaneSettings, isolation_request_bound
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
@@ -103,24 +104,24 @@ class Spy:
 
 @dataclass
 class Result:
-    summary: dict[str, Any]
+    summary: LaneSummary
     spy: Spy
     book: InMemoryFenceBook
     written: set[str] = field(default_factory=set)
 
     @property
-    def counts(self) -> dict[str, int]:
-        return self.summary["counts"]
+    def counts(self) -> SweepCounts:
+        return self.summary.counts
 
     def fenced(self, disposition: str) -> set[str]:
         return {
             r["details"]["chunkId"]
-            for r in self.summary["errors"]
+            for r in self.summary.errors
             if is_durable_fence(r) and r["details"]["disposition"] == disposition
         }
 
     def live(self) -> list[dict[str, Any]]:
-        return [r for r in self.summary["errors"] if not is_durable_fence(r)]
+        return [r for r in self.summary.errors if not is_durable_fence(r)]
 
 
 def run_sweep(
@@ -147,7 +148,7 @@ def run_sweep(
         )
         written.update(i.chunk_id for i in batch)
 
-    async def main() -> tuple[dict[str, Any], Spy]:
+    async def main() -> tuple[LaneSummary, Spy]:
         provider = OpenAICompatibleProvider(
             base_url=srv.base_url,
             model="fake-embed",
@@ -178,13 +179,10 @@ def run_sweep(
     summary, spy = asyncio.run(main())
     result = Result(summary, spy, book, written)
     counts = result.counts
-    assert counts["offered"] == (
-        counts["embedded"]
-        + counts["fencedPoison"]
-        + counts["fencedUndeliverable"]
-        + counts["deferred"]
+    assert counts.offered == (
+        counts.embedded + counts.fenced_poison + counts.fenced_undeliverable + counts.deferred
     )
-    assert counts["requests"] == len(spy.calls)
+    assert counts.requests == len(spy.calls)
     return result
 
 
@@ -205,22 +203,22 @@ def test_killer_alone_strikes_then_graduates_in_two_sweeps_and_is_never_poison(
     kills = srv.stats().get("kills", 0)
     restarts = srv.restarts
     first = run_sweep(srv, killer, store, book=book)
-    assert first.counts["requests"] == 1  # no request spent proving liveness
+    assert first.counts.requests == 1  # no request spent proving liveness
     assert [r["code"] for r in first.live()] == [codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED]
-    assert first.summary["strikes"] == [
+    assert list(first.summary.strikes) == [
         {"chunkId": cid(0), "kind": "death", "strikes": 1, "threshold": 2}
     ]
     assert book.fence_records(GEN) == {}
 
     srv.wait_for_restarts(restarts + 1)  # the next sweep comes later, the provider is back
     second = run_sweep(srv, killer, store, book=book)
-    assert second.counts["requests"] == 1
+    assert second.counts.requests == 1
     assert second.fenced(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(0)}
     assert second.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     fence = book.fence_records(GEN)[cid(0)]
     assert fence.receipt["evidenceCode"] == codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
     assert fence.receipt["strikeKind"] == "death"
-    assert classify_sweep_outcome(second.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(second.summary.errors).outcome == codes.OUTCOME_COMPLETE
     srv.wait_for(lambda s: s.get("kills", 0) >= kills + 2, what="two kills")
 
 
@@ -232,7 +230,7 @@ def test_corpus_with_a_killer_embeds_every_other_chunk_in_the_first_sweep(
     items[70] = LaneItem(cid(70), killer_text(70))
     restarts = srv.restarts
     first = run_sweep(srv, items, store, book=book, settings=lane_settings(batch_size=32))
-    assert first.counts["embedded"] == 149
+    assert first.counts.embedded == 149
     assert store.count() == 149
     assert first.written == {i.chunk_id for i in items} - {cid(70)}
     assert first.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
@@ -242,7 +240,7 @@ def test_corpus_with_a_killer_embeds_every_other_chunk_in_the_first_sweep(
 
     srv.wait_for_restarts(restarts + 2)  # the killer died twice: in its batch, then alone
     second = run_sweep(srv, [items[70]], store, book=book)
-    assert second.counts["requests"] == 1
+    assert second.counts.requests == 1
     assert second.fenced(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(70)}
     receipt = book.fence_records(GEN)[cid(70)].receipt
     assert receipt["suspect"]["chars"] == len(items[70].text)
@@ -265,9 +263,9 @@ def test_provider_death_mid_bisection_aborts_isolation_and_poisons_only_content(
     result = run_sweep(srv, items, store, before=arm_killer)
     assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(0)}
     assert cid(20) not in result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON)
-    assert result.counts["embedded"] == 30  # the remainder was not quarantined
+    assert result.counts.embedded == 30  # the remainder was not quarantined
     assert result.book.strike_records(GEN)[cid(20)].kind == "death"
-    assert any("isolation aborted" in e["message"] for e in result.summary["events"])
+    assert any("isolation aborted" in e["message"] for e in result.summary.events)
 
 
 def test_provider_death_at_a_bisection_leaf_is_a_strike_never_poison(
@@ -286,7 +284,7 @@ def test_provider_death_at_a_bisection_leaf_is_a_strike_never_poison(
     assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     assert result.book.fence_records(GEN) == {}
     assert result.book.strike_records(GEN)[cid(9)].kind == "death"
-    assert result.counts["embedded"] == 31
+    assert result.counts.embedded == 31
 
 
 def test_single_input_death_after_its_paired_control_is_a_strike_never_poison(
@@ -315,7 +313,7 @@ def test_connection_refused_fences_nothing_and_strikes_nothing(
     result = run_sweep(srv, corpus(80), store, settings=settings)
     assert result.book.log == []
     assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_CONNECTION_REFUSED}
-    assert result.counts["deferred"] == 80
+    assert result.counts.deferred == 80
     assert store.count() == 0
 
 
@@ -331,7 +329,7 @@ def test_refused_until_the_provider_listens_again_then_everything_is_embedded(
 
     result = run_sweep(srv, corpus(80), store, during=resume_after_probes)
     assert result.book.log == []
-    assert result.counts["embedded"] == 80
+    assert result.counts.embedded == 80
     assert result.live() == []
 
 
@@ -343,11 +341,11 @@ def test_content_failure_is_isolated_to_exactly_the_bad_input(
     before = srv.stats().get("requests_received", 0)
     result = run_sweep(srv, items, store)
     assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == {cid(37)}
-    assert result.counts["embedded"] == 63
-    extra = result.counts["requests"] - 1
+    assert result.counts.embedded == 63
+    extra = result.counts.requests - 1
     assert extra <= isolation_request_bound(64) == 14
-    assert srv.stats()["requests_received"] - before == result.counts["requests"]
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert srv.stats()["requests_received"] - before == result.counts.requests
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 def test_llama_cpp_too_large_500_is_geometry_never_poison(
@@ -359,14 +357,14 @@ def test_llama_cpp_too_large_500_is_geometry_never_poison(
     result = run_sweep(srv, items, store)
     assert result.fenced(codes.DISPOSITION_PROVEN_CONTENT_POISON) == set()
     assert result.fenced(codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY) == {cid(37)}
-    assert result.counts["embedded"] == 63
-    assert result.counts["requests"] - 1 <= isolation_request_bound(64)
-    (fence,) = [f for f in result.summary["errors"] if f["details"].get("chunkId") == cid(37)]
+    assert result.counts.embedded == 63
+    assert result.counts.requests - 1 <= isolation_request_bound(64)
+    (fence,) = [f for f in result.summary.errors if f["details"].get("chunkId") == cid(37)]
     receipt = fence["details"]["receipt"]
     assert receipt["evidenceCode"] == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
     assert receipt["status"] == 500 and "too large" in receipt["providerMessage"]
     assert receipt["band"]["bandTokens"] > 0
-    assert classify_sweep_outcome(result.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(result.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ---------------------------------------------------------------------------- store
@@ -394,10 +392,10 @@ def test_a_chroma_write_error_mid_sweep_fences_nothing(
         write_batch=write_then_lose_the_collection,
     )
     assert result.book.log == []
-    assert result.counts["embedded"] == 64
+    assert result.counts.embedded == 64
     codes_seen = {r["code"] for r in result.live()}
     assert codes_seen == {codes.KB_VECTOR_EMBED_WRITE_ERROR}
-    assert result.counts["deferred"] == 192
+    assert result.counts.deferred == 192
 
 
 # ---------------------------------------------------------------------------- deadlines
@@ -422,7 +420,7 @@ def test_cancelling_in_flight_disconnects_and_starts_nothing_more(
         what="the server saw both disconnects",
     )
     assert after["requests_received"] - base.get("requests_received", 0) == 2
-    assert result.counts["requests"] == 2
+    assert result.counts.requests == 2
     (row,) = result.live()
     assert row["code"] == codes.KB_VECTOR_EMBED_ABORTED
     assert row["details"]["causeCode"] == codes.ABORT_ERR

@@ -22,6 +22,7 @@ from neo_assets.core import codes
 from neo_assets.core.embedding import LaneItem, LaneSettings
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.provider_slots import Slots, slots_for
@@ -100,19 +101,19 @@ class Recorder:
 
 @dataclass
 class Run:
-    summary: dict[str, Any]
+    summary: LaneSummary
     provider: Recorder
     book: InMemoryFenceBook
 
     @property
-    def counts(self) -> dict[str, int]:
-        return self.summary["counts"]
+    def counts(self) -> SweepCounts:
+        return self.summary.counts
 
     def live(self) -> list[dict[str, Any]]:
-        return [r for r in self.summary["errors"] if not is_durable_fence(r)]
+        return [r for r in self.summary.errors if not is_durable_fence(r)]
 
     def fences(self) -> list[dict[str, Any]]:
-        return [r for r in self.summary["errors"] if is_durable_fence(r)]
+        return [r for r in self.summary.errors if is_durable_fence(r)]
 
 
 def make_provider(srv: FaultServerSupervisor, kind: str = "openai", **kw: Any) -> Recorder:
@@ -135,7 +136,7 @@ async def lane(
     book: InMemoryFenceBook,
     *,
     slots: Slots | None = None,
-) -> dict[str, Any]:
+) -> LaneSummary:
     if slots is None:
         assert slots_dir is not None
         slots = slots_for(
@@ -170,7 +171,7 @@ def sweep(
     provider = provider or make_provider(srv, kind)
     book = InMemoryFenceBook()
 
-    async def main() -> dict[str, Any]:
+    async def main() -> LaneSummary:
         try:
             task = asyncio.ensure_future(
                 lane(items, provider, lane_settings or settings(), tmp_path / "slots", book)
@@ -184,10 +185,8 @@ def sweep(
     summary = asyncio.run(main())
     run = Run(summary, provider, book)
     c = run.counts
-    assert (
-        c["offered"] == c["embedded"] + c["fencedPoison"] + c["fencedUndeliverable"] + c["deferred"]
-    )
-    assert c["requests"] == len(provider.calls)
+    assert c.offered == c.embedded + c.fenced_poison + c.fenced_undeliverable + c.deferred
+    assert c.requests == len(provider.calls)
     return run
 
 
@@ -211,12 +210,12 @@ def test_a_provider_loading_its_model_is_waited_for_and_nothing_is_concluded(
         lane_settings=settings(circuit_threshold=2),
         during=load_after_probes,
     )
-    assert run.counts["embedded"] == 100
+    assert run.counts.embedded == 100
     assert run.live() == []
     assert run.book.log == []
     # the loading batches went again whole: no single dispatch, no isolation
     assert {label for label, _ in run.provider.calls} == {"embed-batch", "recovery-probe"}
-    assert classify_sweep_outcome(run.summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(run.summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 def test_a_provider_loading_past_the_bound_defers_with_its_own_code(
@@ -237,8 +236,8 @@ def test_a_provider_loading_past_the_bound_defers_with_its_own_code(
     )
     assert run.book.log == []
     assert {r["code"] for r in run.live()} == {codes.KB_VECTOR_EMBED_PROVIDER_LOADING}
-    assert run.counts["deferred"] == 70
-    verdict = classify_sweep_outcome(run.summary)
+    assert run.counts.deferred == 70
+    verdict = classify_sweep_outcome(run.summary.errors)
     assert verdict.outcome == codes.OUTCOME_DEFERRED
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING
 
@@ -252,10 +251,10 @@ def test_an_ollama_runner_killed_behind_a_500_is_a_death_strike_on_the_input_alo
     strikes = run.book.strike_records(GEN)
     assert set(strikes) == {cid("oom", 7)}
     assert strikes[cid("oom", 7)].kind == "death"
-    assert run.counts["embedded"] == 39
+    assert run.counts.embedded == 39
     assert {r["code"] for r in run.live()} == {codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED}
     assert run.fences() == []
-    assert classify_sweep_outcome(run.summary).outcome == codes.OUTCOME_DEFERRED
+    assert classify_sweep_outcome(run.summary.errors).outcome == codes.OUTCOME_DEFERRED
 
 
 # ---------------------------------------------------------------------------- batch cap
@@ -265,19 +264,19 @@ def test_a_batch_cap_is_learned_once_and_kept_for_the_provider(
     srv.configure(max_batch=16)
     provider = make_provider(srv)
     first = sweep(srv, corpus("cap", 200), tmp_path, provider=provider)
-    assert first.counts["embedded"] == 200
+    assert first.counts.embedded == 200
     assert first.live() == [] and first.book.log == []
     labels = {label for label, _ in first.provider.calls}
     assert labels == {"embed-batch"}  # no bisection, no single dispatch
     # the refused first batches (max_inflight of them), then ceil(200 / 16) = 13
-    assert first.counts["requests"] <= 2 + 13
+    assert first.counts.requests <= 2 + 13
     assert max(size for label, size in first.provider.calls[2:]) <= 16
     assert provider.batch_cap == 16
     # the next sweep with the same provider starts at the cap: not one refusal
     second_provider = Recorder(provider.inner)
     second = sweep(srv, corpus("cap2", 200), tmp_path, provider=second_provider)
-    assert second.counts["embedded"] == 200
-    assert second.counts["requests"] == 13
+    assert second.counts.embedded == 200
+    assert second.counts.requests == 13
 
 
 # ---------------------------------------------------------------------------- attribution
@@ -293,7 +292,7 @@ def sweeps_sharing_a_killed_provider(
     killer = LaneItem(cid("a", 999), f"def killer():\n    pass\n{marker('kill')}")
     work = {"a": [killer, *corpus("a", 7)], "b": corpus("b", 16)}
     books = {"a": InMemoryFenceBook(), "b": InMemoryFenceBook()}
-    results: dict[str, dict[str, Any]] = {}
+    results: dict[str, LaneSummary] = {}
     b_started = threading.Event()
 
     def run(tag: str) -> None:
@@ -326,8 +325,8 @@ def sweeps_sharing_a_killed_provider(
     assert srv.restarts >= 2  # the batch, then the killer alone
     assert books["b"].strike_records(GEN) == {}, "an innocent of the other sweep was struck"
     assert set(books["a"].strike_records(GEN)) == {killer.chunk_id}
-    assert results["b"]["counts"]["embedded"] == 16
-    assert results["a"]["counts"]["embedded"] == 7
+    assert results["b"].counts.embedded == 16
+    assert results["a"].counts.embedded == 7
 
 
 def test_two_sweeps_sharing_a_provider_killed_by_one_strike_only_the_killer(
@@ -353,6 +352,6 @@ def test_an_input_queued_behind_abandoned_work_is_not_struck(
         lane_settings=settings(max_inflight=1, call_ceiling_ms=1_000, batch_size=12),
     )
     assert run.book.strike_records(GEN) == {}
-    assert run.counts["embedded"] == 12
+    assert run.counts.embedded == 12
     assert run.live() == []
     assert ("drain-probe", 1) in run.provider.calls

@@ -20,6 +20,7 @@ from neo_assets.core import codes
 from neo_assets.core.embedding import LaneItem, LaneSettings
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.provider_slots import slots_for
@@ -95,7 +96,7 @@ async def run_lane(
     book: InMemoryFenceBook,
     written: Written,
     progress: Any = None,
-) -> dict[str, Any]:
+) -> LaneSummary:
     slots = slots_for(provider.name, provider.base_url, provider.model, 2, slots_dir)
     try:
         return await embed_chunks(
@@ -116,7 +117,7 @@ async def run_lane(
 
 def sweep(
     server: RealServer, items: list[LaneItem], tmp_path: Path, **kw: Any
-) -> tuple[dict[str, Any], InMemoryFenceBook, Written]:
+) -> tuple[LaneSummary, InMemoryFenceBook, Written]:
     book, written = InMemoryFenceBook(), Written()
     lane_settings = kw.pop("lane_settings", None) or settings()
     summary = asyncio.run(
@@ -127,9 +128,9 @@ def sweep(
     return summary, book, written
 
 
-def records_of(summary: dict[str, Any], chunk_id: str) -> list[dict[str, Any]]:
+def records_of(summary: LaneSummary, chunk_id: str) -> list[dict[str, Any]]:
     out = []
-    for row in summary["errors"]:
+    for row in summary.errors:
         details = row.get("details", {})
         if details.get("chunkId") == chunk_id or chunk_id in details.get("chunkIds", []):
             out.append(row)
@@ -140,7 +141,7 @@ def records_of(summary: dict[str, Any], chunk_id: str) -> list[dict[str, Any]]:
 def test_llama_server_reports_its_slots_and_per_slot_context(tmp_path: Path) -> None:
     with running(LlamaServer(tmp_path, slots=2, ctx=1024)) as server:
 
-        async def main() -> tuple[dict[str, Any], int | None, int | None]:
+        async def main() -> tuple[LaneSummary, int | None, int | None]:
             provider = provider_for(server)
             try:
                 scope = CancelScope(label="facts")
@@ -194,7 +195,7 @@ def test_the_lane_takes_max_inflight_from_the_servers_free_slots(
                 written,
             )
         )
-    assert summary["counts"]["embedded"] == 96
+    assert summary.counts.embedded == 96
     assert provider.most == server_slots  # not the configured 4
 
 
@@ -211,9 +212,9 @@ def test_a_server_still_starting_is_waited_for(kind: str, tmp_path: Path) -> Non
         summary, book, written = sweep(server, corpus("boot", 80), tmp_path)
     finally:
         server.stop()
-    assert summary["counts"]["embedded"] == 80
+    assert summary.counts.embedded == 80
     assert book.log == []
-    assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ---------------------------------------------------------------------------- too large
@@ -241,7 +242,7 @@ def test_an_input_over_the_servers_limit_is_never_stored_cut(kind: str, tmp_path
 def test_llama_cpp_python_truncation_is_found_at_first_contact(tmp_path: Path) -> None:
     with running(LlamaCppPythonServer(tmp_path, n_ctx=512)) as server:
 
-        async def main() -> tuple[dict[str, Any], int | None]:
+        async def main() -> tuple[LaneSummary, int | None]:
             provider = provider_for(server)
             try:
                 facts = await provider.server_facts(CancelScope(label="facts"))
@@ -272,15 +273,15 @@ def test_a_server_killed_mid_sweep_under_a_supervisor_costs_no_innocent_strike(
     assert killed.is_set() and restarts >= 1
     # the kill hit batches: their members went again, nobody was alone, nobody struck
     assert book.strike_records(GEN) == {}
-    assert summary["counts"]["embedded"] == 192
+    assert summary.counts.embedded == 192
     poison = [
         r
-        for r in summary["errors"]
+        for r in summary.errors
         if is_durable_fence(r)
         and r["details"]["disposition"] == codes.DISPOSITION_PROVEN_CONTENT_POISON
     ]
     assert poison == []
-    assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ---------------------------------------------------------------------------- sharing
@@ -309,9 +310,9 @@ def test_two_sweeps_share_one_llama_server(tmp_path: Path) -> None:
             thread.join(300)
     for tag in ("a", "b"):
         summary, book, written = results[tag]
-        assert summary["counts"]["embedded"] == 96
+        assert summary.counts.embedded == 96
         assert book.log == []
-        assert classify_sweep_outcome(summary).outcome == codes.OUTCOME_COMPLETE
+        assert classify_sweep_outcome(summary.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ---------------------------------------------------------------------------- one slot
@@ -347,9 +348,7 @@ def test_a_one_slot_server_behind_a_batch_timeout_gives_the_same_verdict_every_t
                 tmp_path / f"run{run}",
                 lane_settings=settings(batch_size=16, max_inflight=2, call_ceiling_ms=ceiling_ms),
             )
-            verdict = classify_sweep_outcome(summary)
-            counts = summary["counts"]
-            outcomes.append(
-                (verdict.outcome, counts["embedded"], counts["deferred"], len(book.log))
-            )
+            verdict = classify_sweep_outcome(summary.errors)
+            counts = summary.counts
+            outcomes.append((verdict.outcome, counts.embedded, counts.deferred, len(book.log)))
     assert outcomes == [(codes.OUTCOME_COMPLETE, 128, 0, 0)] * 3, (one_batch_s, outcomes)

@@ -8,7 +8,7 @@ writing would corrupt the shared collection:
 
 - a sweep saw an answer judged ``dimension-mismatch``, ``non-finite`` or ``zero`` (the
   ``CORRUPTING_VERDICTS`` of ``core/health/canary.py``, recorded per sweep in
-  ``summary["vectorEvidence"]``);
+  ``LaneSummary.vector_evidence``);
 - the lane's circuit opened in ``circuit_sweeps`` (K) consecutive sweeps. Sweeps of every
   repo count (the provider is shared): a sweep whose circuit opened adds one, a sweep that
   embedded something without opening it resets the streak, a sweep that learned nothing
@@ -50,6 +50,7 @@ from neo_assets.core.health.canary import (
     is_healthy,
     probe_doc,
 )
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 
 FREEZE_CLEAR = "clear"
 FREEZE_FROZEN = "frozen"
@@ -155,7 +156,7 @@ def frozen_summary(
     fences: Mapping[str, FenceRecord],
     generation: str,
     record: FreezeRecord,
-) -> dict[str, Any]:
+) -> LaneSummary:
     """The sweep summary when the collection is frozen: nothing embedded, every chunk the
     collection lacks deferred with ``KB_COLLECTION_FROZEN``; fenced chunks report their
     fence rows (the fence gate reads them as settled, the censuses stay observed)."""
@@ -185,29 +186,21 @@ def frozen_summary(
                 freezeState=record.state,
             )
         )
-    return {
-        "counts": {
-            "offered": len(deferred),
-            "embedded": 0,
-            "alreadyFenced": len(fence_rows),
-            "fencedPoison": 0,
-            "fencedUndeliverable": 0,
-            "deferred": len(deferred),
-            "requests": 0,
-        },
-        "errors": errors,
-        "strikes": [],
-        "events": [],
-        "generation": generation,
-        "freeze": record.to_doc(),
-    }
+    return LaneSummary(
+        counts=SweepCounts(
+            offered=len(deferred), already_fenced=len(fence_rows), deferred=len(deferred)
+        ),
+        errors=tuple(errors),
+        generation=generation,
+        freeze=record.to_doc(),
+    )
 
 
 # ------------------------------------------------------------------ triggers
-def vector_verdict_counts(summary: Mapping[str, Any]) -> dict[str, int]:
-    """``summary["vectorEvidence"]["verdicts"]`` as ``{verdict: count}``; unknown verdicts
+def vector_verdict_counts(summary: LaneSummary) -> dict[str, int]:
+    """``summary.vector_evidence["verdicts"]`` as ``{verdict: count}``; unknown verdicts
     and unreadable counts are dropped (they are not evidence)."""
-    evidence = summary.get("vectorEvidence")
+    evidence = summary.vector_evidence
     verdicts = evidence.get("verdicts") if isinstance(evidence, Mapping) else None
     if not isinstance(verdicts, Mapping):
         return {}
@@ -216,18 +209,15 @@ def vector_verdict_counts(summary: Mapping[str, Any]) -> dict[str, int]:
     }
 
 
-def circuit_opened(summary: Mapping[str, Any]) -> bool | None:
+def circuit_opened(summary: LaneSummary) -> bool | None:
     """True when the lane's circuit opened in this sweep; False when the sweep embedded
     something without it opening; None when the sweep learned nothing about it."""
-    errors = summary.get("errors")
-    rows = errors if isinstance(errors, list | tuple) else []
     if any(
-        isinstance(r, Mapping) and r.get("code") == codes.KB_VECTOR_EMBED_CIRCUIT_OPEN for r in rows
+        isinstance(r, Mapping) and r.get("code") == codes.KB_VECTOR_EMBED_CIRCUIT_OPEN
+        for r in summary.errors
     ):
         return True
-    counts = summary.get("counts")
-    embedded = counts.get("embedded") if isinstance(counts, Mapping) else None
-    if _count(embedded) and embedded > 0:
+    if summary.counts.embedded > 0:
         return False
     return None
 
@@ -245,13 +235,13 @@ def next_circuit_streak(previous: int | None, opened: bool | None) -> int:
 
 
 def freeze_trigger(
-    summary: Mapping[str, Any], circuit_streak: int | None, policy: FreezePolicy
+    summary: LaneSummary, circuit_streak: int | None, policy: FreezePolicy
 ) -> FreezeTrigger | None:
     """The trigger this sweep's evidence fires, if any (module docstring)."""
     verdicts = vector_verdict_counts(summary)
     for verdict in CORRUPTING_VERDICTS:
         if verdicts.get(verdict):
-            evidence = summary.get("vectorEvidence")
+            evidence = summary.vector_evidence
             detail = dict(evidence) if isinstance(evidence, Mapping) else {}
             return FreezeTrigger(code=verdict, detail=detail)
     if _count(circuit_streak) and circuit_streak >= policy.circuit_sweeps:

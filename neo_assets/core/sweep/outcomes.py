@@ -1,9 +1,9 @@
 """The sweep outcome classifier: complete, deferred or failed, from codes and the fence gate.
 
-``classify_sweep_outcome(summary)`` reads the summary's error rows and nothing else. Each
-row is ``{"code": str, "message": str, "details": {...}}``. It first splits them with the
-fence gate (``core.fence_gate``): rows that pass are durable fences, every other row is
-live work. Then:
+``classify_sweep_outcome(errors)`` reads the summary's error rows and nothing else
+(``LaneSummary.errors``). Each row is ``{"code": str, "message": str, "details": {...}}``.
+It first splits them with the fence gate (``core.fence_gate``): rows that pass are
+durable fences, every other row is live work. Then:
 
 - **complete** — no live row (no errors at all, or only durable fences of either family).
   The checkpoint advances, consecutive failures reset, no cause is retained. A fence is a
@@ -11,7 +11,8 @@ live work. Then:
 - **failed** — at least one live row whose code is not deferrable
   (``KB_VECTOR_EMBED_UNCLASSIFIED``, ``PARSE_FAILED``, ``STORE_FAILED``, ``SOURCE_*``,
   ``CONFIG_INVALID``, any unknown code, or a row so malformed it has no string code:
-  ``SWEEP_SUMMARY_MALFORMED``). Failed wins over deferred: the cause is drawn from the
+  ``SWEEP_SUMMARY_MALFORMED``; a row is the contract's JSON shape, so the classifier reads
+  its code rather than trusting it). Failed wins over deferred: the cause is drawn from the
   non-deferrable rows only.
 - **deferred** — every live row is deferrable (``DEFERRABLE_CODES``: the embedding
   taxonomy except UNCLASSIFIED, the two fence codes, the provider deadline / abort / probe
@@ -45,7 +46,7 @@ collection (it has its own re-probe). A fence row never arms one: it is never a 
 """
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,34 +166,8 @@ def pick_cause(candidate_codes: list[str]) -> str:
     )
 
 
-def _error_rows(summary: object) -> list[Any] | None:
-    if not isinstance(summary, Mapping):
-        return None
-    errors = summary.get("errors")
-    if not isinstance(errors, list | tuple):
-        return None
-    return list(errors)
-
-
-def classify_sweep_outcome(summary: Mapping[str, Any]) -> SweepVerdict:
-    """Classify one sweep summary ``{"counts": {...}, "errors": [row, ...], ...}``.
-
-    See the module docstring for the rules. A summary that is not a mapping or has no
-    ``errors`` list is itself malformed and fails with ``SWEEP_SUMMARY_MALFORMED`` (an
-    absent list is not read as "no errors": that would complete a sweep we cannot read).
-    """
-    rows = _error_rows(summary)
-    if rows is None:
-        return SweepVerdict(
-            outcome=codes.OUTCOME_FAILED,
-            cause_code=SWEEP_SUMMARY_MALFORMED,
-            advance_checkpoint=False,
-            reset_failures=False,
-            arms_recovery_episode=False,
-            live_rows=(),
-            fence_rows=(),
-        )
-
+def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
+    """Classify one sweep by its error rows (``LaneSummary.errors``): module docstring."""
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
 

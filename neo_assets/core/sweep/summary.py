@@ -1,4 +1,9 @@
-"""The sweep summary's counts, in one spelling, and the reading of summaries stored before.
+"""The sweep summary: its typed form, its keys in one spelling, and the reading of
+summaries stored before.
+
+``LaneSummary`` is what the embedding stage hands the census (``SweepCounts``, the error,
+strike and event rows, ``SweepTimings``, the generation); ``to_doc()`` is the JSON the
+ledger's ``last_summary`` keeps.
 
 The counts are camelCase, the contract's style for every JSON document
 (``deferredCauseCode``, ``consecutiveFailures``, ...). Releases before this one spelled
@@ -118,3 +123,147 @@ def read_stored_summary(raw: object) -> StoredSummary:
         counts=current_counts(doc.get("counts")),
         errors=tuple(errors) if isinstance(errors, list) else (),
     )
+
+
+# ------------------------------------------------------------------ the typed summary
+# Each count's attribute, by its JSON key (the lane counts its own in a dict by key).
+_FIELD_OF: Mapping[str, str] = {
+    OFFERED: "offered",
+    EMBEDDED: "embedded",
+    ALREADY_FENCED: "already_fenced",
+    FENCED_POISON: "fenced_poison",
+    FENCED_UNDELIVERABLE: "fenced_undeliverable",
+    DEFERRED: "deferred",
+    REQUESTS: "requests",
+    REUSED: "reused",
+    ALREADY_PRESENT: "already_present",
+    CHUNKS: "chunks",
+}
+
+
+@dataclass(frozen=True)
+class SweepCounts:
+    """What one sweep counted. The lane's seven counts are always there; the three the
+    sweep adds around the lane are None until it does (a lane run on its own, or a sweep
+    aborted before its generation was tallied, has no ``chunks``)."""
+
+    offered: int = 0
+    embedded: int = 0
+    already_fenced: int = 0
+    fenced_poison: int = 0
+    fenced_undeliverable: int = 0
+    deferred: int = 0
+    requests: int = 0
+    reused: int | None = None
+    already_present: int | None = None
+    chunks: int | None = None
+
+    @classmethod
+    def from_doc(cls, counts: Mapping[str, Any]) -> "SweepCounts":
+        """Counts from their JSON keys (either spelling); unknown keys and values that are
+        not counts are left out."""
+        fields = {
+            _FIELD_OF[key]: value
+            for key, value in current_counts(counts).items()
+            if key in _FIELD_OF and isinstance(value, int) and not isinstance(value, bool)
+        }
+        return cls(**fields)
+
+    def to_doc(self) -> dict[str, int]:
+        """The JSON shape (camelCase keys); a count the sweep did not add is absent."""
+        return {
+            key: value
+            for key, attr in _FIELD_OF.items()
+            if (value := getattr(self, attr)) is not None
+        }
+
+
+# Each stage time's JSON key and, for one release, its spelling before camelCase.
+TIMING_KEYS: Mapping[str, str] = {
+    "envelope_s": "envelopeSeconds",
+    "chunks_s": "chunksSeconds",
+    "embed_s": "embedSeconds",
+    "census_s": "censusSeconds",
+    "stages_s": "stagesSeconds",
+    "present_check_s": "presentCheckSeconds",
+    "write_s": "writeSeconds",
+    "embed_total_s": "embedTotalSeconds",
+}
+
+
+@dataclass(frozen=True)
+class SweepTimings:
+    """Seconds inside each stage (the sweep's own work, without its caller's event
+    handling) and inside the embedding stage's parts; None: not measured this run."""
+
+    envelope_s: float | None = None
+    chunks_s: float | None = None
+    embed_s: float | None = None
+    census_s: float | None = None
+    stages_s: float | None = None
+    present_check_s: float | None = None
+    write_s: float | None = None
+    embed_total_s: float | None = None
+
+    def to_doc(self) -> dict[str, float]:
+        return {
+            key: value
+            for attr, key in TIMING_KEYS.items()
+            if (value := getattr(self, attr)) is not None
+        }
+
+
+def with_deprecated_timing_keys(timings: Mapping[str, Any]) -> dict[str, Any]:
+    """``timings`` plus each time under its snake_case spelling before this release, equal
+    to the camelCase one (what ``sweep --json`` prints for one release)."""
+    out = dict(timings)
+    out.update((old, out[new]) for old, new in TIMING_KEYS.items() if new in out)
+    return out
+
+
+@dataclass(frozen=True)
+class LaneSummary:
+    """What the embedding stage hands to the census: the lane's counts, error rows
+    (fence rows and live rows, each ``{"code", "message", "details"}``), strike rows and
+    events, the generation it embedded at, and what the sweep adds around the lane.
+
+    The rows stay the contract's JSON shapes: the fence gate (``core.sweep.fence_gate``)
+    validates each row it would take as a fence, wherever the row came from."""
+
+    counts: SweepCounts = field(default_factory=SweepCounts)
+    errors: tuple[Mapping[str, Any], ...] = ()
+    strikes: tuple[Mapping[str, Any], ...] = ()
+    events: tuple[Mapping[str, Any], ...] = ()
+    generation: str | None = None
+    revision: str | None = None
+    notices: tuple[str, ...] = ()
+    # The band the split worked to (``Band.describe()``).
+    band: Mapping[str, Any] | None = None
+    # The vector verdicts of the sweep's answers (the freeze reads them).
+    vector_evidence: Mapping[str, Any] | None = None
+    # The freeze record this sweep made or found, when it froze the collection.
+    freeze: Mapping[str, Any] | None = None
+    timings: SweepTimings = field(default_factory=SweepTimings)
+    # Seconds the embedding stage took, end to end.
+    seconds: float | None = None
+
+    def to_doc(self) -> dict[str, Any]:
+        """The JSON shape, as the ledger's ``last_summary`` keeps it."""
+        doc: dict[str, Any] = {
+            "counts": self.counts.to_doc(),
+            "errors": [dict(row) for row in self.errors],
+            "strikes": [dict(row) for row in self.strikes],
+            "events": [dict(row) for row in self.events],
+            "generation": self.generation,
+            "notices": list(self.notices),
+            "timings": self.timings.to_doc(),
+        }
+        optional = {
+            "revision": self.revision,
+            "band": self.band,
+            "vectorEvidence": self.vector_evidence,
+            "freeze": self.freeze,
+            "seconds": self.seconds,
+        }
+        doc.update((key, value) for key, value in optional.items() if value is not None)
+        return doc

@@ -16,6 +16,7 @@ from neo_assets.core.health.freeze import (
     frozen_record,
     operator_unfreeze,
 )
+from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
@@ -53,7 +54,7 @@ def freeze_now(
 
 
 def observe_sweep(
-    ledger: Ledger, settings: Settings, summary: dict[str, Any], now: float
+    ledger: Ledger, settings: Settings, summary: LaneSummary, now: float
 ) -> dict[str, Any] | None:
     """After the lane: move the circuit streak, and freeze when the evidence says so.
     Returns the freeze record's snapshot when this sweep froze (or found frozen) it."""

@@ -20,6 +20,7 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.sweep.leases import sweep_lease_key
+from neo_assets.core.sweep.report import SweepReport
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.leases import LeaseKeeper
 from neo_assets.store.ledger import Ledger
@@ -82,17 +83,16 @@ def lease_info(keeper: LeaseKeeper) -> dict[str, Any]:
     }
 
 
-def skipped_result(ctx: RepoContext, info: Mapping[str, Any]) -> dict[str, Any]:
+def skipped_result(ctx: RepoContext, info: Mapping[str, Any]) -> SweepReport:
     """The sweep's result when another sweep of the repo holds the lease."""
-    return {
-        "tenantId": ctx.tenant_id,
-        "repoSlug": ctx.repo_slug,
-        "outcome": codes.OUTCOME_SKIPPED,
-        "revision": None,
-        "counts": {},
-        "deferredCauseCode": SWEEP_LEASE_HELD,
-        "lease": dict(info),
-    }
+    return SweepReport(
+        tenant_id=ctx.tenant_id,
+        repo_slug=ctx.repo_slug,
+        outcome=codes.OUTCOME_SKIPPED,
+        revision=None,
+        deferred_cause_code=SWEEP_LEASE_HELD,
+        lease=dict(info),
+    )
 
 
 def lease_metadata(info: Mapping[str, Any]) -> dict[str, Any]:

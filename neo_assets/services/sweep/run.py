@@ -12,13 +12,15 @@ apply lives in ``neo_assets.core``; the steps are ``services/sweep/steps.py``.
 import contextlib
 import time
 from collections.abc import Callable, Generator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
+from neo_assets.core.sweep.report import SweepReport
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
@@ -57,7 +59,7 @@ class StageEnded:
     # chunk_generation: the generation's tally (counts, kinds, a preview)
     tally: ChunkTally | None = None
     # kb_embeddings: the lane's summary (counts, strikes, errors, seconds, generation)
-    summary: Mapping[str, Any] | None = None
+    summary: LaneSummary | None = None
 
 
 @dataclass(frozen=True)
@@ -73,27 +75,25 @@ SweepEvent = StageEnded | StageSkipped
 
 @dataclass(frozen=True)
 class SweepResult:
-    """The sweep's verdict as the census recorded it, plus what the run measured.
+    """The sweep's verdict as the census recorded it (``report``; its ``to_doc()`` is the
+    contract's shape of one repo in ``neo-assets sweep --json``), plus what the run
+    measured."""
 
-    ``doc`` is the contract's shape of one repo (``neo-assets sweep --json``):
-    tenantId, repoSlug, outcome, revision, counts, deferredCauseCode, consecutiveFailures,
-    nextDueAt, both censuses, strikes, embeddingGeneration, timings and the lease."""
-
-    doc: Mapping[str, Any]
+    report: SweepReport
     # Seconds the embedding stage took (None: the stage did not run).
     embed_seconds: float | None = None
     errors: int = 0
 
     @property
     def outcome(self) -> str:
-        return str(self.doc["outcome"])
+        return self.report.outcome
 
     @property
-    def counts(self) -> Mapping[str, Any]:
-        return self.doc.get("counts") or {}
+    def counts(self) -> SweepCounts:
+        return self.report.counts or SweepCounts()
 
     def to_doc(self) -> dict[str, Any]:
-        return dict(self.doc)
+        return self.report.to_doc()
 
 
 @dataclass
@@ -112,8 +112,6 @@ class SweepInputs:
     # What the sweep does on the other core (concurrency/speedups.py): from the settings
     # when None; ``SERIAL`` for none of it.
     speedups: Speedups | None = None
-    # Seconds inside each stage: the sweep's own work, without its caller's event handling.
-    stage_s: dict[str, float] = field(default_factory=dict)
 
 
 def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult]:
@@ -125,7 +123,6 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
     (Ctrl-C, a run terminated from the UI) is recorded as the lane left it, then raised.
     The provider is closed on every way out."""
     ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
-    stage_s = inputs.stage_s
     with (
         SweepLease(book, ctx, inputs.run_id, cfg) as lease,
         contextlib.ExitStack() as stack,
@@ -139,7 +136,8 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             check_parser(ctx)  # a missing grammar fails here, before anything is written
         with failure_recorded(ctx, cfg, book, codes.SOURCE_UNREADABLE):
             envelope = envelope_step(ctx, cfg, book, inputs.clock())
-        stage_s["envelope_s"] = time.perf_counter() - mark
+        # Seconds inside each stage: the sweep's own work, not its caller's event handling.
+        envelope_s = time.perf_counter() - mark
         yield StageEnded("repo_envelope", envelope)
 
         if not lease.held:
@@ -156,12 +154,11 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             except CountUnavailable as unavailable:
                 # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
                 # the generation was recorded; defer, as the lane would without its server.
-                doc = record_deferred_before_lane(
+                report = record_deferred_before_lane(
                     ctx, cfg, book, envelope, unavailable.code, str(unavailable), inputs.clock()
                 )
-                doc["lease"] = lease.info
-                return SweepResult(doc, errors=1)
-        stage_s["chunks_s"] = time.perf_counter() - mark
+                return SweepResult(replace(report, lease=lease.info), errors=1)
+        chunks_s = time.perf_counter() - mark
         yield StageEnded("chunk_generation", envelope, tally=generation_tally(chunks))
 
         if not lease.held:
@@ -185,20 +182,26 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
                 raise aborted.interrupt from None
         del chunks  # the declared generation is in the ledger; the census needs no chunk
-        summary["seconds"] = time.monotonic() - started
-        stage_s["embed_s"] = summary["seconds"]
+        embed_s = time.monotonic() - started
+        summary = replace(summary, seconds=embed_s)
         if not lease.held:  # lost mid-way: the writes stopped; the new holder finishes
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
         yield StageEnded("kb_embeddings", envelope, summary=summary)
 
         mark = time.perf_counter()
         with failure_recorded(ctx, cfg, book, codes.STORE_FAILED, envelope):
-            doc = census_step(ctx, cfg, book, envelope, summary, inputs.clock())
-        stage_s["census_s"] = time.perf_counter() - mark
-        stage_s["stages_s"] = sum(v for k, v in stage_s.items() if k != "stages_s")
-        doc["timings"] = {**doc.get("timings", {}), **stage_s}
-        doc["lease"] = lease.info
-    return SweepResult(doc, embed_seconds=summary["seconds"], errors=len(summary.get("errors", [])))
+            report = census_step(ctx, cfg, book, envelope, summary, inputs.clock())
+        census_s = time.perf_counter() - mark
+        timings = replace(
+            report.timings,
+            envelope_s=envelope_s,
+            chunks_s=chunks_s,
+            embed_s=embed_s,
+            census_s=census_s,
+            stages_s=envelope_s + chunks_s + embed_s + census_s,
+        )
+        report = replace(report, timings=timings, lease=lease.info)
+    return SweepResult(report, embed_seconds=embed_s, errors=len(summary.errors))
 
 
 def run_sweep(

@@ -35,8 +35,9 @@ from neo_assets.core.sources.line_parts import part_name
 from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
-from neo_assets.core.sweep.summary import ALREADY_PRESENT, CHUNKS, EMBEDDED, REUSED
+from neo_assets.core.sweep.summary import LaneSummary, SweepTimings
 from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
@@ -565,7 +566,7 @@ def embed_step(
     envelope: EnvelopeResult,
     chunks: ChunkGeneration,
     run: EmbedContext,
-) -> dict[str, Any]:
+) -> LaneSummary:
     """Embed what the collection lacks at the current generation, minus what is fenced.
 
     Each finished batch is added to Chroma at once, stamped from the declaration."""
@@ -601,7 +602,6 @@ def embed_step(
         LaneItem(chunk_id=cid, text=text, tokens=tokens)
         for (cid, text), tokens in zip(texts.items(), counted, strict=True)
     ]
-    tally = {CHUNKS: len(ids), ALREADY_PRESENT: len(present)}
     # Each content once per generation: the missing chunks' exact inputs are looked up
     # among the rows of this generation (this tenant's, unless the operator allows reuse
     # across tenants) and copied; only inputs no row has are sent, once each.
@@ -617,8 +617,8 @@ def embed_step(
     )
     reuse = plan_reuse(items, digest_of, stored)
 
-    timings = {"present_check_s": 0.0, "write_s": 0.0, "embed_total_s": 0.0}
-    timings["present_check_s"] = time.perf_counter() - started
+    present_check_s = time.perf_counter() - started
+    written_s = [0.0]  # seconds inside the store's writes (a box: the writer adds to it)
 
     def write_batch(batch: list[LaneItem], vectors: np.ndarray) -> None:
         if run.guard is not None:
@@ -665,7 +665,7 @@ def embed_step(
                         [documents[n] for n in rows],
                         [metas[n] for n in rows],
                     )
-        timings["write_s"] += time.perf_counter() - write_started
+        written_s[0] += time.perf_counter() - write_started
 
     fence_book = LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock)
     frozen = blocking_freeze(ledger, settings.store.collection_name)
@@ -707,35 +707,46 @@ def embed_step(
             ),
             run.cancel_scope,
         )
-        counts = summary.setdefault("counts", {})
-        counts[REUSED] = copied[0]
-        counts[EMBEDDED] = int(counts.get(EMBEDDED, 0)) + copied[0]
-        summary["vectorEvidence"] = recorder.evidence()
+        summary = replace(
+            summary,
+            counts=replace(
+                summary.counts,
+                reused=copied[0],
+                embedded=summary.counts.embedded + copied[0],
+                already_present=len(present),
+            ),
+            vector_evidence=recorder.evidence(),
+            generation=generation,
+            revision=envelope.revision,
+        )
         if interrupt is not None:
-            summary["counts"][ALREADY_PRESENT] = tally[ALREADY_PRESENT]
-            summary["generation"] = generation
-            summary["revision"] = envelope.revision
             raise SweepAborted(summary, interrupt)
         # Freeze (durably, before the verdict) when this sweep's evidence says so.
-        summary["freeze"] = observe_sweep(ledger, settings, summary, run.clock())
+        summary = replace(summary, freeze=observe_sweep(ledger, settings, summary, run.clock()))
     unavailable = sorted({c.chunk_id for c in missing} - set(by_id))
+    errors = summary.errors
     if unavailable:
         # Never complete silently over a chunk whose text could not be read again.
-        summary.setdefault("errors", []).append(
+        errors += (
             {
                 "code": codes.SOURCE_UNREADABLE,
                 "message": f"{len(unavailable)} chunk(s) could not be re-read from the repo",
                 "details": {"chunkIds": unavailable[:32]},
-            }
+            },
         )
-    timings["embed_total_s"] = time.perf_counter() - started
-    summary["timings"] = timings
-    summary.setdefault("counts", {})[ALREADY_PRESENT] = tally[ALREADY_PRESENT]
-    summary["counts"][CHUNKS] = tally[CHUNKS]
-    summary["generation"] = generation
-    summary["revision"] = envelope.revision
-    summary["band"] = band.describe()
-    return summary
+    return replace(
+        summary,
+        counts=replace(summary.counts, already_present=len(present), chunks=len(ids)),
+        errors=errors,
+        generation=generation,
+        revision=envelope.revision,
+        band=band.describe(),
+        timings=SweepTimings(
+            present_check_s=present_check_s,
+            write_s=written_s[0],
+            embed_total_s=time.perf_counter() - started,
+        ),
+    )
 
 
 def write_copies(
@@ -789,7 +800,7 @@ class SweepAborted(BaseException):
     its verdicts (the remainder deferred as aborted) so the caller can record the sweep
     before letting ``interrupt`` end the run."""
 
-    def __init__(self, summary: dict[str, Any], interrupt: BaseException) -> None:
+    def __init__(self, summary: LaneSummary, interrupt: BaseException) -> None:
         super().__init__("sweep aborted")
         self.summary = summary
         self.interrupt = interrupt
@@ -797,7 +808,7 @@ class SweepAborted(BaseException):
 
 def run_lane_abortably(
     make: Callable[[], Any], scope: CancelScope
-) -> tuple[dict[str, Any], BaseException | None]:
+) -> tuple[LaneSummary, BaseException | None]:
     """Run the lane's event loop in a worker thread so an interrupt delivered to the main
     thread (signals only arrive there) becomes an upstream abort of the cancellation
     scope: no later request starts, the connection in flight is closed, and the lane
@@ -844,7 +855,7 @@ async def _embed(
     run: EmbedContext,
     *,
     width_known: bool = False,
-) -> dict[str, Any]:
+) -> LaneSummary:
     try:
         notice = None
         if items:
@@ -868,7 +879,7 @@ async def _embed(
             batch_caps=batch_cap_memory(fence_book.ledger, provider, clock=run.clock),
         )
         if notice is not None:
-            summary.setdefault("notices", []).append(notice)
+            summary = replace(summary, notices=(*summary.notices, notice))
         return summary
     finally:
         await provider.aclose()
@@ -880,11 +891,11 @@ def census_step(
     settings: Settings,
     ledger: Ledger,
     envelope: EnvelopeResult,
-    summary: dict[str, Any],
+    summary: LaneSummary,
     now: float,
-) -> dict[str, Any]:
+) -> SweepReport:
     """Classify the sweep, move the checkpoint, persist both censuses in one transaction."""
-    verdict = classify_sweep_outcome(summary)
+    verdict = classify_sweep_outcome(summary.errors)
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
     censuses = build_censuses(verdict.fence_rows)
@@ -903,48 +914,46 @@ def census_step(
         "last_attempt_at": now,
         "last_attempted_rev": envelope.revision,
         "declaration_digest": envelope.repo_declaration_digest,
-        "embedding_generation": summary.get("generation"),
+        "embedding_generation": summary.generation,
         "attempt_inputs_at": now,  # the three above are this attempt's own
         "next_due_at": next_due,
         "recovery_episode_opened_at": episode,
         "content_poison_census": encode_census(censuses["contentPoisonChunks"]),
         "undeliverable_census": encode_census(censuses["undeliverableChunks"]),
-        "last_summary": _json(summary),
+        "last_summary": _json(summary.to_doc()),
         "updated_at": now,
     }
     if verdict.advance_checkpoint:
         state["last_ingested_rev"] = envelope.revision
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
-    if summary.get("generation"):
-        counts = summary.get("counts") or {}
-        chunks = counts.get(CHUNKS)
-        present = int(counts.get(ALREADY_PRESENT) or 0) + int(counts.get(EMBEDDED) or 0)
+    if summary.generation:
+        counts = summary.counts
         record_repo_generation(
             ledger,
             ctx.tenant_id,
             ctx.repo_slug,
-            str(summary["generation"]),
+            summary.generation,
             complete=verdict.outcome == codes.OUTCOME_COMPLETE,
-            chunks=int(chunks) if isinstance(chunks, int) else None,
-            present=present,
+            chunks=counts.chunks,
+            present=(counts.already_present or 0) + counts.embedded,
             now=now,
         )
-    return {
-        "tenantId": ctx.tenant_id,
-        "repoSlug": ctx.repo_slug,
-        "outcome": verdict.outcome,
-        "revision": envelope.revision,
-        "counts": summary.get("counts", {}),
-        "deferredCauseCode": verdict.cause_code,
-        "consecutiveFailures": failures,
-        "nextDueAt": next_due,
-        "contentPoisonChunks": censuses["contentPoisonChunks"],
-        "undeliverableChunks": censuses["undeliverableChunks"],
-        "strikes": summary.get("strikes", []),
-        "embeddingGeneration": summary.get("generation"),
-        "timings": summary.get("timings", {}),
-        "notices": list(summary.get("notices", [])),
-    }
+    return SweepReport(
+        tenant_id=ctx.tenant_id,
+        repo_slug=ctx.repo_slug,
+        outcome=verdict.outcome,
+        revision=envelope.revision,
+        counts=summary.counts,
+        deferred_cause_code=verdict.cause_code,
+        consecutive_failures=failures,
+        next_due_at=next_due,
+        content_poison_chunks=censuses["contentPoisonChunks"],
+        undeliverable_chunks=censuses["undeliverableChunks"],
+        strikes=summary.strikes,
+        embedding_generation=summary.generation,
+        timings=summary.timings,
+        notices=summary.notices,
+    )
 
 
 def backoff_due_at(ctx: RepoContext, settings: Settings, failures: int, now: float) -> float:
@@ -996,7 +1005,7 @@ def record_failed_sweep(
         outcome=codes.OUTCOME_FAILED,
         code=code,
         revision=revision,
-        summary={"errors": [{"code": code, "message": message[:500]}]},
+        summary=LaneSummary(errors=({"code": code, "message": message[:500]},)),
         now=now,
     )
 
@@ -1016,7 +1025,7 @@ def record_unfinished_attempt(
     outcome: str,
     code: str,
     revision: str | None,
-    summary: dict[str, Any],
+    summary: LaneSummary,
     now: float,
     arms_recovery_episode: bool = False,
 ) -> UnfinishedAttempt:
@@ -1038,7 +1047,7 @@ def record_unfinished_attempt(
         "embedding_generation": generation,
         "attempt_inputs_at": now,
         "next_due_at": next_due,
-        "last_summary": _json(summary),
+        "last_summary": _json(summary.to_doc()),
         "updated_at": now,
     }
     if arms_recovery_episode:
@@ -1055,7 +1064,7 @@ def record_deferred_before_lane(
     code: str,
     message: str,
     now: float,
-) -> dict[str, Any]:
+) -> SweepReport:
     """A sweep that cannot go on before its lane (the server that counts tokens for the
     split is unreachable): deferred with ``code``, one more consecutive failure, backoff,
     a recovery episode armed like any provider failure. Nothing of the generation was
@@ -1069,31 +1078,28 @@ def record_deferred_before_lane(
         outcome=codes.OUTCOME_DEFERRED,
         code=code,
         revision=envelope.revision,
-        summary={"errors": [row], "generation": configured_generation(settings)},
+        summary=LaneSummary(errors=(row,), generation=configured_generation(settings)),
         now=now,
         arms_recovery_episode=True,
     )
-    return {
-        "tenantId": ctx.tenant_id,
-        "repoSlug": ctx.repo_slug,
-        "outcome": codes.OUTCOME_DEFERRED,
-        "revision": envelope.revision,
-        "counts": {},
-        "deferredCauseCode": code,
-        "consecutiveFailures": done.failures,
-        "nextDueAt": done.next_due,
-        "contentPoisonChunks": _census_or_empty(done.previous.get("content_poison_census")),
-        "undeliverableChunks": _census_or_empty(done.previous.get("undeliverable_census")),
-        "strikes": [],
-        "embeddingGeneration": done.generation,
-        "errors": [row],
-        "timings": {},
-    }
+    return SweepReport(
+        tenant_id=ctx.tenant_id,
+        repo_slug=ctx.repo_slug,
+        outcome=codes.OUTCOME_DEFERRED,
+        revision=envelope.revision,
+        deferred_cause_code=code,
+        consecutive_failures=done.failures,
+        next_due_at=done.next_due,
+        content_poison_chunks=_census_or_empty(done.previous.get("content_poison_census")),
+        undeliverable_chunks=_census_or_empty(done.previous.get("undeliverable_census")),
+        embedding_generation=done.generation,
+        errors=(row,),
+    )
 
 
-def _census_or_empty(raw: object) -> dict[str, Any]:
+def _census_or_empty(raw: object) -> Mapping[str, Any]:
     census = decode_census(raw)
-    return census if census is not None else {"count": 0, "ids": []}
+    return census if census is not None else EMPTY_CENSUS
 
 
 @contextmanager

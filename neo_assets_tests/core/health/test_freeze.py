@@ -47,6 +47,7 @@ from neo_assets.core.health.freeze import (
 )
 from neo_assets.core.sweep.censuses import build_censuses
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 
 DIM = 32
 POLICY = FreezePolicy(circuit_sweeps=3, reprobe_initial_s=60.0, reprobe_max_s=600.0, max_attempts=3)
@@ -70,12 +71,15 @@ def frozen(**kw: Any) -> FreezeRecord:
 
 
 def summary(
-    errors: list[dict[str, Any]] | None = None, embedded: int = 0, verdicts: dict | None = None
-) -> dict[str, Any]:
-    doc: dict[str, Any] = {"counts": {"embedded": embedded}, "errors": errors or []}
-    if verdicts is not None:
-        doc["vectorEvidence"] = {"verdicts": verdicts, "expectedDimension": DIM}
-    return doc
+    errors: list[dict[str, Any]] | None = None, embedded: int = 0, verdicts: object = None
+) -> LaneSummary:
+    return LaneSummary(
+        counts=SweepCounts(embedded=embedded),
+        errors=tuple(errors or ()),
+        vector_evidence=None
+        if verdicts is None
+        else {"verdicts": verdicts, "expectedDimension": DIM},
+    )
 
 
 CIRCUIT_ROW = {"code": codes.KB_VECTOR_EMBED_CIRCUIT_OPEN, "message": "open", "details": {}}
@@ -122,13 +126,13 @@ def _fence(chunk_id: str) -> FenceRecord:
 def test_a_frozen_sweep_defers_with_the_frozen_cause_and_keeps_fences() -> None:
     ids = [cid(i) for i in range(5)]
     out = frozen_summary([*ids, ids[0]], {ids[4]: _fence(ids[4])}, "gen", frozen())
-    assert out["counts"]["embedded"] == 0 and out["counts"]["requests"] == 0
-    assert out["counts"]["deferred"] == 4 and out["counts"]["alreadyFenced"] == 1
-    assert out["counts"]["offered"] == out["counts"]["deferred"]
-    live = [r for r in out["errors"] if r["code"] == codes.KB_COLLECTION_FROZEN]
+    assert out.counts.embedded == 0 and out.counts.requests == 0
+    assert out.counts.deferred == 4 and out.counts.already_fenced == 1
+    assert out.counts.offered == out.counts.deferred
+    live = [r for r in out.errors if r["code"] == codes.KB_COLLECTION_FROZEN]
     assert len(live) == 1 and live[0]["details"]["chunkCount"] == 4
     assert live[0]["details"]["causeCode"] == "dimension-mismatch"
-    verdict = classify_sweep_outcome(out)
+    verdict = classify_sweep_outcome(out.errors)
     assert verdict.outcome == codes.OUTCOME_DEFERRED
     assert verdict.cause_code == codes.KB_COLLECTION_FROZEN
     assert not verdict.arms_recovery_episode and not verdict.advance_checkpoint
@@ -138,17 +142,17 @@ def test_a_frozen_sweep_defers_with_the_frozen_cause_and_keeps_fences() -> None:
 
 def test_a_frozen_repo_that_lacks_nothing_has_nothing_to_withhold() -> None:
     out = frozen_summary([], {}, "gen", frozen())
-    assert out["errors"] == [] and classify_sweep_outcome(out).outcome == codes.OUTCOME_COMPLETE
+    assert out.errors == () and classify_sweep_outcome(out.errors).outcome == codes.OUTCOME_COMPLETE
     fenced_only = frozen_summary([cid(1)], {cid(1): _fence(cid(1))}, "gen", frozen())
-    assert classify_sweep_outcome(fenced_only).outcome == codes.OUTCOME_COMPLETE
+    assert classify_sweep_outcome(fenced_only.errors).outcome == codes.OUTCOME_COMPLETE
 
 
 # ------------------------------------------------------------------ triggers
 def test_vector_verdict_counts_drop_what_is_not_evidence() -> None:
     doc = summary(verdicts={"zero": 2, "bogus": 3, "non-finite": -1, "valid": True, "malformed": 1})
     assert vector_verdict_counts(doc) == {"zero": 2, "malformed": 1}
-    assert vector_verdict_counts({"vectorEvidence": "x"}) == {}
-    assert vector_verdict_counts({}) == {}
+    assert vector_verdict_counts(summary(verdicts="x")) == {}
+    assert vector_verdict_counts(LaneSummary()) == {}
 
 
 @pytest.mark.parametrize("verdict", CORRUPTING_VERDICTS)
@@ -184,10 +188,10 @@ def test_circuit_open_in_k_consecutive_sweeps_freezes() -> None:
         (summary(embedded=2), False),
         (summary(), None),
         (summary([{"code": codes.KB_VECTOR_EMBED_ABORTED, "details": {}}]), None),
-        ({"errors": "junk", "counts": {"embedded": "x"}}, None),
+        (summary(["junk"]), None),  # type: ignore[list-item]
     ],
 )
-def test_circuit_opened(doc: dict[str, Any], opened: bool | None) -> None:
+def test_circuit_opened(doc: LaneSummary, opened: bool | None) -> None:
     assert circuit_opened(doc) is opened
 
 

@@ -37,6 +37,7 @@ from neo_assets.core.health.freeze import (
 )
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.defs.health import freeze_reprobe_sensor
 from neo_assets.defs.resources import default_resources
 from neo_assets.embedding.cancel import CancelScope
@@ -303,11 +304,10 @@ def test_each_deadline_leaf_is_its_own_and_read_at_use(env: HealthEnv) -> None:
 def test_the_circuit_opening_in_k_consecutive_sweeps_freezes(env: HealthEnv) -> None:
     env.set(recovery_freeze_circuit_sweeps=2)
     settings, ledger = env.settings, env.ledger
-    opened = {
-        "counts": {"embedded": 0},
-        "errors": [{"code": codes.KB_VECTOR_EMBED_CIRCUIT_OPEN, "message": "", "details": {}}],
-    }
-    healthy = {"counts": {"embedded": 3}, "errors": []}
+    opened = LaneSummary(
+        errors=({"code": codes.KB_VECTOR_EMBED_CIRCUIT_OPEN, "message": "", "details": {}},)
+    )
+    healthy = LaneSummary(counts=SweepCounts(embedded=3))
     assert observe_sweep(ledger, settings, opened, T0) is None
     assert observe_sweep(ledger, settings, healthy, T0 + 1) is None  # the streak resets
     assert observe_sweep(ledger, settings, opened, T0 + 2) is None

@@ -88,7 +88,7 @@ def sweep(kb: KbHandles, ctx: RepoContext) -> tuple[dict, Counting]:
     summary = embed_step(
         ctx, settings, kb.store, kb.ledger, env, chunks, EmbedContext(provider=provider)
     )
-    result = census_step(ctx, settings, kb.ledger, env, summary, now)
+    result = census_step(ctx, settings, kb.ledger, env, summary, now).to_doc()
     assert result["outcome"] == "complete", result
     return result, provider
 

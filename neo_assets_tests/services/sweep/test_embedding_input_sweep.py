@@ -68,7 +68,7 @@ def _sweep(kb: KbHandles, ctx: RepoContext, provider: Recording) -> dict:
     summary = embed_step(
         ctx, settings, kb.store, kb.ledger, env, chunks, EmbedContext(provider=provider)
     )
-    return census_step(ctx, settings, kb.ledger, env, summary, now)
+    return census_step(ctx, settings, kb.ledger, env, summary, now).to_doc()
 
 
 def _rows(kb: KbHandles, generation: str | None = None) -> dict[str, dict]:

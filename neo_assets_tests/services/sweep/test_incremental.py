@@ -93,7 +93,7 @@ def test_one_file_commit_rereads_and_reparses_only_that_file(env) -> None:
     assert second["chunks"].parsed_paths == 1
     assert second["chunks"].reused_paths == 29
     assert len(env["reads"]) == 1  # the new blob, read once to classify and parse it
-    assert second["summary"]["counts"]["embedded"] == 1
+    assert second["summary"].counts.embedded == 1
     assert second["result"]["outcome"] == "complete"
 
 
@@ -104,7 +104,7 @@ def test_forced_unchanged_sweep_reads_and_parses_nothing(env) -> None:
     again = _sweep(env["kb"], ctx)
     assert env["reads"] == []
     assert again["chunks"].parsed_paths == 0
-    assert again["summary"]["counts"]["embedded"] == 0
+    assert again["summary"].counts.embedded == 0
 
 
 def test_incremental_generation_equals_a_full_rebuild(env) -> None:
@@ -147,7 +147,7 @@ def test_parser_bump_reparses_everything(env, tmp_path: Path) -> None:
     write_tenants(env["tenants"], {"acme": [repo_entry("w", env["repo"].path, version="1.1.0")]})
     bumped = _sweep(env["kb"], _ctx(env["tenants"]))
     assert bumped["chunks"].parsed_paths == 30
-    assert bumped["summary"]["counts"]["embedded"] == bumped["chunks"].chunks
+    assert bumped["summary"].counts.embedded == bumped["chunks"].chunks
 
 
 def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
@@ -158,5 +158,5 @@ def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
     store.delete_ids(victims)  # as if an earlier sweep never finished writing them
     again = _sweep(env["kb"], ctx)
     assert again["chunks"].parsed_paths == 0
-    assert again["summary"]["counts"]["embedded"] == 3
+    assert again["summary"].counts.embedded == 3
     assert store.present_ids(victims) == set(victims)

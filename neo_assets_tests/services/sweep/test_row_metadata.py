@@ -75,7 +75,7 @@ def _sweep(kb: KbHandles, ctx: RepoContext) -> dict:
     summary = embed_step(
         ctx, settings, kb.store, kb.ledger, env, chunks, EmbedContext(provider=HashingProvider())
     )
-    return census_step(ctx, settings, kb.ledger, env, summary, now)
+    return census_step(ctx, settings, kb.ledger, env, summary, now).to_doc()
 
 
 def _rows(kb: KbHandles) -> dict[str, dict]:

@@ -67,7 +67,7 @@ def _sweep(kb: KbHandles, ctx: RepoContext) -> dict:
     summary = embed_step(
         ctx, settings, kb.store, kb.ledger, env, chunks, EmbedContext(provider=provider)
     )
-    doc = census_step(ctx, settings, kb.ledger, env, summary, now)
+    doc = census_step(ctx, settings, kb.ledger, env, summary, now).to_doc()
     return {"doc": doc, "summary": summary}
 
 
@@ -102,9 +102,9 @@ def test_an_over_band_chunk_is_split_into_parts_that_fit_never_fenced(
     result = _sweep(kb, ctx)
     doc, summary = result["doc"], result["summary"]
     assert doc["outcome"] == "complete"
-    assert summary["counts"]["fencedPoison"] == 0
-    assert summary["counts"]["fencedUndeliverable"] == 0
-    assert summary["band"]["bandTokens"] == 256 and summary["band"]["counted"] == "tokenizer"
+    assert summary.counts.fenced_poison == 0
+    assert summary.counts.fenced_undeliverable == 0
+    assert summary.band["bandTokens"] == 256 and summary.band["counted"] == "tokenizer"
 
     rows = kb.store.get_rows(
         [r["id"] for r in kb.store.tenant_rows("acme")], include_documents=True
@@ -150,4 +150,4 @@ def test_an_over_band_chunk_is_split_into_parts_that_fit_never_fenced(
     again = _sweep(kb, ctx)
     assert again["doc"]["outcome"] == "complete"
     assert {c.chunk_id for c in kb.ledger.declared_chunks("acme", "w")} == declared
-    assert again["summary"]["counts"]["requests"] == 0
+    assert again["summary"].counts.requests == 0

@@ -76,7 +76,7 @@ def sweep(repo: GitRepo, progress: Any = None) -> dict[str, Any]:
         )
     finally:
         kb.close()
-    return dict(result.doc)
+    return result.to_doc()
 
 
 def test_a_sweep_waits_for_another_processs_solo_dispatch_on_the_same_provider(

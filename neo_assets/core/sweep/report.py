@@ -1,0 +1,69 @@
+"""One repo's sweep as the census recorded it: the contract's per-repo document.
+
+``SweepReport.to_doc()`` is the shape ``neo-assets sweep --json`` prints per repo and the
+``fence_census`` asset outputs (CONTRACT.md, "sweep"): tenantId, repoSlug, outcome,
+revision, counts, deferredCauseCode, and for a sweep that ran, consecutiveFailures,
+nextDueAt, both censuses (``{"count", "ids"}``), strikes, embeddingGeneration, timings and
+notices; the lease it held (or why it held none).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from neo_assets.core import codes
+from neo_assets.core.sweep.summary import SweepCounts, SweepTimings
+
+EMPTY_CENSUS: Mapping[str, Any] = {"count": 0, "ids": []}
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    tenant_id: str
+    repo_slug: str
+    outcome: str
+    revision: str | None
+    # None: the sweep counted nothing (skipped, or deferred before its lane).
+    counts: SweepCounts | None = None
+    deferred_cause_code: str | None = None
+    consecutive_failures: int = 0
+    next_due_at: float | None = None
+    content_poison_chunks: Mapping[str, Any] = field(default_factory=lambda: EMPTY_CENSUS)
+    undeliverable_chunks: Mapping[str, Any] = field(default_factory=lambda: EMPTY_CENSUS)
+    strikes: tuple[Mapping[str, Any], ...] = ()
+    embedding_generation: str | None = None
+    timings: SweepTimings = field(default_factory=SweepTimings)
+    notices: tuple[str, ...] = ()
+    # Live rows of a sweep that ended before its lane (the census keeps the lane's).
+    errors: tuple[Mapping[str, Any], ...] = ()
+    lease: Mapping[str, Any] | None = None
+
+    @property
+    def skipped(self) -> bool:
+        return self.outcome == codes.OUTCOME_SKIPPED
+
+    def to_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "tenantId": self.tenant_id,
+            "repoSlug": self.repo_slug,
+            "outcome": self.outcome,
+            "revision": self.revision,
+            "counts": self.counts.to_doc() if self.counts is not None else {},
+            "deferredCauseCode": self.deferred_cause_code,
+        }
+        if not self.skipped:  # a skipped sweep ran no stage: it has nothing more to say
+            doc |= {
+                "consecutiveFailures": self.consecutive_failures,
+                "nextDueAt": self.next_due_at,
+                "contentPoisonChunks": dict(self.content_poison_chunks),
+                "undeliverableChunks": dict(self.undeliverable_chunks),
+                "strikes": [dict(row) for row in self.strikes],
+                "embeddingGeneration": self.embedding_generation,
+                "timings": self.timings.to_doc(),
+                "notices": list(self.notices),
+            }
+            if self.errors:
+                doc["errors"] = [dict(row) for row in self.errors]
+        if self.lease is not None:
+            doc["lease"] = dict(self.lease)
+        return doc
