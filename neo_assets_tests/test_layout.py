@@ -1,0 +1,113 @@
+"""The package's shape (issue 22): no import circle, Dagster only where the orchestrator
+is wired, and a pure core. Read from the source with ``ast``, so a new module is checked
+the day it lands."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "neo_assets"
+# Where Dagster may be imported: its definitions, and the CLI's one way of launching runs.
+DAGSTER_HOMES = ("neo_assets.defs", "neo_assets.definitions", "neo_assets.cli.launch")
+# What the pure core may import from the package: only itself.
+CORE = "neo_assets.core"
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _imports(path: Path, *, top_level_only: bool) -> set[str]:
+    """Modules ``path`` imports: ``from x import y`` is ``x.y`` when that is a module of
+    the package, else ``x`` (a package's ``__init__`` runs for any of its modules, so it
+    is not counted as the importer's own dependency). ``top_level_only``: only imports run
+    at import time."""
+    module = _module_name(path)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(module, node, path.name == "__init__.py")
+            for alias in node.names:
+                submodule = f"{source}.{alias.name}"
+                found.add(submodule if submodule in MODULES else source)
+    return found
+
+
+MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _graph() -> dict[str, set[str]]:
+    return {
+        name: {dep for dep in _imports(path, top_level_only=True) if dep in MODULES} - {name}
+        for name, path in MODULES.items()
+    }
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, as the modules along it, or None."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for dep in sorted(graph[node]):
+            if state.get(dep) == 1:
+                return [*path[path.index(dep) :], dep]
+            if dep not in state and (found := visit(dep)):
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (found := visit(node)):
+            return found
+    return None
+
+
+def test_the_checks_see_the_package() -> None:
+    assert len(MODULES) > 100 and "neo_assets.services.sweep.run" in MODULES
+    assert "neo_assets.core.sweep.summary" in _graph()["neo_assets.services.sweep.steps"]
+    # The cycle finder finds one when there is one.
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_no_import_circle() -> None:
+    assert _cycle(_graph()) is None
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_dagster_is_imported_only_where_runs_are_wired(name: str) -> None:
+    if name.startswith(DAGSTER_HOMES):
+        return
+    dagster = {
+        m for m in _imports(MODULES[name], top_level_only=False) if m.split(".")[0] == "dagster"
+    }
+    assert not dagster, f"{name} imports {sorted(dagster)}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if n.startswith(CORE)))
+def test_the_core_imports_only_the_core(name: str) -> None:
+    outside = {
+        m
+        for m in _imports(MODULES[name], top_level_only=False)
+        if m.startswith("neo_assets") and not m.startswith(CORE) and m != "neo_assets"
+    }
+    assert not outside, f"{name} imports {sorted(outside)}"
