@@ -67,3 +67,27 @@ def test_a_full_cache_forgets_its_oldest_settings_not_the_latest(tmp_path) -> No
     assert load_settings(home=tmp_path / "latest") is latest
     assert load_settings(home=tmp_path / "first") is not first
     assert len(settings_mod._loaded) == settings_mod._LOADED_MAX
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("NEO_PROVIDER_SLOTS", "bogus"),
+        ("NEO_EMBEDDING_TOKENIZER", "x"),
+        ("NEO_MAX_FILE_BYTES", "x"),
+    ],
+)
+def test_a_refused_variable_is_named_as_the_user_spells_it(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str
+) -> None:
+    # Leaves read under their own name (a validation alias) are named by it, not by their
+    # section's prefix plus the alias.
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    (line,) = str(refused.value).splitlines()[1:]
+    assert line.strip().startswith(f"{variable}: "), line
+
+
+def test_an_alias_leaf_can_be_overridden_by_its_own_name(tmp_path) -> None:
+    assert load_settings(provider_slots="ledger").embedding.slots == "ledger"

@@ -278,17 +278,26 @@ class Settings:
 
 
 def env_name(section: str, leaf: str) -> str:
-    """The NEO_* variable of one leaf of one section."""
-    prefix = SECTIONS[section].model_config.get("env_prefix", "NEO_")
+    """The NEO_* variable of one leaf of one section: its own name when it has one (a
+    validation alias, e.g. ``NEO_PROVIDER_SLOTS``), else the section's prefix + the leaf."""
+    cls = SECTIONS[section]
+    info = cls.model_fields.get(leaf)
+    if info is not None and isinstance(info.validation_alias, str):
+        return info.validation_alias.upper()
+    if any(f.validation_alias == leaf for f in cls.model_fields.values()):
+        return leaf.upper()  # an error's location names an aliased leaf by its alias
+    prefix = cls.model_config.get("env_prefix", "NEO_")
     return f"{prefix}{leaf}".upper()
 
 
 def _override_target(name: str) -> tuple[str, str]:
-    """(section, leaf) of an override named by its variable without NEO_ (``home``)."""
+    """(section, the key its model takes) of an override named by its variable without
+    NEO_ (``home``): the leaf, or its alias when it is read under one."""
     for section, cls in SECTIONS.items():
-        for leaf in cls.model_fields:
+        for leaf, info in cls.model_fields.items():
             if env_name(section, leaf) == f"NEO_{name}".upper():
-                return section, leaf
+                alias = info.validation_alias
+                return section, alias if isinstance(alias, str) else leaf
     raise TypeError(f"no setting NEO_{name.upper()}")
 
 
