@@ -48,6 +48,8 @@ def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
 ) -> None:
     assert load_settings().embedding.resolved_batch_size == 4096
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "openai_compatible")
+    monkeypatch.setenv("NEO_EMBEDDING_BASE_URL", "http://127.0.0.1:9")
+    monkeypatch.setenv("NEO_EMBEDDING_MODEL", "m")
     assert load_settings().embedding.resolved_batch_size == 64
     monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "100")
     assert load_settings().embedding.resolved_batch_size == 100
@@ -91,3 +93,46 @@ def test_a_refused_variable_is_named_as_the_user_spells_it(
 
 def test_an_alias_leaf_can_be_overridden_by_its_own_name(tmp_path) -> None:
     assert load_settings(provider_slots="ledger").embedding.slots == "ledger"
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        (
+            {"NEO_EMBEDDING_PROVIDER": "openai_compatible", "NEO_EMBEDDING_API_KEY": "sk-secret"},
+            "NEO_EMBEDDING_BASE_URL",
+        ),
+        (
+            {
+                "NEO_EMBEDDING_PROVIDER": "ollama",
+                "NEO_EMBEDDING_BASE_URL": "http://x",
+                "NEO_EMBEDDING_API_KEY": "sk-secret",
+            },
+            "NEO_EMBEDDING_MODEL",
+        ),
+        (
+            {"NEO_EMBEDDING_PROVIDER": "gemini", "NEO_EMBEDDING_MODEL": "m"},
+            "NEO_EMBEDDING_API_KEY",
+        ),
+        (
+            {
+                "NEO_EMBEDDING_PROVIDER": "openai_compatible",
+                "NEO_EMBEDDING_BASE_URL": "localhost:8080",
+                "NEO_EMBEDDING_MODEL": "m",
+                "NEO_EMBEDDING_API_KEY": "sk-secret",
+            },
+            "NEO_EMBEDDING_BASE_URL must be an http(s) URL",
+        ),
+    ],
+)
+def test_a_provider_missing_what_it_needs_is_refused_at_load(
+    monkeypatch: pytest.MonkeyPatch, env: dict[str, str], named: str
+) -> None:
+    # Refused with the settings, before any command or run builds the provider; the line
+    # names the setting and quotes no other value (the key least of all).
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(SettingsError) as refused:
+        load_settings()
+    message = str(refused.value)
+    assert named in message and "sk-secret" not in message and "Value error" not in message

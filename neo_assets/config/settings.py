@@ -14,6 +14,8 @@ from typing import Literal
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from neo_assets.core.provider_requirements import provider_problem
+
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The example shipped with the checkout (one tenant is the checkout itself).
 BUNDLED_TENANTS_FILE = PACKAGE_DIR.parent / "examples" / "tenants.yaml"
@@ -140,6 +142,15 @@ class EmbeddingSettings(_Section):
     slots_dir: Path | None = Field(None, validation_alias="NEO_PROVIDER_SLOTS_DIR")
 
     _blank = field_validator("base_url", "slots_dir", mode="before")(_blank_is_unset)
+
+    @model_validator(mode="after")
+    def _provider_has_what_it_needs(self) -> "EmbeddingSettings":
+        problem = provider_problem(
+            self.provider, base_url=self.base_url, model=self.model, api_key=self.api_key
+        )
+        if problem is not None:
+            raise ValueError(problem)
+        return self
 
     @model_validator(mode="after")
     def _server_tokenizer_needs_a_server(self) -> "EmbeddingSettings":
@@ -314,6 +325,11 @@ def _read(**overrides: object) -> Settings:
         except ValidationError as exc:
             for err in exc.errors():
                 leaf = ".".join(str(p) for p in err["loc"])
+                if not leaf:
+                    # A rule across leaves: its message names them. Its input is the whole
+                    # section (a key among it), so it is not quoted.
+                    lines.append(str(err["msg"]).removeprefix("Value error, "))
+                    continue
                 lines.append(f"{env_name(section, leaf)}: {err['msg']} (got {err.get('input')!r})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))

@@ -1,30 +1,18 @@
 """Settings → one embedding provider. A wrong or missing setting fails here, by its name."""
 
+from neo_assets.core.provider_requirements import SETTING_PROVIDER, provider_problem
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.providers.hashing import HashingProvider
 
 PROVIDER_KINDS = ("hashing", "openai_compatible", "ollama", "gemini", "sentence_transformers")
 
 # Setting names as users write them (CONTRACT.md); errors quote these, not arguments.
-SETTING_PROVIDER = "NEO_EMBEDDING_PROVIDER"
-SETTING_BASE_URL = "NEO_EMBEDDING_BASE_URL"
-SETTING_MODEL = "NEO_EMBEDDING_MODEL"
-SETTING_API_KEY = "NEO_EMBEDDING_API_KEY"
 SETTING_DIMENSIONS = "NEO_EMBEDDING_DIMENSIONS"
 SETTING_TIMEOUT = "NEO_EMBEDDING_REQUEST_TIMEOUT_MS"
 
 
-def _required(value: str | None, setting: str, kind: str) -> str:
-    if value is None or not value.strip():
-        raise ValueError(f"{setting} must be set when {SETTING_PROVIDER}={kind}")
-    return value.strip()
-
-
-def _http_url(value: str | None, kind: str) -> str:
-    url = _required(value, SETTING_BASE_URL, kind)
-    if not url.startswith(("http://", "https://")):
-        raise ValueError(f"{SETTING_BASE_URL} must be an http(s) URL, got {url!r}")
-    return url
+def _text(value: str | None) -> str:
+    return (value or "").strip()
 
 
 def build_provider(
@@ -53,6 +41,9 @@ def build_provider(
             f"{SETTING_TIMEOUT} must be a positive integer, got {request_timeout_ms!r}"
         )
     normalized = (kind or "").strip().lower().replace("-", "_")
+    problem = provider_problem(normalized, base_url=base_url, model=model, api_key=api_key)
+    if problem is not None:
+        raise ValueError(problem)
     if normalized == "hashing":
         if model and model.strip():
             return HashingProvider(dimensions=dimensions, model=model.strip())
@@ -63,8 +54,8 @@ def build_provider(
         )
 
         return OpenAICompatibleProvider(
-            base_url=_http_url(base_url, normalized),
-            model=_required(model, SETTING_MODEL, normalized),
+            base_url=_text(base_url),
+            model=_text(model),
             api_key=(api_key or None),
             dimensions=dimensions,
             request_timeout_ms=request_timeout_ms,
@@ -73,8 +64,8 @@ def build_provider(
         from neo_assets.embedding.providers.ollama import OllamaProvider  # noqa: PLC0415
 
         return OllamaProvider(
-            base_url=_http_url(base_url, normalized),
-            model=_required(model, SETTING_MODEL, normalized),
+            base_url=_text(base_url),
+            model=_text(model),
             api_key=(api_key or None),
             dimensions=dimensions,
             request_timeout_ms=request_timeout_ms,
@@ -87,9 +78,9 @@ def build_provider(
         )
 
         return GeminiProvider(
-            api_key=_required(api_key, SETTING_API_KEY, normalized),
-            model=_required(model, SETTING_MODEL, normalized),
-            base_url=_http_url(base_url or GEMINI_BASE_URL, normalized),
+            api_key=_text(api_key),
+            model=_text(model),
+            base_url=_text(base_url) or GEMINI_BASE_URL,
             dimensions=dimensions,
             request_timeout_ms=request_timeout_ms,
         )

@@ -138,3 +138,20 @@ def test_an_unknown_parser_is_refused_up_front_without_a_traceback(
     for named in (str(bad), "'acme'", "'widgets'", "parser.id", "neo-cod", "neo-code"):
         assert named in done.stderr, named
     assert not (Path(cli_env["NEO_HOME"]) / "chroma").exists()  # refused before anything ran
+
+
+@pytest.mark.parametrize(
+    "command", [["sweep"], ["canary"], ["query", "widgets", "--tenant", "acme"]]
+)
+def test_a_provider_without_its_url_is_a_usage_error_for_every_command(
+    cli_env: dict[str, str], command: list[str]
+) -> None:
+    # Before: canary and query printed a raw traceback, sweep recorded a STORE_FAILED run.
+    env = {**cli_env, "NEO_EMBEDDING_PROVIDER": "openai_compatible", "NEO_EMBEDDING_MODEL": "m"}
+    done = _run([*command, "--json"], env)
+    assert done.returncode == 2, (done.stdout, done.stderr)
+    assert "Traceback" not in done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["code"] == "CONFIG_INVALID" and "NEO_EMBEDDING_BASE_URL must be set" in doc["error"]
+    status = json.loads(_run(["status", "--json"], cli_env).stdout)
+    assert {r["outcome"] for r in status["repos"]} == {None}, "nothing was run or recorded"

@@ -39,6 +39,7 @@ def test_settings_and_built_provider_agree(neo_home, monkeypatch, kind, env) -> 
 def test_spellings_of_one_model_share_the_configured_generation(neo_home, monkeypatch) -> None:
     digests = set()
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", "gemini")
+    monkeypatch.setenv("NEO_EMBEDDING_API_KEY", "k")  # gemini cannot be configured without one
     for model in ("models/text-embedding-004", "text-embedding-004"):
         monkeypatch.setenv("NEO_EMBEDDING_MODEL", model)
         digests.add(configured_generation(load_settings()))
