@@ -136,3 +136,19 @@ def test_a_provider_missing_what_it_needs_is_refused_at_load(
         load_settings()
     message = str(refused.value)
     assert named in message and "sk-secret" not in message and "Value error" not in message
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("NEO_CHROMA_URL", "bogus", "NEO_CHROMA_URL must look like http://host:port"),
+        ("NEO_LEDGER_URL", "notaurl", "NEO_LEDGER_URL: not a SQLAlchemy database URL"),
+    ],
+)
+def test_a_store_address_of_the_wrong_shape_is_refused_at_load(
+    monkeypatch: pytest.MonkeyPatch, variable: str, value: str, said: str
+) -> None:
+    # Before: a raw traceback from the first command that opened the store.
+    monkeypatch.setenv(variable, value)
+    with pytest.raises(SettingsError, match=said):
+        load_settings()

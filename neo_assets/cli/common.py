@@ -58,6 +58,8 @@ def load_config():  # noqa: ANN201 - (settings, tenants)
 
 def run(fn: Callable[[], int], as_json: bool) -> None:
     """Run a command's body; a usage error is one red line (and a JSON error document)."""
+    from neo_assets.services.handles import StoreUnreachable
+
     try:
         code = fn()
     except UsageError as exc:
@@ -65,4 +67,9 @@ def run(fn: Callable[[], int], as_json: bool) -> None:
         if as_json:
             emit({"error": str(exc), "code": codes.CONFIG_INVALID}, True)
         raise typer.Exit(EXIT_USAGE) from None
+    except StoreUnreachable as exc:  # nothing was written: the store was never reached
+        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        if as_json:
+            emit({"error": str(exc), "code": codes.STORE_FAILED}, True)
+        raise typer.Exit(EXIT_FAILED) from None
     raise typer.Exit(code)

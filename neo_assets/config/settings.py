@@ -13,8 +13,11 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy import exc as sa_exc
+from sqlalchemy.engine import make_url
 
 from neo_assets.core.provider_requirements import provider_problem
+from neo_assets.core.store_urls import chroma_address
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The example shipped with the checkout (one tenant is the checkout itself).
@@ -58,6 +61,26 @@ class StoreSettings(_Section):
     _blank = field_validator("chroma_url", "ledger_url", "tenants_file", mode="before")(
         _blank_is_unset
     )
+
+    @field_validator("chroma_url")
+    @classmethod
+    def _chroma_url_is_an_address(cls, url: str | None) -> str | None:
+        if url is not None:
+            chroma_address(url)  # ValueError naming the shape it needs
+        return url
+
+    @field_validator("ledger_url")
+    @classmethod
+    def _ledger_url_is_a_database_url(cls, url: str | None) -> str | None:
+        if url is not None:
+            try:
+                make_url(url)
+            except sa_exc.ArgumentError:
+                raise ValueError(
+                    "not a SQLAlchemy database URL (e.g. postgresql+psycopg://user@host/db, "
+                    "or unset for the SQLite ledger under NEO_HOME)"
+                ) from None
+        return url
 
     @property
     def home_dir(self) -> Path:
@@ -330,7 +353,12 @@ def _read(**overrides: object) -> Settings:
                     # section (a key among it), so it is not quoted.
                     lines.append(str(err["msg"]).removeprefix("Value error, "))
                     continue
-                lines.append(f"{env_name(section, leaf)}: {err['msg']} (got {err.get('input')!r})")
+                name, message = env_name(section, leaf), str(err["msg"])
+                message = message.removeprefix("Value error, ")
+                if message.startswith(name):  # the rule named the setting and its value
+                    lines.append(message)
+                else:
+                    lines.append(f"{name}: {message} (got {err.get('input')!r})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return Settings(**parts)  # type: ignore[arg-type]

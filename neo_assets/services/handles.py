@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+import sqlalchemy as sa
+
 from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.config.settings import Settings
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -26,11 +28,33 @@ if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
 
 
+class StoreUnreachable(RuntimeError):
+    """The Chroma server or the ledger's database named by a setting cannot be reached:
+    the message names the setting, the address (no password) and what to do."""
+
+    def __init__(self, what: str, setting: str, address: str, cause: BaseException) -> None:
+        first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        super().__init__(
+            f"{what} at {address} ({setting}) cannot be reached: {first}. Start it, or set "
+            f"{setting} to one that is running (unset: the embedded one under NEO_HOME)."
+        )
+
+
 def open_store(settings: Settings) -> "ChromaStore":
     """The shared collection (NEO_CHROMA_URL's server, else the directory under NEO_HOME).
-    Close it (``close()``, or ``with``)."""
+    Close it (``close()``, or ``with``). An unreachable server: ``StoreUnreachable``."""
     from neo_assets.store.chroma_store import open_store as open_collection  # noqa: PLC0415
 
+    url = settings.store.chroma_url
+    try:
+        return _open_collection(settings, open_collection)
+    except (ValueError, ConnectionError, OSError) as exc:
+        if not url:
+            raise
+        raise StoreUnreachable("the Chroma server", "NEO_CHROMA_URL", url, exc) from exc
+
+
+def _open_collection(settings: Settings, open_collection: Any) -> "ChromaStore":
     return open_collection(
         persist_dir=None if settings.store.chroma_url else settings.store.chroma_dir,
         url=settings.store.chroma_url,
@@ -45,8 +69,16 @@ def open_store(settings: Settings) -> "ChromaStore":
 
 def open_ledger(settings: Settings) -> Ledger:
     """The ledger (NEO_LEDGER_URL, else SQLite under NEO_HOME), migrated to the newest
-    schema. Dispose of it (``dispose()``, or ``with``)."""
-    return Ledger.open(settings.store.resolved_ledger_url)
+    schema. Dispose of it (``dispose()``, or ``with``). A database server that cannot be
+    reached: ``StoreUnreachable``."""
+    url = settings.store.resolved_ledger_url
+    try:
+        return Ledger.open(url)
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        if not settings.store.ledger_url:
+            raise  # the embedded SQLite file: not a server that is down
+        address = sa.engine.make_url(url).render_as_string(hide_password=True)
+        raise StoreUnreachable("the ledger's database", "NEO_LEDGER_URL", address, exc) from exc
 
 
 def build_provider(settings: Settings) -> EmbeddingProvider:

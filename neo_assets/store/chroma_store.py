@@ -17,6 +17,8 @@ import numpy as np
 from chromadb.api.types import Documents, EmbeddingFunction
 from chromadb.config import Settings as ChromaSettings
 
+from neo_assets.core.store_urls import chroma_address
+
 COLLECTION_SPACE = "cosine"
 
 # Ids per page when only ids are listed. Each page is one filtered query, and a later
@@ -69,16 +71,9 @@ def make_client(*, persist_dir: Path | None = None, url: str | None = None) -> A
     """A Chroma client: HttpClient for ``url`` (http://host:port), else PersistentClient."""
     chroma_settings = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
     if url:
-        from urllib.parse import urlparse
-
-        parsed = urlparse(url)
-        if parsed.scheme not in ("http", "https") or not parsed.hostname:
-            raise ValueError(f"NEO_CHROMA_URL must look like http://host:port, got {url!r}")
+        address = chroma_address(url)
         return chromadb.HttpClient(
-            host=parsed.hostname,
-            port=parsed.port or (443 if parsed.scheme == "https" else 8000),
-            ssl=parsed.scheme == "https",
-            settings=chroma_settings,
+            host=address.host, port=address.port, ssl=address.ssl, settings=chroma_settings
         )
     if persist_dir is None:
         raise ValueError("a persistent Chroma needs a directory (NEO_HOME)")
