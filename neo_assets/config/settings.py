@@ -348,17 +348,14 @@ def _read(**overrides: object) -> Settings:
         except ValidationError as exc:
             for err in exc.errors():
                 leaf = ".".join(str(p) for p in err["loc"])
-                if not leaf:
-                    # A rule across leaves: its message names them. Its input is the whole
-                    # section (a key among it), so it is not quoted.
-                    lines.append(str(err["msg"]).removeprefix("Value error, "))
-                    continue
-                name, message = env_name(section, leaf), str(err["msg"])
-                message = message.removeprefix("Value error, ")
-                if message.startswith(name):  # the rule named the setting and its value
+                message = str(err["msg"]).removeprefix("Value error, ")
+                # A rule across leaves (no leaf) or one that names its setting and value
+                # says it all; a rule across leaves' input is the whole section, key and
+                # all, so it is never quoted.
+                if not leaf or message.startswith(env_name(section, leaf)):
                     lines.append(message)
                 else:
-                    lines.append(f"{name}: {message} (got {err.get('input')!r})")
+                    lines.append(f"{env_name(section, leaf)}: {message} (got {err.get('input')!r})")
     if lines:
         raise SettingsError("invalid settings:\n  " + "\n  ".join(lines))
     return Settings(**parts)  # type: ignore[arg-type]

@@ -47,24 +47,20 @@ def open_store(settings: Settings) -> "ChromaStore":
 
     url = settings.store.chroma_url
     try:
-        return _open_collection(settings, open_collection)
+        return open_collection(
+            persist_dir=None if url else settings.store.chroma_dir,
+            url=url,
+            collection_name=settings.store.collection_name,
+            hooks=chroma_writes(
+                one_core=settings.store.chroma_one_core,
+                gil_gap=settings.store.chroma_gil_gap,
+                remote=bool(url),
+            ),
+        )
     except (ValueError, ConnectionError, OSError) as exc:
         if not url:
             raise
         raise StoreUnreachable("the Chroma server", "NEO_CHROMA_URL", url, exc) from exc
-
-
-def _open_collection(settings: Settings, open_collection: Any) -> "ChromaStore":
-    return open_collection(
-        persist_dir=None if settings.store.chroma_url else settings.store.chroma_dir,
-        url=settings.store.chroma_url,
-        collection_name=settings.store.collection_name,
-        hooks=chroma_writes(
-            one_core=settings.store.chroma_one_core,
-            gil_gap=settings.store.chroma_gil_gap,
-            remote=bool(settings.store.chroma_url),
-        ),
-    )
 
 
 def open_ledger(settings: Settings) -> Ledger:

@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -155,3 +156,31 @@ def test_a_provider_without_its_url_is_a_usage_error_for_every_command(
     assert doc["code"] == "CONFIG_INVALID" and "NEO_EMBEDDING_BASE_URL must be set" in doc["error"]
     status = json.loads(_run(["status", "--json"], cli_env).stdout)
     assert {r["outcome"] for r in status["repos"]} == {None}, "nothing was run or recorded"
+
+
+@pytest.mark.parametrize(
+    ("variable", "address", "named"),
+    [
+        (
+            "NEO_LEDGER_URL",
+            "postgresql+psycopg://neo:s3cret@127.0.0.1:{port}/kb",
+            "ledger's database",
+        ),
+        ("NEO_CHROMA_URL", "http://127.0.0.1:{port}", "Chroma server"),
+    ],
+)
+def test_an_unreachable_store_is_one_line_naming_its_setting(
+    cli_env: dict[str, str], variable: str, address: str, named: str
+) -> None:
+    # A loopback port nothing listens on (bound, then closed). Before: a raw traceback.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**cli_env, variable: address.format(port=port)}
+    for command in (["status", "--json"], ["query", "widgets", "--tenant", "acme", "--json"]):
+        done = _run(command, env)
+        assert done.returncode == 1, (done.stdout, done.stderr)
+        assert "Traceback" not in done.stderr and "s3cret" not in done.stdout + done.stderr
+        doc = json.loads(done.stdout)
+        assert doc["code"] == "STORE_FAILED"
+        assert named in doc["error"] and f"({variable})" in doc["error"]
