@@ -11,6 +11,11 @@ from neo_assets_tests.kb_handles import KbHandles
 # Never let a test reach Chroma's or Dagster's telemetry.
 os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
 os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
+# One process per test opens its store: embedded Chroma, unless a test asks for the local
+# server (the default a user gets), which then stops soon after its clients end.
+TEST_STORE_ENV = {"NEO_CHROMA_LOCAL": "embedded", "NEO_CHROMA_SERVER_IDLE_S": "5"}
+for _name, _value in TEST_STORE_ENV.items():
+    os.environ.setdefault(_name, _value)
 
 
 @pytest.fixture
@@ -22,6 +27,8 @@ def neo_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("NEO_") and name != "NEO_HOME":
             monkeypatch.delenv(name)
+    for name, value in TEST_STORE_ENV.items():
+        monkeypatch.setenv(name, value)
     return home
 
 

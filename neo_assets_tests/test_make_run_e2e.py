@@ -14,10 +14,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from neo_assets.store.local_server import ServerPaths, stop_local_server
 from neo_assets_tests.gitrepo import GitRepo, git_env
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,6 +50,14 @@ def _git(*args: str, cwd: Path, stdin: bytes | None = None) -> bytes:
     return subprocess.run(
         ["git", *args], cwd=cwd, env=git_env(), input=stdin, capture_output=True, check=True
     ).stdout
+
+
+@pytest.fixture(autouse=True)
+def stop_local_store(tmp_path: Path) -> Iterator[None]:
+    """``make run`` starts the local Chroma server under its NEO_HOME: stopped after."""
+    yield
+    home = tmp_path / "elsewhere" / "neo"
+    stop_local_server(ServerPaths.under(home, home / "chroma"))
 
 
 @pytest.fixture

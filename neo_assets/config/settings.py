@@ -50,6 +50,12 @@ class StoreSettings(_Section):
     chroma_url: str | None = Field(None, description="http://host:port of a Chroma server")
     ledger_url: str | None = Field(None, description="SQLAlchemy URL of the ledger")
     collection_name: str = "neo-knowledge-base"
+    # With NEO_CHROMA_URL unset, how the directory under NEO_HOME is opened: ``server``, one
+    # local Chroma server for every process (started on first use, store/local_server.py),
+    # or ``embedded``, in this process only (one process at a time: a single-process tool).
+    chroma_local: Literal["server", "embedded"] = "server"
+    # The local server stops once no process that opened the store has lived this long.
+    chroma_server_idle_s: float = Field(300.0, gt=0)
     # Embedded Chroma's threads share one core: its writes hand each SQLite statement
     # between two threads, and across cores that costs ~30 % (concurrency/chroma_core.py).
     chroma_one_core: bool = True

@@ -26,6 +26,7 @@ from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
+    from neo_assets.store.local_server import ServerPaths
 
 
 class StoreUnreachable(RuntimeError):
@@ -40,14 +41,58 @@ class StoreUnreachable(RuntimeError):
         )
 
 
+class LocalStoreFailed(StoreUnreachable):
+    """The local Chroma server over NEO_HOME could not be started or reached."""
+
+    def __init__(self, message: str) -> None:
+        RuntimeError.__init__(self, message)
+
+
+def local_server_paths(settings: Settings) -> "ServerPaths":
+    from neo_assets.store.local_server import ServerPaths  # noqa: PLC0415
+
+    return ServerPaths.under(settings.store.home_dir, settings.store.chroma_dir)
+
+
+def store_url(settings: Settings) -> str | None:
+    """The Chroma server this process talks to: NEO_CHROMA_URL, else the local server over
+    the directory under NEO_HOME (started if none runs); None when embedded."""
+    if settings.store.chroma_url:
+        return settings.store.chroma_url
+    if settings.store.chroma_local == "embedded":
+        return None
+    from neo_assets.store import local_server  # noqa: PLC0415
+
+    try:
+        return local_server.ensure_local_server(
+            local_server_paths(settings), idle_s=settings.store.chroma_server_idle_s
+        )
+    except local_server.LocalServerError as exc:
+        raise LocalStoreFailed(str(exc)) from None
+
+
+def _hold_embedded(settings: Settings) -> Callable[[], None] | None:
+    """An embedded open marks its directory (never beside a local server); its release."""
+    if settings.store.chroma_url or settings.store.chroma_local != "embedded":
+        return None
+    from neo_assets.store import local_server  # noqa: PLC0415
+
+    try:
+        return local_server.hold_embedded(local_server_paths(settings))
+    except local_server.LocalServerError as exc:
+        raise LocalStoreFailed(str(exc)) from None
+
+
 def open_store(settings: Settings) -> "ChromaStore":
-    """The shared collection (NEO_CHROMA_URL's server, else the directory under NEO_HOME).
-    Close it (``close()``, or ``with``). An unreachable server: ``StoreUnreachable``."""
+    """The shared collection (NEO_CHROMA_URL's server, else the local server over the
+    directory under NEO_HOME, or the directory itself when embedded). Close it
+    (``close()``, or ``with``). An unreachable server: ``StoreUnreachable``."""
     from neo_assets.store.chroma_store import open_store as open_collection  # noqa: PLC0415
 
-    url = settings.store.chroma_url
+    url = store_url(settings)
+    release = _hold_embedded(settings)
     try:
-        return open_collection(
+        store = open_collection(
             persist_dir=None if url else settings.store.chroma_dir,
             url=url,
             collection_name=settings.store.collection_name,
@@ -57,10 +102,17 @@ def open_store(settings: Settings) -> "ChromaStore":
                 remote=bool(url),
             ),
         )
-    except (ValueError, ConnectionError, OSError) as exc:
-        if not url:
+    except BaseException as exc:
+        if release is not None:
+            release()
+        if not url or not isinstance(exc, (ValueError, ConnectionError, OSError)):
             raise
+        if not settings.store.chroma_url:
+            raise StoreUnreachable("the local Chroma server", "NEO_HOME", url, exc) from exc
         raise StoreUnreachable("the Chroma server", "NEO_CHROMA_URL", url, exc) from exc
+    if release is not None:
+        store.on_close = release
+    return store
 
 
 def open_ledger(settings: Settings) -> Ledger:
@@ -103,7 +155,7 @@ def store_kept_open(settings: Settings) -> Iterator[None]:
     (a forced sweep of an unchanged 2,000-file repo: ~0.35 s of step time). A Chroma
     server's clients share nothing: no-op. Nor when the store cannot be opened here: the
     runs meet the same error, and record it in their own terms."""
-    if settings.store.chroma_url:
+    if settings.store.chroma_url or settings.store.chroma_local == "server":
         yield
         return
     try:

@@ -6,7 +6,7 @@ with ``RefuseToEmbed``: if anything ever asks Chroma to embed, it fails loudly h
 instead of reaching for the network.
 """
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -120,6 +120,8 @@ class ChromaStore:
     # it leaves the client to its owner.
     owns_client: bool = True
     closed: bool = field(default=False, init=False)
+    # Run once when the store closes (an embedded directory's hold: store/local_server.py).
+    on_close: Callable[[], None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._pin_threads()
@@ -168,9 +170,12 @@ class ChromaStore:
     def close(self) -> None:
         """Release the client: a persistent Chroma's files are closed when the last client
         of its directory in this process closes (Chroma counts them). Idempotent."""
-        if self.owns_client:
+        if self.owns_client and not self.closed:
             self.client.close()
         self.closed = True
+        release, self.on_close = self.on_close, None
+        if release is not None:
+            release()
 
     def __enter__(self) -> "ChromaStore":
         return self

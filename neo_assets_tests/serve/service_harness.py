@@ -25,6 +25,7 @@ import httpx
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.store.local_server import ServerPaths, stop_local_server
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.servers import LOOPBACK, free_port
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -106,6 +107,9 @@ class ServedKb:
             "DAGSTER_HOME": str(home / "dagster"),
             "NEO_TENANTS_FILE": str(tenants_path),
             "NEO_EMBEDDING_PROVIDER": "hashing",
+            # The default a user gets: one local Chroma server for every process.
+            "NEO_CHROMA_LOCAL": "server",
+            "NEO_CHROMA_SERVER_IDLE_S": "5",
         }
         kb = cls(root, env)
         with kb.environment():
@@ -128,6 +132,11 @@ class ServedKb:
         finally:
             os.environ.clear()
             os.environ.update(saved)
+
+    def stop_store(self) -> None:
+        """Stop the local Chroma server the knowledge base's processes shared."""
+        home = Path(self.env["NEO_HOME"])
+        stop_local_server(ServerPaths.under(home, home / "chroma"))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return cli(self.env, *args)
