@@ -50,9 +50,7 @@ class Poller:
                 time.sleep(self.interval_s)
 
     def _once(self, client: httpx.Client) -> None:
-        got = client.post(
-            "/v1/search", json={"query": "dispatch_request route a request", "k": 5}
-        )
+        got = client.post("/v1/search", json={"query": "dispatch_request route a request", "k": 5})
         self.statuses.append(got.status_code)
         if got.status_code != 200:
             self.misses.append((time.time(), got.text[:300]))
