@@ -1,6 +1,8 @@
 """Shared fixtures: an isolated NEO_HOME per test."""
 
+import contextlib
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +18,24 @@ os.environ.setdefault("DAGSTER_DISABLE_TELEMETRY", "1")
 TEST_STORE_ENV = {"NEO_CHROMA_LOCAL": "embedded", "NEO_CHROMA_SERVER_IDLE_S": "5"}
 for _name, _value in TEST_STORE_ENV.items():
     os.environ.setdefault(_name, _value)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_local_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Local Chroma servers that tests' processes started under this session's temporary
+    directories are stopped when the session ends, not left to their idle time."""
+    yield
+    base = str(tmp_path_factory.getbasetemp())
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"neo_assets.store.local_server" in argv and b"--state-dir" in argv:
+            state_dir = argv[argv.index(b"--state-dir") + 1].decode(errors="replace")
+            if state_dir.startswith(base):
+                with contextlib.suppress(OSError):
+                    os.kill(int(cmdline.parent.name), signal.SIGTERM)
 
 
 @pytest.fixture

@@ -55,7 +55,7 @@ class StoreSettings(_Section):
     # or ``embedded``, in this process only (one process at a time: a single-process tool).
     chroma_local: Literal["server", "embedded"] = "server"
     # The local server stops once no process that opened the store has lived this long.
-    chroma_server_idle_s: float = Field(300.0, gt=0)
+    chroma_server_idle_s: float = Field(60.0, gt=0)
     # Embedded Chroma's threads share one core: its writes hand each SQLite statement
     # between two threads, and across cores that costs ~30 % (concurrency/chroma_core.py).
     chroma_one_core: bool = True
