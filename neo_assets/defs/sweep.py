@@ -21,6 +21,7 @@ from typing import Any
 
 import dagster as dg
 
+from neo_assets.config.settings import SettingsError, SweepSettings, load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
@@ -331,9 +332,18 @@ sweep_job = dg.define_asset_job(
 
 
 # ---------------------------------------------------------------------------- automation
+def sensor_interval_s() -> int:
+    """NEO_SWEEP_SENSOR_INTERVAL_S when the definitions load (a bad value: the default;
+    every command names the bad setting itself)."""
+    try:
+        return load_settings().sweep.sensor_interval_s
+    except SettingsError:
+        return SweepSettings.model_fields["sensor_interval_s"].default
+
+
 @dg.sensor(
     job=sweep_job,
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=sensor_interval_s(),
     default_status=dg.DefaultSensorStatus.STOPPED,
     description=(
         "Keeps one partition per declared tenant repo and per declared tenant (adding new "
