@@ -75,6 +75,18 @@ OPENAI_COMPATIBLE_REQUEST_TIMEOUT = "OPENAI_COMPATIBLE_REQUEST_TIMEOUT"
 OLLAMA_REQUEST_TIMEOUT = "OLLAMA_REQUEST_TIMEOUT"
 GEMINI_REQUEST_TIMEOUT = "GEMINI_REQUEST_TIMEOUT"
 EMBEDDING_PROBE_TIMEOUT = "EMBEDDING_PROBE_TIMEOUT"
+# A provider's own request deadline fired (one code per provider family): the provider
+# misbehaved, and no content verdict may follow from it.
+PROVIDER_DEADLINE_CODES = frozenset(
+    {
+        PROVIDER_TIMEOUT,
+        OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+        OLLAMA_REQUEST_TIMEOUT,
+        GEMINI_REQUEST_TIMEOUT,
+    }
+)
+# Every cause that means "a deadline fired": a provider's own, or the consumer's probe's.
+DEADLINE_CAUSE_CODES = PROVIDER_DEADLINE_CODES | {EMBEDDING_PROBE_TIMEOUT}
 
 # --- Fence dispositions (closed vocabulary of the fence gate).
 DISPOSITION_PROVEN_CONTENT_POISON = "proven-content-poison"

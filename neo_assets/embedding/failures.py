@@ -49,15 +49,7 @@ _PROVIDER_TIMEOUT_CODES: dict[str, str] = {
 }
 
 # Every cause code that means "a deadline fired" (a provider's own, or a probe's).
-TIMEOUT_CAUSES = frozenset(
-    {
-        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-        codes.PROVIDER_TIMEOUT,
-        codes.OLLAMA_REQUEST_TIMEOUT,
-        codes.GEMINI_REQUEST_TIMEOUT,
-        codes.EMBEDDING_PROBE_TIMEOUT,
-    }
-)
+TIMEOUT_CAUSES = codes.DEADLINE_CAUSE_CODES
 
 # errnos that mean "no one accepted the connection".
 _NOT_LISTENING_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})

@@ -66,16 +66,7 @@ CORRUPTING_VERDICTS: tuple[str, ...] = (
 
 # Causes that are a deadline or an abort: the record's code names the cause itself, so the
 # consumer's own deadline, an upstream abort and each provider's deadline stay distinct.
-DEADLINE_OR_ABORT_CAUSES = frozenset(
-    {
-        codes.EMBEDDING_PROBE_TIMEOUT,
-        codes.ABORT_ERR,
-        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-        codes.PROVIDER_TIMEOUT,
-        codes.OLLAMA_REQUEST_TIMEOUT,
-        codes.GEMINI_REQUEST_TIMEOUT,
-    }
-)
+DEADLINE_OR_ABORT_CAUSES = codes.DEADLINE_CAUSE_CODES | {codes.ABORT_ERR}
 
 # The wording of ``embedding/vectors.py`` (and the providers' "malformed response"), read
 # back into a verdict. A pinned contract test keeps the two in step.

@@ -45,12 +45,8 @@ FENCEABLE_CODES: frozenset[str] = frozenset(
         codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
         codes.KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY,
         codes.ABORT_ERR,
-        codes.PROVIDER_TIMEOUT,
-        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-        codes.OLLAMA_REQUEST_TIMEOUT,
-        codes.GEMINI_REQUEST_TIMEOUT,
-        codes.EMBEDDING_PROBE_TIMEOUT,
     }
+    | codes.DEADLINE_CAUSE_CODES
 )
 
 

@@ -69,11 +69,8 @@ PROVIDER_FAILURE_CODES: frozenset[str] = frozenset(
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
         codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
         codes.KB_VECTOR_EMBED_PROVIDER_LOADING,
-        codes.PROVIDER_TIMEOUT,
-        codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-        codes.OLLAMA_REQUEST_TIMEOUT,
-        codes.GEMINI_REQUEST_TIMEOUT,
     }
+    | codes.PROVIDER_DEADLINE_CODES
 )
 
 # Tie-break order between equally frequent live codes, most telling first: what stops the
@@ -95,10 +92,7 @@ CAUSE_PRIORITY: tuple[str, ...] = (
     codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
     codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
     codes.KB_VECTOR_EMBED_TIMEOUT,
-    codes.PROVIDER_TIMEOUT,
-    codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-    codes.OLLAMA_REQUEST_TIMEOUT,
-    codes.GEMINI_REQUEST_TIMEOUT,
+    *sorted(codes.PROVIDER_DEADLINE_CODES),
     codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL,
     codes.KB_VECTOR_EMBED_BATCH_CAP,
     codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
