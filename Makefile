@@ -28,7 +28,7 @@ else
 READY := $(STAMP)
 endif
 
-.PHONY: run test install lint bench dev soak venv-present
+.PHONY: run test test-fast install lint bench dev soak venv-present
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,12 @@ run: $(READY)
 
 test: $(READY)
 	$(BIN)/python -m pytest
+
+# The inner loop (a minute or two): every pure rule, the settings, the tenants file and the
+# layout's own checks; `make test` runs everything.
+FAST_TESTS := neo_assets_tests/core neo_assets_tests/test_layout.py neo_assets_tests/test_settings.py neo_assets_tests/test_tenants.py
+test-fast: $(READY)
+	$(BIN)/python -m pytest -q $(FAST_TESTS)
 
 lint: $(READY)
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

@@ -13,7 +13,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
 from neo_assets.defs.sweep import sweep_sensor
-from neo_assets.embedding.providers.sentence_transformers import extra_missing_reason
+from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -47,9 +47,7 @@ def test_quiet_knowledge_base_launches_no_runs(
 ) -> None:
     env: dict[str, str] = {}
     if kind == "sentence_transformers":
-        reason = extra_missing_reason()
-        if reason:
-            pytest.skip(reason)
+        require_sentence_transformers()
     elif kind != "hashing":
         srv = request.getfixturevalue("fault_server_mod")
         srv.reset()

@@ -23,6 +23,7 @@ from neo_assets.embedding.failures import (
 )
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.providers.hashing import hash_embed
+from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
@@ -712,20 +713,9 @@ def test_factory_gemini_defaults_to_googles_endpoint() -> None:
 
 
 # --- sentence_transformers: the real bundled model (an optional extra)
-def _st_skip_reason() -> str | None:
-    from neo_assets.embedding.providers.sentence_transformers import extra_missing_reason
-
-    return extra_missing_reason()
-
-
-_ST_MISSING = _st_skip_reason()
-needs_st = pytest.mark.skipif(
-    _ST_MISSING is not None, reason=f"sentence-transformers extra not installed: {_ST_MISSING}"
-)
-
-
 @pytest.fixture(scope="module")
 def st_provider() -> Iterator[Any]:
+    require_sentence_transformers()
     provider = build_provider(
         "sentence_transformers",
         base_url=None,
@@ -739,7 +729,6 @@ def st_provider() -> Iterator[Any]:
     asyncio.run(provider.aclose())
 
 
-@needs_st
 def test_sentence_transformers_embeds_meaningfully(st_provider: Any) -> None:
     texts = [
         "def add(a, b):\n    return a + b",
@@ -753,7 +742,6 @@ def test_sentence_transformers_embeds_meaningfully(st_provider: Any) -> None:
     assert similar > unrelated
 
 
-@needs_st
 def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -> None:
     assert st_provider.max_input_tokens == 256
     encoded = st_provider.batches_encoded
@@ -766,7 +754,6 @@ def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -
     assert st_provider.batches_encoded == encoded  # nothing reached the model
 
 
-@needs_st
 def test_sentence_transformers_already_cancelled_does_no_work(st_provider: Any) -> None:
     encoded = st_provider.batches_encoded
     scope = CancelScope()
@@ -777,7 +764,6 @@ def test_sentence_transformers_already_cancelled_does_no_work(st_provider: Any) 
     assert st_provider.batches_encoded == encoded
 
 
-@needs_st
 def test_sentence_transformers_stops_between_sub_batches(st_provider: Any) -> None:
     from neo_assets.embedding.providers.sentence_transformers import (
         SentenceTransformersProvider,

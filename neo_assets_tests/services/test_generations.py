@@ -7,6 +7,7 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.services.generations import configured_generation, generation_for
 from neo_assets.services.handles import build_provider
+from neo_assets_tests.extras import require_sentence_transformers
 
 CASES = [
     ("hashing", {}),
@@ -26,6 +27,8 @@ CASES = [
 
 @pytest.mark.parametrize(("kind", "env"), CASES)
 def test_settings_and_built_provider_agree(neo_home, monkeypatch, kind, env) -> None:
+    if kind == "sentence_transformers":
+        require_sentence_transformers(env.get("NEO_EMBEDDING_MODEL", "all-MiniLM-L6-v2"))
     monkeypatch.setenv("NEO_EMBEDDING_PROVIDER", kind)
     for name, value in env.items():
         monkeypatch.setenv(name, value)

@@ -16,7 +16,6 @@ from neo_assets.embedding.band import band_for
 from neo_assets.embedding.providers.sentence_transformers import (
     SentenceTransformersProvider,
     count_tokens,
-    extra_missing_reason,
 )
 from neo_assets.services.sweep.steps import (
     EmbedContext,
@@ -26,13 +25,16 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
+from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
-pytestmark = pytest.mark.skipif(
-    extra_missing_reason() is not None, reason=f"sentence-transformers: {extra_missing_reason()}"
-)
+
+@pytest.fixture(autouse=True)
+def _needs_the_extra() -> None:
+    require_sentence_transformers()
+
 
 # One function of ~1,100 word pieces: four times the model's window.
 BODY = "\n".join(
