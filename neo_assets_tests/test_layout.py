@@ -28,32 +28,55 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join([*base, node.module] if node.module else base)
 
 
-def _imports(path: Path, *, top_level_only: bool) -> set[str]:
-    """Modules ``path`` imports: ``from x import y`` is ``x.y`` when that is a module of
-    the package, else ``x`` (a package's ``__init__`` runs for any of its modules, so it
-    is not counted as the importer's own dependency). ``top_level_only``: only imports run
-    at import time."""
-    module = _module_name(path)
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """Nodes under ``if TYPE_CHECKING:``: imports a type checker reads and Python never runs."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return skipped
+
+
+def _imports_of(module: str, source: str, *, is_package: bool, top_level_only: bool) -> set[str]:
+    """Modules ``module`` (whose text is ``source``) imports: ``from x import y`` is ``x.y``
+    when that is a module of the package, else ``x`` (a package's ``__init__`` runs for any
+    of its modules, so it is not counted as the importer's own dependency). Imports inside
+    functions count (they run on the call); ``if TYPE_CHECKING:`` ones do not.
+    ``top_level_only``: only imports run at import time."""
+    tree = ast.parse(source)
     nodes = tree.body if top_level_only else list(ast.walk(tree))
+    skipped = _type_checking_only(tree)
     found: set[str] = set()
     for node in nodes:
+        if id(node) in skipped:
+            continue
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            source = _resolve(module, node, path.name == "__init__.py")
+            source_module = _resolve(module, node, is_package)
             for alias in node.names:
-                submodule = f"{source}.{alias.name}"
-                found.add(submodule if submodule in MODULES else source)
+                submodule = f"{source_module}.{alias.name}"
+                found.add(submodule if submodule in MODULES else source_module)
     return found
+
+
+def _imports(path: Path, *, top_level_only: bool) -> set[str]:
+    return _imports_of(
+        _module_name(path),
+        path.read_text(encoding="utf-8"),
+        is_package=path.name == "__init__.py",
+        top_level_only=top_level_only,
+    )
 
 
 MODULES = {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def _graph() -> dict[str, set[str]]:
+    """Who imports whom in the package, wherever the import stands (a module's body or a
+    function's): an import moved into a function still makes a circle."""
     return {
-        name: {dep for dep in _imports(path, top_level_only=True) if dep in MODULES} - {name}
+        name: {dep for dep in _imports(path, top_level_only=False) if dep in MODULES} - {name}
         for name, path in MODULES.items()
     }
 
@@ -87,6 +110,26 @@ def test_the_checks_see_the_package() -> None:
     # The cycle finder finds one when there is one.
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_an_import_inside_a_function_counts_and_a_type_checking_one_does_not() -> None:
+    planted = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from neo_assets.store.ledger import Ledger\n"
+        "def f():\n"
+        "    from neo_assets.services.sweep.due import evaluate\n"
+        "    return evaluate\n"
+    )
+    found = _imports_of(
+        "neo_assets.services.status", planted, is_package=False, top_level_only=False
+    )
+    assert "neo_assets.services.sweep.due" in found
+    assert "neo_assets.store.ledger" not in found
+    # A circle closed only by a function's import is a circle.
+    graph = _graph()
+    graph["neo_assets.services.status"] = graph["neo_assets.services.status"] | found
+    assert "neo_assets.services.sweep.due" in (_cycle(graph) or [])
 
 
 def test_no_import_circle() -> None:

@@ -88,7 +88,8 @@ from neo_assets.core.sweep.summary import LaneSummary, SweepCounts, zero_lane_co
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import as_embed_failure, failure_cause, size_tokens
 from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.embedding.provider_slots import Held, LocalSlots, Slots, slots_for
+from neo_assets.embedding.provider_slots import Held, LocalSlots, Slots
+from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.embedding.vectors import (
     DimensionMismatchError,
     answered_dimensions,

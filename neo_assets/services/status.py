@@ -12,6 +12,7 @@ from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.status import STATE_RETIRED, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
+from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store import health as health_store
@@ -114,9 +115,6 @@ def progress_of(gen: dict[str, Any]) -> dict[str, Any]:
 def build_status(
     settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
 ) -> dict[str, Any]:
-    # services.sweep.due imports this module's scheduling helpers: import it here.
-    from neo_assets.services.sweep.due import first_error_line
-
     repos = []
     records = generation_records(ledger)
     for tenant in tenants.tenants:
@@ -180,7 +178,7 @@ def build_status(
                     "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
                     "strikes": strikes,
                     "rows": rows,
-                    "error": first_error_line((row or {}).get("last_summary"))
+                    "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()
                     if (row or {}).get("last_outcome") == OUTCOME_FAILED
                     else None,
                     "retired": False,

@@ -25,9 +25,10 @@ from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
-from neo_assets.embedding.provider_slots import Slots, slots_for
+from neo_assets.embedding.provider_slots import Slots
 from neo_assets.embedding.providers.ollama import OllamaProvider
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
+from neo_assets.embedding.slot_backend import slots_for
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_factory, fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider_slots import ProviderSlots, provider_key, slots_for
+from neo_assets.embedding.provider_slots import ProviderSlots, provider_key
+from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_slots import LedgerSlots
 from neo_assets_tests.embedding.test_lane_real_behaviour import (

@@ -16,7 +16,7 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider_slots import slots_for
+from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.services.handles import build_provider
 from neo_assets.services.sweep.run import SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import RepoContext
