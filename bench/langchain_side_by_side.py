@@ -66,7 +66,6 @@ def main() -> int:
     import numpy as np
     from chromadb.api.shared_system_client import SharedSystemClient
 
-    from neo_assets.concurrency.chroma_threads import chroma_core, pin_chroma_threads
     from neo_assets.config.settings import load_settings
     from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
@@ -106,10 +105,6 @@ def main() -> int:
             )
             rm.create_schema()
             current["stores"][mode] = (vs, rm)
-        # Same Chroma on both sides: their clients' threads share one core as ours do.
-        core = chroma_core() if current["settings"].store.chroma_one_core else None
-        if core is not None:
-            pin_chroma_threads(core)
 
     def ours() -> tuple[float, "object"]:
         settings = current["settings"]

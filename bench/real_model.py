@@ -115,17 +115,18 @@ def stored_input(document: str, meta: dict[str, Any]) -> str:
 
 def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
     """The parser's own chunks of the repo (before any split), from a serial parse."""
-    from neo_assets.concurrency.speedups import SERIAL  # noqa: PLC0415
+
     from neo_assets.services.sweep.steps import (  # noqa: PLC0415
         parse_identity,
         parsed_chunks,
         previous_envelope,
     )
     from neo_assets.sources.envelope import read_texts  # noqa: PLC0415
+    from neo_assets.sources.parsing import parse_rows  # noqa: PLC0415
 
     env = previous_envelope(ledger, ctx)
     paths = env.yielded_paths()
-    rows = SERIAL.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
+    rows = parse_rows(parse_identity(ctx, settings), list(read_texts(env, paths)))
     return parsed_chunks(rows, {e.path: e.blob for e in env.entries})
 
 

@@ -176,7 +176,6 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     """One first sweep, then the raw baseline of the same rows: embedded in one call, and
     added to a fresh collection in max-size batches. Returns both, and the sweep."""
     from neo_assets.cli.launch import run_sweeps
-    from neo_assets.concurrency.chroma_writes import chroma_writes
     from neo_assets.embedding.providers.hashing import hash_embed
     from neo_assets.services import handles
     from neo_assets.store.chroma_store import open_store
@@ -190,12 +189,11 @@ def first_sweep_pair(settings, tenants, instance, work: Path) -> dict:
     vectors = np.vstack([hash_embed(text, 384) for text in got["documents"]])
     raw_embed_s = time.perf_counter() - t0
     del vectors
-    # The same client set-up as the sweep's (one core for Chroma's threads unless turned off).
+    # The same kind of client as the sweep's: the store's server, or embedded when it is.
     raw = open_store(
-        persist_dir=work / "raw-chroma",
-        url=None,
+        persist_dir=None if handles.store_url(settings) else work / "raw-chroma",
+        url=handles.store_url(settings),
         collection_name="raw-add-bench",
-        hooks=chroma_writes(one_core=settings.store.chroma_one_core, gil_gap=False, remote=False),
     )
     t0 = time.perf_counter()
     raw.add(got["ids"], np.asarray(got["embeddings"]), got["documents"], got["metadatas"])

@@ -32,17 +32,6 @@ def test_an_invalid_variable_is_refused_every_time(monkeypatch: pytest.MonkeyPat
             load_settings()
 
 
-def test_helpers_start_from_200_files_and_the_gil_gap_obeys_an_explicit_setting(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    assert load_settings().sweep.helper_min_files == 200
-    monkeypatch.setenv("NEO_HELPER_MIN_FILES", "5")
-    assert load_settings().sweep.helper_min_files == 5
-    assert load_settings().store.chroma_gil_gap is True
-    monkeypatch.setenv("NEO_CHROMA_GIL_GAP", "false")
-    assert load_settings().store.chroma_gil_gap is False
-
-
 def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -53,8 +42,6 @@ def test_the_hashing_embedder_writes_in_big_batches_a_remote_one_in_its_slot(
     assert load_settings().embedding.resolved_batch_size == 64
     monkeypatch.setenv("NEO_EMBEDDING_BATCH_SIZE", "100")
     assert load_settings().embedding.resolved_batch_size == 100
-    monkeypatch.setenv("NEO_CHROMA_ONE_CORE", "false")
-    assert load_settings().store.chroma_one_core is False
 
 
 def test_a_full_cache_forgets_its_oldest_settings_not_the_latest(tmp_path) -> None:

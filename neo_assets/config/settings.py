@@ -56,13 +56,6 @@ class StoreSettings(_Section):
     chroma_local: Literal["server", "embedded"] = "server"
     # The local server stops once no process that opened the store has lived this long.
     chroma_server_idle_s: float = Field(60.0, gt=0)
-    # Embedded Chroma's threads share one core: its writes hand each SQLite statement
-    # between two threads, and across cores that costs ~30 % (concurrency/chroma_core.py).
-    chroma_one_core: bool = True
-    # Before each embedded add (it holds the GIL for its whole run), let the process's
-    # other threads do what they are ready to do, so the helpers they feed keep working
-    # through the add (concurrency/idle_gap.py).
-    chroma_gil_gap: bool = True
 
     _blank = field_validator("chroma_url", "ledger_url", "tenants_file", mode="before")(
         _blank_is_unset
@@ -213,9 +206,6 @@ class SweepSettings(_Section):
     max_file_bytes: int = Field(1_000_000, ge=1)
     max_chunk_chars: int = Field(6000, ge=200)
     window_lines: int = Field(60, ge=5)
-    # A sweep with at least this many files to parse starts its helper processes (the
-    # parse helper, the hashing embedder's) on the other core; fewer do not pay for them.
-    helper_min_files: int = Field(200, ge=1)
     default_cadence_minutes: int = Field(30, ge=1)
     # How often sweep_sensor looks for moved revisions: the largest share of commit ->
     # queryable (docs/performance.md). A tick costs a rev-parse and a ledger read per repo.

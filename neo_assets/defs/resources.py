@@ -4,20 +4,7 @@ Settings and tenants are read from the environment when used, so a changed NEO_*
 heard by the next run without reloading the code location. The store, the ledger and the
 provider belong to one run (or one sensor or schedule tick): each is opened on its first
 use in it (``services/handles.py``) and closed when it ends, so nothing of theirs stays
-open in the process between runs. On first use rather than at set-up: a run that never
-asks for one opens nothing, and the sweep opens its store on a thread beside its
-envelope (concurrency/prelude.py).
-
-No cache across runs. A new ledger engine costs ~8 ms and a new Chroma client ~11 ms
-(idle machine); what cost more was Chroma starting its system again when a run opened
-the first client of the process: forced sweeps of an unchanged 2,000-file repo, one
-process, 20 each, went from 0.11 to 0.17 s of own time and 0.51 to 0.86 s of step time.
-Chroma shares one system between the clients of a directory while any is open, so the
-CLI, which launches many runs in one process, keeps one client open for its command
-(``handles.store_kept_open``): with it, per-run handles and the old process-wide cache
-measured the same (20 alternating pairs: step time -0.008 s, own time +0.010 s, median
-difference). The daemon launches each run in a process of its own, where nothing was
-ever shared.
+open in the process between runs, and a run that never asks for one opens nothing.
 """
 
 from typing import Any

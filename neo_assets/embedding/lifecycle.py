@@ -11,12 +11,5 @@ import asyncio
 from neo_assets.embedding.provider import EmbeddingProvider
 
 
-def prepare(provider: EmbeddingProvider) -> None:
-    """Let ``provider`` start what a big sweep needs (providers without start-up: no-op)."""
-    start = getattr(provider, "prepare", None)
-    if callable(start):
-        start()
-
-
 def close_provider(provider: EmbeddingProvider) -> None:
     asyncio.run(provider.aclose())

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 
-from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.config.settings import Settings
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.store.ledger import Ledger
@@ -96,11 +95,6 @@ def open_store(settings: Settings) -> "ChromaStore":
             persist_dir=None if url else settings.store.chroma_dir,
             url=url,
             collection_name=settings.store.collection_name,
-            hooks=chroma_writes(
-                one_core=settings.store.chroma_one_core,
-                gil_gap=settings.store.chroma_gil_gap,
-                remote=bool(url),
-            ),
         )
     except BaseException as exc:
         if release is not None:

@@ -7,10 +7,9 @@ instead of reaching for the network.
 """
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import chromadb
 import numpy as np
@@ -98,24 +97,12 @@ def _forget_unstarted_system(identifier: str) -> None:
             SharedSystemClient._identifier_to_system.pop(identifier, None)  # noqa: SLF001
 
 
-class WriteHooks(Protocol):
-    """What the caller runs around the store's writes (concurrency/chroma_writes.py)."""
-
-    def opened(self) -> None: ...
-
-    def before_write(self) -> None: ...
-
-    def writing(self) -> AbstractContextManager[None]: ...
-
-
 @dataclass
 class ChromaStore:
     """Rows of the shared collection, read and written by id."""
 
     client: Any
     collection_name: str
-    # Run around every write (thread pinning, the GIL gap); None: plain writes.
-    hooks: WriteHooks | None = None
     # False for a sibling (another generation's collection on the same client): closing
     # it leaves the client to its owner.
     owns_client: bool = True
@@ -124,7 +111,6 @@ class ChromaStore:
     on_close: Callable[[], None] | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self._pin_threads()
         self.collection = self.client.get_or_create_collection(
             self.collection_name,
             configuration={"hnsw": {"space": COLLECTION_SPACE}},
@@ -132,21 +118,11 @@ class ChromaStore:
         )
         self._max_batch = int(self.client.get_max_batch_size())
 
-    def _pin_threads(self) -> None:
-        if self.hooks is not None:
-            self.hooks.opened()
-
-    def _writing(self) -> AbstractContextManager[None]:
-        if self.hooks is None:
-            return nullcontext()
-        self.hooks.before_write()
-        return self.hooks.writing()
-
     def sibling(self, collection_name: str) -> "ChromaStore":
         """Another collection (another embedding generation's) on this store's client."""
         if collection_name == self.collection_name:
             return self
-        return ChromaStore(self.client, collection_name, self.hooks, owns_client=False)
+        return ChromaStore(self.client, collection_name, owns_client=False)
 
     def generation_siblings(self) -> list["ChromaStore"]:
         """This store and every collection of another embedding generation beside it (its
@@ -230,17 +206,15 @@ class ChromaStore:
     ) -> None:
         if not ids:
             return
-        self._pin_threads()
         step = self._max_batch
         for start in range(0, len(ids), step):
             stop = start + step
-            with self._writing():
-                write(
-                    ids=list(ids[start:stop]),
-                    embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
-                    documents=list(documents[start:stop]),
-                    metadatas=[dict(m) for m in metadatas[start:stop]],
-                )
+            write(
+                ids=list(ids[start:stop]),
+                embeddings=np.asarray(embeddings[start:stop], dtype=np.float32),
+                documents=list(documents[start:stop]),
+                metadatas=[dict(m) for m in metadatas[start:stop]],
+            )
 
     def vectors_by_input_digest(
         self, digests: Iterable[str], *, generation: str, tenant_id: str | None
@@ -368,7 +342,6 @@ def open_store(
     persist_dir: Path | None,
     url: str | None,
     collection_name: str,
-    hooks: WriteHooks | None = None,
 ) -> ChromaStore:
-    """The collection (a server at ``url``, else the directory), ``hooks`` around its writes."""
-    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name, hooks)
+    """The collection (a server at ``url``, else the directory)."""
+    return ChromaStore(make_client(persist_dir=persist_dir, url=url), collection_name)

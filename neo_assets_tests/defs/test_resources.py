@@ -133,14 +133,16 @@ def test_the_runs_provider_is_closed_at_teardown(neo_home: Path) -> None:
     with dg.build_resources({"provider": ProviderResource(settings=SettingsResource())}) as built:
         provider = built.provider.get()
         assert built.provider.build() is provider  # the sweep asset's name for it
-        provider.prepare()  # the hashing embedder starts its helper process
-        pid = provider._worker.helper.pid
-        assert Path(f"/proc/{pid}").exists()
-    assert provider._worker is None
-    deadline = time.monotonic() + 5.0
-    while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not Path(f"/proc/{pid}").exists()
+        closed: list[bool] = []
+        original = provider.aclose
+
+        async def recording_close() -> None:
+            closed.append(True)
+            await original()
+
+        provider.aclose = recording_close
+        assert not closed
+    assert closed == [True]
 
 
 def test_a_resource_outside_a_run_says_how_to_open_a_handle() -> None:

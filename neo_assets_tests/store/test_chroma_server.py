@@ -103,8 +103,6 @@ def test_sweep_query_and_restart_on_a_chroma_server(
 
     settings = load_settings()
     store = kb.store
-    # One core for embedded Chroma's threads is on by default; a server's are its own.
-    assert settings.store.chroma_one_core and store.hooks is None
     answer = asyncio.run(
         run_query(settings, store, ledger, "render a widget", tenant="acme", repo=None, k=10)
     )

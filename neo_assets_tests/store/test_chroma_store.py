@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neo_assets.concurrency.chroma_writes import chroma_writes
 from neo_assets.store.chroma_store import open_store
 
 
@@ -66,91 +65,6 @@ def test_count_where_counts_each_matching_row_once_across_pages(tmp_path: Path, 
     assert store.count_where({"tenantId": "nobody"}, page=page) == 0
     both = {"$and": [{"tenantId": {"$eq": "a"}}, {"repoSlug": {"$eq": "r"}}]}
     assert store.count_where(both, page=page) == 10
-
-
-def _chroma_threads() -> dict[int, set[int]]:
-    """This process's embedded-Chroma threads and the cores each may run on."""
-    import os
-
-    from neo_assets.concurrency.chroma_core import is_chroma_thread
-    from neo_assets.concurrency.chroma_threads import TASKS
-
-    out = {}
-    for task in TASKS.iterdir():
-        try:
-            if is_chroma_thread((task / "comm").read_text()):
-                out[int(task.name)] = os.sched_getaffinity(int(task.name))
-        except OSError:
-            continue
-    return out
-
-
-def test_one_core_puts_every_chroma_thread_on_the_picked_core(tmp_path: Path) -> None:
-    import os
-
-    from neo_assets.concurrency.chroma_threads import TASKS
-
-    if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs Linux and two allowed cores")
-    store = open_store(
-        persist_dir=tmp_path / "chroma",
-        url=None,
-        collection_name="neo-test-kb",
-        hooks=chroma_writes(one_core=True, gil_gap=False, remote=False),
-    )
-    assert store.hooks.pin_core in os.sched_getaffinity(0)
-    # A second client starts threads of its own after the pin: the next write moves them.
-    other = open_store(persist_dir=tmp_path / "other", url=None, collection_name="neo-test-kb")
-    ids = [f"{i:064x}" for i in range(20)]
-    store.add(ids, _vec(20), [f"doc {i}" for i in range(20)], [{"tenantId": "a"}] * 20)
-    threads = _chroma_threads()
-    assert threads, "embedded Chroma runs its writes on threads of its own"
-    assert all(cores == {store.hooks.pin_core} for cores in threads.values())
-    # The rows are written and read as without the pin; this process's own thread is free.
-    assert store.present_ids(ids) == set(ids)
-    assert other.count() == 0
-    assert len(os.sched_getaffinity(0)) >= 2
-
-
-def test_one_core_keeps_helper_processes_off_chromas_core_while_it_adds(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """During an add, helpers run off Chroma's core; before and after, anywhere."""
-    import os
-
-    from neo_assets.concurrency.chroma_threads import TASKS
-    from neo_assets.concurrency.helper_process import HelperProcess
-
-    if not TASKS.is_dir() or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs Linux and two allowed cores")
-    anywhere = os.sched_getaffinity(0)
-    with HelperProcess("neo_assets_tests.fakes.echo_helper") as helper:
-        assert helper.call(("echo", 1), wait_ready_s=30, answer_within_s=30) == 1
-        store = open_store(
-            persist_dir=tmp_path / "chroma",
-            url=None,
-            collection_name="neo-test-kb",
-            hooks=chroma_writes(one_core=True, gil_gap=False, remote=False),
-        )
-        assert os.sched_getaffinity(helper.pid) == anywhere
-        during: list[set[int]] = []
-        original = type(store.collection).add
-
-        def watching_add(collection, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
-            during.append(os.sched_getaffinity(helper.pid))
-            return original(collection, *args, **kwargs)
-
-        monkeypatch.setattr(type(store.collection), "add", watching_add)
-        store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
-        assert during == [anywhere - {store.hooks.pin_core}]
-        assert os.sched_getaffinity(helper.pid) == anywhere
-
-
-def test_without_one_core_the_store_pins_nothing(tmp_path: Path) -> None:
-    store = _store(tmp_path)
-    assert store.hooks is None
-    store.add(["a" * 64], _vec(1), ["x"], [{"tenantId": "a"}])
-    assert store.count() == 1
 
 
 def test_ids_where_lists_every_matching_row_across_pages(tmp_path: Path) -> None:

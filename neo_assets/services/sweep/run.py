@@ -15,7 +15,6 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
@@ -109,9 +108,6 @@ class SweepInputs:
     run_id: str
     progress: Progress | None = None
     clock: Callable[[], float] = time.time
-    # What the sweep does on the other core (concurrency/speedups.py): from the settings
-    # when None; ``SERIAL`` for none of it.
-    speedups: Speedups | None = None
 
 
 def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult]:
@@ -145,12 +141,8 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         mark = time.perf_counter()
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED, envelope):
             plan = plan_chunks(ctx, cfg, book, envelope)
-            speedups = inputs.speedups or Speedups.from_settings(cfg)
-            speedups.ready_provider(inputs.provider, len(plan.to_parse))
             try:
-                chunks = chunk_step(
-                    ctx, cfg, book, envelope, inputs.clock(), plan=plan, speedups=speedups
-                )
+                chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
             except CountUnavailable as unavailable:
                 # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
                 # the generation was recorded; defer, as the lane would without its server.

@@ -14,8 +14,6 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from neo_assets.concurrency.parse_helper import ParseIdentity, Row
-from neo_assets.concurrency.speedups import Speedups
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
@@ -51,6 +49,7 @@ from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
+from neo_assets.sources.parsing import ParseIdentity, Row, parse_rows
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
@@ -253,7 +252,7 @@ def parse_identity(ctx: RepoContext, settings: Settings) -> ParseIdentity:
 
 
 def parsed_chunks(rows: list[Row], blob_of: Mapping[str, str]) -> list[DeclaredChunk]:
-    """The parser's rows (its cheap wire form, ``concurrency/parse_helper.Row``) as the
+    """The parser's rows (``sources/parsing.Row``) as the
     sweep's chunks, each with its file's blob: the one conversion, at that boundary."""
     return [
         DeclaredChunk(
@@ -301,11 +300,9 @@ def _parse(
     settings: Settings,
     env: Envelope,
     paths: list[str],
-    speedups: Speedups | None = None,
 ) -> list[DeclaredChunk]:
     blob_of = {e.path: e.blob for e in env.entries}
-    speedups = speedups or Speedups.from_settings(settings)
-    rows = speedups.parse(parse_identity(ctx, settings), read_texts(env, paths), len(paths))
+    rows = parse_rows(parse_identity(ctx, settings), list(read_texts(env, paths)))
     return fit_to_band(ctx, parsed_chunks(rows, blob_of), band_for(settings))
 
 
@@ -484,7 +481,6 @@ def chunk_step(
     envelope: EnvelopeResult,
     now: float,
     plan: ChunkPlan | None = None,
-    speedups: Speedups | None = None,
 ) -> ChunkGeneration:
     """Record the declared generation (path -> chunk ids), parsing only what changed.
 
@@ -493,7 +489,7 @@ def chunk_step(
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
     if plan is None:
         plan = plan_chunks(ctx, settings, ledger, envelope)
-    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse, speedups)
+    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse)
     chunks = ChunkGeneration(
         chunks=parsed + plan.kept,
         parsed_paths=len(plan.to_parse),

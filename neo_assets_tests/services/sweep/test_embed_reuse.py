@@ -44,7 +44,7 @@ class Counting(HashingProvider):
     """The real hashing embedder, counting the texts it is sent."""
 
     def __init__(self) -> None:
-        super().__init__(offload_min_texts=None)
+        super().__init__()
         self.texts: list[str] = []
 
     async def embed(

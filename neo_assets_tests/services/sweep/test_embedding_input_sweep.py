@@ -38,7 +38,7 @@ JS = """export default class Collection {
 
 class Recording(HashingProvider):
     def __init__(self) -> None:
-        super().__init__(offload_min_texts=None)
+        super().__init__()
         self.texts: list[str] = []
 
     async def embed(
