@@ -49,6 +49,7 @@ from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
+from neo_assets.sources.parsers.rules_digest import parser_rules_digest
 from neo_assets.sources.parsing import ParseIdentity, Row, parse_rows
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.batch_caps import batch_cap_memory
@@ -224,13 +225,14 @@ def envelope_step(
 # ---------------------------------------------------------------------------- 2 chunks
 def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
     """What, besides a file's bytes, decides its chunks: reuse needs both unchanged. The
-    band is in it because a chunk over the band is split into parts (``fit_to_band``)."""
+    band is in it because a chunk over the band is split into parts (``fit_to_band``); the
+    parser's rules digest because a release may change its tables under the same version."""
     parser = ctx.repo.parser
     sweep = settings.sweep
     band = band_for(settings)
     return (
         f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
-        f":band{band.tokens}" + _counted_by(band)
+        f":band{band.tokens}" + _counted_by(band) + f":rules{parser_rules_digest()}"
     )
 
 

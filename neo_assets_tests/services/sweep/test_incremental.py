@@ -160,3 +160,20 @@ def test_rows_missing_after_an_incomplete_sweep_are_refilled(env) -> None:
     assert again["chunks"].parsed_paths == 0
     assert again["summary"].counts.embedded == 3
     assert store.present_ids(victims) == set(victims)
+
+
+def test_a_release_that_changes_the_parsers_rules_reparses_unchanged_files(
+    env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Same declared version, other rules (a table, a grammar version): the recorded
+    chunks are not trusted; every file is parsed again. Where the output is the same, the
+    ids are too, so nothing is embedded again."""
+    ctx = _ctx(env["tenants"])
+    _sweep(env["kb"], ctx)
+    monkeypatch.setattr(
+        "neo_assets.services.sweep.steps.parser_rules_digest", lambda: "0123456789abcdef"
+    )
+    again = _sweep(env["kb"], ctx)
+    assert again["chunks"].parsed_paths == 30 and again["chunks"].reused_paths == 0
+    assert again["summary"].counts.embedded == 0
+    assert again["result"]["outcome"] == "complete"
