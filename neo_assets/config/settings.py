@@ -16,6 +16,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
+from neo_assets.core import codes
 from neo_assets.core.provider_requirements import provider_problem
 from neo_assets.core.store_urls import chroma_address
 
@@ -23,7 +24,7 @@ PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The example shipped with the checkout (one tenant is the checkout itself).
 BUNDLED_TENANTS_FILE = PACKAGE_DIR.parent / "examples" / "tenants.yaml"
 
-ProviderKind = Literal["hashing", "openai_compatible", "ollama", "gemini", "sentence_transformers"]
+ProviderKind = Literal[codes.PROVIDER_KINDS]  # type: ignore[valid-type]
 
 
 class SettingsError(ValueError):

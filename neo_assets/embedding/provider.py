@@ -1,6 +1,7 @@
 """The one embedding interface every provider implements."""
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -24,3 +25,15 @@ class EmbeddingProvider(Protocol):
     ) -> np.ndarray: ...
 
     async def aclose(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class ProviderArgs:
+    """What every provider is built from, checked and stripped (None: not set)."""
+
+    base_url: str | None
+    model: str | None
+    api_key: str | None
+    dimensions: int
+    request_timeout_ms: int
+    context_tokens: int | None

@@ -19,7 +19,8 @@ import numpy as np
 
 from neo_assets.core.generations import normalised_model
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.providers.openai_compatible import (
+from neo_assets.embedding.provider import ProviderArgs
+from neo_assets.embedding.providers.http import (
     HttpEmbeddingTransport,
     join_url,
     malformed,
@@ -104,3 +105,14 @@ class GeminiProvider:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def build(args: ProviderArgs) -> GeminiProvider:
+    assert args.api_key is not None and args.model is not None  # provider_requirements
+    return GeminiProvider(
+        api_key=args.api_key.strip(),
+        model=args.model,
+        base_url=args.base_url or GEMINI_BASE_URL,
+        dimensions=args.dimensions,
+        request_timeout_ms=args.request_timeout_ms,
+    )

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.providers.hash_features import embed_texts, hash_embed
 
 __all__ = ["HashingProvider", "embed_texts", "hash_embed"]
@@ -32,3 +33,9 @@ class HashingProvider:
 
     async def aclose(self) -> None:
         return None
+
+
+def build(args: ProviderArgs) -> HashingProvider:
+    if args.model:
+        return HashingProvider(dimensions=args.dimensions, model=args.model)
+    return HashingProvider(dimensions=args.dimensions)

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.providers.openai_compatible import (
+from neo_assets.embedding.provider import ProviderArgs
+from neo_assets.embedding.providers.http import (
     DISCOVERY_TIMEOUT_S,
     HttpEmbeddingTransport,
     join_url,
@@ -112,3 +113,15 @@ class OllamaProvider:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def build(args: ProviderArgs) -> OllamaProvider:
+    assert args.base_url is not None and args.model is not None  # provider_requirements
+    return OllamaProvider(
+        base_url=args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        dimensions=args.dimensions,
+        request_timeout_ms=args.request_timeout_ms,
+        num_ctx=args.context_tokens,
+    )

@@ -1,6 +1,6 @@
 """OpenAI-compatible embeddings: ``POST {base}/v1/embeddings`` (llama.cpp server, vLLM, TEI,
-LM Studio, Ollama's compatible endpoint), plus the HTTP plumbing the other remote
-providers share.
+LM Studio, Ollama's compatible endpoint), on the shared HTTP plumbing
+(``providers/http.py``).
 
 Cancellation, and what it does NOT reach:
 
@@ -32,306 +32,25 @@ per-slot ``n_ctx``) and ``/slots`` (which are busy), and whether a token-count e
 exists. ``free_slots`` gives the lane its default ``max_inflight``.
 """
 
-import asyncio
 import base64
-import json
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
-import httpx
 import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.core.band import token_bound
-from neo_assets.embedding.cancel import Cancelled, CancelScope
+from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import (
     EmbedFailure,
-    bounded,
-    classify_failure,
-    classify_http_status,
-    provider_timeout_code,
+)
+from neo_assets.embedding.provider import ProviderArgs
+from neo_assets.embedding.providers.http import (
+    HttpEmbeddingTransport,
+    join_url,
+    malformed,
 )
 from neo_assets.embedding.vectors import validate_vectors
-
-T = TypeVar("T")
-# A limit discovery is one short question before the sweep's first request.
-DISCOVERY_TIMEOUT_S = 5.0
-
-
-async def race_request(
-    start: Callable[[], Awaitable[T]],
-    cancel_scope: CancelScope,
-    *,
-    timeout_s: float,
-    timeout_code: str,
-    provider: str,
-    operation_label: str,
-) -> T:
-    """Run ``start()`` unless and until the caller's scope or the provider deadline ends it.
-
-    - already-cancelled scope: ``start`` is never called (zero requests);
-    - caller's scope cancelled first: the request task is cancelled (its connection
-      closed) and the caller's own cause is raised as ``Cancelled``;
-    - deadline first: a deadline scope is cancelled with ``timeout_code`` and
-      ``EmbedFailure(TIMEOUT, provider_code=timeout_code)`` is raised from it;
-    - the request's own outcome otherwise.
-
-    Both tasks (request and watcher, which owns the deadline timer) have settled before
-    this returns, also when the awaiting task is itself cancelled.
-    """
-    cancel_scope.raise_if_cancelled()
-    request: asyncio.Future[T] = asyncio.ensure_future(start())
-    # The watcher returns normally when the deadline passes, raises Cancelled when the
-    # caller's scope ends first: one timer, released when the watcher settles.
-    watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
-    try:
-        await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (request, watcher):
-            if not task.done():
-                task.cancel()
-        await asyncio.wait({request, watcher})
-        for task in (request, watcher):
-            if not task.cancelled():
-                task.exception()  # retrieved: an outcome we drop must not warn at GC
-    if cancel_scope.cancelled:
-        raise Cancelled(
-            cancel_scope.cause or codes.ABORT_ERR,
-            operation_label,
-            f"provider={provider} phase=in-flight",
-        )
-    if request.done() and not request.cancelled():
-        return request.result()
-    deadline = CancelScope(label=operation_label)
-    deadline.cancel(timeout_code)
-    timeout_ms = int(round(timeout_s * 1000))
-    try:
-        deadline.raise_if_cancelled()
-    except Cancelled as expired:
-        raise EmbedFailure(
-            codes.KB_VECTOR_EMBED_TIMEOUT,
-            provider_code=timeout_code,
-            operation_label=operation_label,
-            detail=f"request deadline {timeout_ms} ms passed",
-            provider=provider,
-            timeout_ms=timeout_ms,
-        ) from expired
-    raise AssertionError("unreachable")
-
-
-def error_message(response: httpx.Response) -> str:
-    """The provider's own error text: ``{"error": {"message"}}``, ``{"error": "..."}``, or body."""
-    text = response.text
-    try:
-        body = json.loads(text)
-    except ValueError:
-        return bounded(text.strip())
-    if isinstance(body, dict):
-        err = body.get("error", body)
-        if isinstance(err, dict):
-            for key in ("message", "detail", "error"):
-                if isinstance(err.get(key), str):
-                    return bounded(err[key])
-        if isinstance(err, str):
-            return bounded(err)
-    return bounded(text.strip())
-
-
-class HttpEmbeddingTransport:
-    """One owned ``httpx.AsyncClient`` plus the deadline/cancellation/classification rules.
-
-    Every remote provider (OpenAI-compatible, Ollama, Gemini) posts through ``post_json``,
-    so all of them share one behaviour for zero-request cancellation, in-flight
-    disconnect and the failure taxonomy.
-    """
-
-    def __init__(
-        self,
-        provider: str,
-        *,
-        request_timeout_ms: int,
-        headers: dict[str, str] | None = None,
-        max_connections: int = 16,
-    ) -> None:
-        if request_timeout_ms <= 0:
-            raise ValueError("request_timeout_ms must be positive")
-        self.provider = provider
-        self.timeout_s = request_timeout_ms / 1000.0
-        self.timeout_code = provider_timeout_code(provider)
-        self._headers = headers or {}
-        self._max_connections = max_connections
-        self._client: httpx.AsyncClient | None = None
-        self._client_loop: asyncio.AbstractEventLoop | None = None
-
-    def _client_here(self) -> httpx.AsyncClient:
-        """The client of the running loop, made on first use in it.
-
-        Connections belong to the loop that opened them: a client left open by an earlier
-        loop (a finished ``asyncio.run``) cannot be reused, only dropped (its sockets then
-        wait for the garbage collector). So close the provider before its loop ends;
-        a later call, in any loop, opens a fresh pool.
-        """
-        loop = asyncio.get_running_loop()
-        if self._client is None or self._client.is_closed or self._client_loop is not loop:
-            # httpx's own timeouts are only a backstop behind our deadline, which is the
-            # one that carries the provider's timeout code.
-            backstop = self.timeout_s * 2 + 5.0
-            self._client = httpx.AsyncClient(
-                headers=self._headers,
-                timeout=httpx.Timeout(backstop),
-                limits=httpx.Limits(
-                    max_connections=self._max_connections,
-                    max_keepalive_connections=self._max_connections,
-                ),
-            )
-            self._client_loop = loop
-        return self._client
-
-    @property
-    def is_closed(self) -> bool:
-        """No open pool: never used, or closed by ``aclose`` (keep-alive connections gone)."""
-        return self._client is None or self._client.is_closed
-
-    async def post_json(
-        self,
-        url: str,
-        payload: dict[str, Any],
-        cancel_scope: CancelScope,
-        operation_label: str,
-        *,
-        headers: dict[str, str] | None = None,
-        params: dict[str, str] | None = None,
-    ) -> Any:
-        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure."""
-        return await self._request_json(
-            lambda client: client.post(url, json=payload, headers=headers, params=params),
-            cancel_scope,
-            operation_label,
-        )
-
-    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
-        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
-        return await self._request_json(
-            lambda client: client.get(url), cancel_scope, operation_label
-        )
-
-    async def _request_json(
-        self,
-        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
-        cancel_scope: CancelScope,
-        operation_label: str,
-    ) -> Any:
-        client = self._client_here()
-        try:
-            response = await race_request(
-                lambda: send(client),
-                cancel_scope,
-                timeout_s=self.timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
-            )
-        except (Cancelled, EmbedFailure):
-            raise
-        except httpx.TimeoutException as exc:
-            raise EmbedFailure(
-                codes.KB_VECTOR_EMBED_TIMEOUT,
-                provider_code=self.timeout_code,
-                operation_label=operation_label,
-                detail=f"{type(exc).__name__}",
-                provider=self.provider,
-                timeout_ms=int(round(self.timeout_s * 1000)),
-            ) from exc
-        except (httpx.HTTPError, OSError) as exc:
-            raise EmbedFailure(
-                classify_failure(exc),
-                operation_label=operation_label,
-                detail=f"{type(exc).__name__}: {exc}",
-                provider=self.provider,
-            ) from exc
-        if response.status_code >= 400:
-            message = error_message(response)
-            raise EmbedFailure(
-                classify_http_status(response.status_code, message),
-                status=response.status_code,
-                operation_label=operation_label,
-                detail=message,
-                provider=self.provider,
-            )
-        try:
-            return response.json()
-        except ValueError as exc:
-            raise EmbedFailure(
-                codes.KB_VECTOR_EMBED_UNCLASSIFIED,
-                status=response.status_code,
-                operation_label=operation_label,
-                detail="response body is not JSON",
-                provider=self.provider,
-            ) from exc
-
-    async def post_json_or_none(
-        self,
-        url: str,
-        payload: dict[str, Any],
-        cancel_scope: CancelScope,
-        operation_label: str,
-        *,
-        timeout_s: float,
-    ) -> Any:
-        """POST for a discovery: the JSON body of a 2xx answer, None on any failure."""
-        return await self._json_or_none(
-            "POST", url, payload, cancel_scope, operation_label, timeout_s
-        )
-
-    async def _json_or_none(
-        self,
-        method: str,
-        url: str,
-        payload: dict[str, Any] | None,
-        cancel_scope: CancelScope,
-        operation_label: str,
-        timeout_s: float,
-    ) -> Any:
-        client = self._client_here()
-        try:
-            response = await race_request(
-                lambda: client.request(method, url, json=payload),
-                cancel_scope,
-                timeout_s=timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
-            )
-        except Cancelled:
-            raise
-        except (EmbedFailure, httpx.HTTPError, OSError):
-            return None
-        if response.status_code >= 400:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            return None
-
-    async def aclose(self) -> None:
-        """Close the pool and its connections (a later call opens a new pool)."""
-        client = self._client
-        if client is not None and self._client_loop is asyncio.get_running_loop():
-            await client.aclose()
-
-
-def malformed(provider: str, operation_label: str, what: str) -> EmbedFailure:
-    """A 2xx answer without the vectors the protocol promises: the provider's fault."""
-    return EmbedFailure(
-        codes.KB_VECTOR_EMBED_INVALID_VECTORS,
-        operation_label=operation_label,
-        detail=f"malformed response: {what}",
-        provider=provider,
-    )
-
-
-def join_url(base_url: str, path: str) -> str:
-    return base_url.rstrip("/") + path
 
 
 def truncation_refusal(
@@ -595,3 +314,14 @@ class OpenAICompatibleProvider:
 
     async def aclose(self) -> None:
         await self.transport.aclose()
+
+
+def build(args: ProviderArgs) -> OpenAICompatibleProvider:
+    assert args.base_url is not None and args.model is not None  # provider_requirements
+    return OpenAICompatibleProvider(
+        base_url=args.base_url,
+        model=args.model,
+        api_key=args.api_key,
+        dimensions=args.dimensions,
+        request_timeout_ms=args.request_timeout_ms,
+    )

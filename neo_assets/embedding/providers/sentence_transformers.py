@@ -41,6 +41,7 @@ from neo_assets.core.generations import (
 )
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
 
 BUNDLED_MODEL = SENTENCE_TRANSFORMERS_BUNDLED_MODEL
@@ -227,3 +228,7 @@ class SentenceTransformersProvider:
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
         self._model = None
+
+
+def build(args: ProviderArgs) -> SentenceTransformersProvider:
+    return SentenceTransformersProvider(dimensions=args.dimensions, model=args.model)

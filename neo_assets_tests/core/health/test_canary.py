@@ -29,7 +29,7 @@ from neo_assets.core.health.canary import (
     reusable,
 )
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.providers.openai_compatible import malformed
+from neo_assets.embedding.providers.http import malformed
 from neo_assets.embedding.vectors import validate_vectors
 
 DIM = 32
