@@ -61,6 +61,9 @@ def kb_status(
             # The provider's health and the write path's freeze, beside the repos.
             "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),
             "freeze": dg.MetadataValue.json(snapshot.get("freeze") or {}),
+            # Where the declaration in force came from and what the file gets wrong.
+            "declaration": dg.MetadataValue.json(snapshot.get("declaration") or {}),
+            "misdeclared": sum(1 for r in snapshot["repos"] if r.get("misdeclared")),
         },
     )
 

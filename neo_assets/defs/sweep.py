@@ -49,6 +49,7 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.services.declaration import misdeclared_for, warning_lines
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
@@ -77,6 +78,14 @@ def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
         for repo in tenant.repos:
             if repo.slug == repo_slug:
                 return RepoContext(tenant=tenant, repo=repo)
+    misdeclared = misdeclared_for(tenants_file, tenant_id, repo_slug)
+    if misdeclared is not None and misdeclared.problems:
+        raise dg.Failure(
+            description=(
+                f"partition {partition_key!r} is misdeclared in {tenants_file.path} and has "
+                f"no last good declaration, so it is not swept: {misdeclared.problems[0]}"
+            )
+        )
     raise dg.Failure(
         description=(
             f"partition {partition_key!r} is no longer declared in {tenants_file.path}: "
@@ -351,6 +360,10 @@ def sweep_sensor(
 ) -> dg.SensorResult:
     cfg = settings.load()
     tenants_file = tenants.load()
+    # What the tenants file gets wrong, on every tick: the misdeclared entry keeps its
+    # last good declaration (or is withheld), and every other repo is evaluated as usual.
+    for line in warning_lines(tenants_file):
+        context.log.warning(line)
     ctxs = declared_repos(tenants_file)
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests = []
