@@ -162,10 +162,15 @@ def in_force(
         tenants.append({"id": tid, "repos": [dict(r) for _, r in sorted(repos.items())]})
     if unnamed_block:
         # A block (or the top level) that names no tenant may be any tenant the file
-        # stopped naming: each one with a last good declaration stays in force.
+        # stopped naming: each one with a last good declaration stays in force, and is
+        # misdeclared by those problems (its own check and status say so).
+        unnamed = tuple(file_problems) + tuple(
+            p for b in blocks if b.tenant_id is None for p in b.problems
+        )
         for tid in sorted(last_good):
             if tid not in named:
                 tenants.append(_held_tenant(last_good[tid]))
+                misdeclared.append(Misdeclared(tid, None, unnamed, STANDS_LAST_GOOD))
     return Declaration(
         tenants=tuple(tenants),
         misdeclared=tuple(misdeclared),

@@ -91,6 +91,12 @@ def test_a_block_naming_no_tenant_holds_every_tenant_the_file_stopped_naming() -
     assert set(by_id(decl)) == {"acme", "globex"}
     assert decl.retires_nothing
     assert decl.misdeclared[0].tenant_id is None
+    # The tenant the file stopped naming is the likely one: misdeclared by that entry.
+    held = [m for m in decl.misdeclared if m.tenant_id == "acme"]
+    assert [(m.repo_slug, m.problems, m.stands) for m in held] == [
+        (None, ("id",), STANDS_LAST_GOOD)
+    ]
+    assert not [m for m in decl.misdeclared if m.tenant_id == "globex"]
 
 
 def test_a_file_that_gives_no_tenant_keeps_every_last_good_declaration() -> None:
