@@ -231,3 +231,35 @@ def test_a_file_never_good_is_still_refused(tmp_path: Path) -> None:
     done = _run(["status", "--json"], env)
     assert done.returncode == 2
     assert _json(done)["code"] == "CONFIG_INVALID" and "invalid YAML" in done.stderr
+
+
+def test_a_tenant_never_good_is_withheld_and_the_others_run(tmp_path: Path) -> None:
+    widgets = _repo(tmp_path, "widgets", "def render_widget(w):\n    return w.draw()\n")
+    tools = _repo(tmp_path, "tools", "def hammer_nail(nail):\n    return nail.hit()\n")
+    tenants = tmp_path / "tenants.yaml"
+    tenants.write_text(
+        "tenants:\n"
+        "  - id: acme\n    repos:\n"
+        f"      - slug: widgets\n        path: {widgets.path}\n"
+        "        parser: {id: neo-code, version: 1.0.0}\n"
+        "  - id: globex\n    repo:\n"  # 'repo' for 'repos': a tenant-level problem
+        f"      - slug: tools\n        path: {tools.path}\n"
+        "        parser: {id: neo-code, version: 1.0.0}\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
+    env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
+
+    done = _run(["sweep", "--json"], env)
+    assert done.returncode == 1, done.stderr
+    out = {(r["tenantId"], r["repoSlug"]): r for r in _json(done)["repos"]}
+    assert out[("acme", "widgets")]["outcome"] == "complete"
+    globex = out[("globex", None)]
+    assert globex["outcome"] == "misdeclared" and globex["misdeclared"]["line"] == 8
+    assert "did you mean 'repos'" in globex["error"]
+
+    for command in (["query", "hammer", "--tenant", "globex"], ["reconcile", "--tenant", "globex"]):
+        refused = _run([*command, "--json"], env)
+        assert refused.returncode == 2, refused.stderr
+        assert "misdeclared" in _json(refused)["error"]
+    q = _run(["query", "render widget", "--tenant", "acme", "--json"], env)
+    assert q.returncode == 0 and _json(q)["results"], q.stderr
