@@ -13,7 +13,7 @@ import dagster as dg
 
 from neo_assets.core.declaration import DeclarationVerdict
 from neo_assets.defs.partitions import tenants_partitions
-from neo_assets.defs.resources import TenantsResource
+from neo_assets.defs.resources import LedgerResource, TenantsResource
 from neo_assets.services.declaration import file_verdict, tenant_verdict
 
 
@@ -44,9 +44,9 @@ with warnings.catch_warnings():
         ),
     )
     def declaration(
-        context: dg.AssetCheckExecutionContext, tenants: TenantsResource
+        context: dg.AssetCheckExecutionContext, tenants: TenantsResource, ledger: LedgerResource
     ) -> dg.AssetCheckResult:
-        return _result(tenant_verdict(tenants.load(), context.partition_key))
+        return _result(tenant_verdict(tenants.load(ledger.get()), context.partition_key))
 
 
 @dg.asset_check(
@@ -58,8 +58,8 @@ with warnings.catch_warnings():
         "stay in force, included)."
     ),
 )
-def tenants_file(tenants: TenantsResource) -> dg.AssetCheckResult:
-    return _result(file_verdict(tenants.load()))
+def tenants_file(tenants: TenantsResource, ledger: LedgerResource) -> dg.AssetCheckResult:
+    return _result(file_verdict(tenants.load(ledger.get())))
 
 
 defs = dg.Definitions(asset_checks=[declaration, tenants_file])

@@ -96,7 +96,7 @@ def chunk_links(
     store: StoreResource,
     ledger: LedgerResource,
 ) -> dg.MaterializeResult:
-    ctx = repo_context(context.partition_key, tenants)
+    ctx = repo_context(context.partition_key, tenants, ledger)
     # Links are written under the repo's sweep lease, so a sweep never moves the declared
     # generation under a links run (the write would be refused, but the work lost): wait
     # for a running sweep of the repo to end, as a sweep would.
@@ -173,7 +173,7 @@ def links_sensor(
     tenants: TenantsResource,
     ledger: LedgerResource,
 ) -> dg.SensorResult:
-    tenants_file = tenants.load()
+    tenants_file = tenants.load(ledger.get())
     for line in warning_lines(tenants_file):  # a misdeclaration is said on every tick
         context.log.warning(line)
     known = set(context.instance.get_dynamic_partitions(TENANT_REPOS))

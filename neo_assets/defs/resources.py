@@ -51,11 +51,11 @@ class TenantsResource(dg.ConfigurableResource):
 
     settings: SettingsResource
 
-    def load(self) -> TenantsFile:
+    def load(self, ledger: Ledger | None = None) -> TenantsFile:
         """The declaration in force (services/declaration.py): a misdeclared tenant or
         repo keeps its last good declaration, read from (and recorded in) the ledger,
-        which is opened only when needed."""
-        return load_declaration(self.settings.load())
+        which is opened only when needed (``ledger``: the run's own, when it has one)."""
+        return load_declaration(self.settings.load(), ledger)
 
 
 class _RunHandle(dg.ConfigurableResource):

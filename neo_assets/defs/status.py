@@ -37,7 +37,8 @@ def kb_status(
     store: StoreResource,
     ledger: LedgerResource,
 ) -> dg.Output[pd.DataFrame]:
-    snapshot = build_status(settings.load(), tenants.load(), ledger.get(), store.get())
+    the_ledger = ledger.get()
+    snapshot = build_status(settings.load(), tenants.load(the_ledger), the_ledger, store.get())
     frame = pd.DataFrame(snapshot["repos"])
     return dg.Output(
         frame,

@@ -69,9 +69,12 @@ EMBEDDING_POOL = "neo-embedding-provider"
 SWEEP_STEP = "sweep_repo"
 
 
-def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
+def repo_context(
+    partition_key: str, tenants: TenantsResource, ledger: LedgerResource | None = None
+) -> RepoContext:
     tenant_id, repo_slug = parse_partition_key(partition_key)
-    tenants_file = tenants.load()
+    # With the run's ledger: the declaration in force reads (and records) through it.
+    tenants_file = tenants.load(ledger.get() if ledger is not None else None)
     for tenant in tenants_file.tenants:
         if tenant.id != tenant_id:
             continue
@@ -270,7 +273,7 @@ def sweep_repo(
     ledger: LedgerResource,
     provider: ProviderResource,
 ) -> Iterator[dg.MaterializeResult | dg.Output]:
-    ctx = repo_context(context.partition_key, tenants)
+    ctx = repo_context(context.partition_key, tenants, ledger)
     inputs = SweepInputs(
         ctx=ctx,
         settings=settings.load(),
@@ -359,7 +362,8 @@ def sweep_sensor(
     ledger: LedgerResource,
 ) -> dg.SensorResult:
     cfg = settings.load()
-    tenants_file = tenants.load()
+    the_ledger = ledger.get()
+    tenants_file = tenants.load(the_ledger)
     # What the tenants file gets wrong, on every tick: the misdeclared entry keeps its
     # last good declaration (or is withheld), and every other repo is evaluated as usual.
     for line in warning_lines(tenants_file):
@@ -367,7 +371,6 @@ def sweep_sensor(
     ctxs = declared_repos(tenants_file)
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests = []
-    the_ledger = ledger.get()
     for due in evaluate(ctxs, cfg, the_ledger, time.time()):
         if due.reason is None or cursor.get(due.key) == due.run_key:
             continue
