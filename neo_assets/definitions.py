@@ -9,6 +9,7 @@ import gc
 import dagster as dg
 
 import neo_assets.defs.alerts as alerts_defs
+import neo_assets.defs.declaration as declaration_defs
 import neo_assets.defs.health as health_defs
 import neo_assets.defs.links as links_defs
 import neo_assets.defs.reconcile as reconciliation_defs
@@ -23,6 +24,7 @@ defs = dg.Definitions.merge(
     health_defs.defs,
     reconciliation_defs.defs,
     links_defs.defs,
+    declaration_defs.defs,
     dg.Definitions(resources=default_resources()),
 )
 

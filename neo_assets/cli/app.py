@@ -23,6 +23,7 @@ from neo_assets.cli.health import register as register_health
 from neo_assets.cli.reconcile import register as register_reconcile
 from neo_assets.cli.serve import register as register_serve
 from neo_assets.core import codes
+from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
 
 app = typer.Typer(
@@ -43,14 +44,27 @@ def sweep(
     """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
 
     def go() -> int:
+        from neo_assets.services.declaration import (
+            declaration_doc,
+            misdeclared_doc,
+            misdeclared_for,
+            misdeclared_sweeps,
+        )
+
         settings, tenants = load_config()  # a config error exits before Dagster is imported
-        if tenant and not any(t.id == tenant for t in tenants.tenants):
+        # A misdeclared repo with no last good declaration is withheld: reported, not swept.
+        withheld = misdeclared_sweeps(tenants, tenant, repo)
+        if tenant and not withheld and not any(t.id == tenant for t in tenants.tenants):
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
-        if repo and not any(
-            r.slug == repo
-            for t in tenants.tenants
-            for r in t.repos
-            if tenant is None or t.id == tenant
+        if (
+            repo
+            and not withheld
+            and not any(
+                r.slug == repo
+                for t in tenants.tenants
+                for r in t.repos
+                if tenant is None or t.id == tenant
+            )
         ):
             raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
         from neo_assets.cli.launch import dagster_instance, run_sweeps
@@ -59,11 +73,29 @@ def sweep(
         results = run_sweeps(
             settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
         )
+        for r in results:  # swept on its last good declaration: still to be fixed
+            found = misdeclared_for(tenants, r["tenantId"], r["repoSlug"])
+            r["misdeclared"] = misdeclared_doc(found) if found is not None else None
+        results += withheld
         # The counts in both spellings for one release (README, "Deprecated keys").
-        emit({"repos": [with_deprecated_keys(r) for r in results]}, as_json)
+        emit(
+            {
+                "repos": [with_deprecated_keys(r) for r in results],
+                "declaration": declaration_doc(tenants),
+            },
+            as_json,
+        )
         if not as_json:
             for r in results:
                 c = r.get("counts", {})
+                if r["outcome"] == codes.OUTCOME_MISDECLARED:
+                    err.print(
+                        f"{r['tenantId']}/{r['repoSlug'] or '*'}: misdeclared, not swept "
+                        f"(line {r['misdeclared'] and r['misdeclared']['line']}): {r['error']}",
+                        highlight=False,
+                        soft_wrap=True,
+                    )
+                    continue
                 if r["outcome"] == codes.OUTCOME_FAILED and "retryAfter" in r:
                     # not due: its last sweep failed and waits for its backoff (or a fix)
                     err.print(
@@ -94,9 +126,21 @@ def sweep(
                 )
                 for notice in r.get("notices") or []:
                     err.print(f"  note: {notice}", highlight=False)
-        return (
-            EXIT_FAILED if any(r["outcome"] == codes.OUTCOME_FAILED for r in results) else EXIT_OK
+        # A misdeclared repo in the run set (withheld, or swept on its last good
+        # declaration), a file that could not be read at all (every tenant swept on its
+        # last good declaration), or any problem of the file when the run set is all of
+        # it, fails the command: the file needs a fix; everything else was swept as usual.
+        everything = tenant is None and repo is None
+        failed = (
+            tenants.source != SOURCE_FILE
+            or (everything and (tenants.retires_nothing or bool(tenants.misdeclared)))
+            or any(
+                r["outcome"] in (codes.OUTCOME_FAILED, codes.OUTCOME_MISDECLARED)
+                or r.get("misdeclared")
+                for r in results
+            )
         )
+        return EXIT_FAILED if failed else EXIT_OK
 
     run(go, as_json)
 
@@ -121,7 +165,9 @@ def status(
                 poison = r["contentPoisonChunks"]
                 undeliverable = r["undeliverableChunks"]
                 err.print(
-                    f"{r['tenantId']}/{r['repoSlug']}: {r['outcome'] or 'never swept'} "
+                    f"{r['tenantId']}/{r['repoSlug'] or '*'}: "
+                    + ("MISDECLARED " if r.get("misdeclared") else "")
+                    + f"{r['outcome'] or 'never swept'} "
                     f"rev {str(r['lastIngestedRev'])[:12]} rows {r['rows']} "
                     f"failures {r['consecutiveFailures']} "
                     + (f"cause {r['deferredCauseCode']} " if r["deferredCauseCode"] else "")
@@ -130,10 +176,11 @@ def status(
                     + generation_line(r)
                     + (
                         f" — {r['stateDetail']}"
-                        if r.get("state") in ("deferred", "failed", "retired")
+                        if r.get("state") in ("deferred", "failed", "retired", "misdeclared")
                         else ""
                     ),
                     highlight=False,
+                    soft_wrap=True,
                 )
         return EXIT_OK
 
@@ -177,6 +224,11 @@ def query(
 
         settings, tenants = load_config()
         declared = next((t for t in tenants.tenants if t.id == tenant), None)
+        if declared is None and (tenant, None) in tenants.withheld:
+            raise UsageError(
+                f"tenant {tenant!r} is misdeclared in {tenants.path} and has no last good "
+                "declaration, so it is not served until the file is fixed (see the warning)"
+            )
         if declared is None:
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
         from neo_assets.core.query.request import QueryInputError

@@ -41,18 +41,21 @@ def load_settings_or_usage():  # noqa: ANN201 - Settings
 
 
 def load_config():  # noqa: ANN201 - (settings, tenants)
+    """The settings and the declaration in force (services/declaration.py). What the
+    file gets wrong is told on stderr, one warning per problem: a misdeclared tenant or
+    repo keeps its last good declaration, and the others run as usual. Only a file that
+    gives no tenant, with no last good declaration to stand in, is a usage error."""
     from neo_assets.config.settings import SettingsError, load_settings
-    from neo_assets.config.tenants import TenantsConfigError, load_tenants
+    from neo_assets.config.tenants import TenantsConfigError
+    from neo_assets.services.declaration import load_declaration, warning_lines
 
     try:
         settings = load_settings()
-        tenants = load_tenants(
-            settings.store.resolved_tenants_file,
-            allowed_roots=settings.store.allowed_roots,
-            home=settings.store.home_dir,
-        )
+        tenants = load_declaration(settings)
     except (SettingsError, TenantsConfigError) as exc:
         raise UsageError(str(exc)) from None
+    for line in warning_lines(tenants):
+        err.print(f"[yellow]warning:[/yellow] {line}", markup=True, highlight=False, soft_wrap=True)
     return settings, tenants
 
 

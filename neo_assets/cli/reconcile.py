@@ -67,7 +67,14 @@ def register(app: typer.Typer) -> None:
 
         def go() -> int:
             settings, tenants = common.load_config()
-            if tenant and not any(t.id == tenant for t in tenants.tenants):
+            in_force = any(t.id == tenant for t in tenants.tenants)
+            if tenant and not in_force and (tenant, None) in tenants.withheld:
+                raise common.UsageError(
+                    f"tenant {tenant!r} is misdeclared in {tenants.path} and has no last good "
+                    "declaration: nothing of it is reconciled (or reclaimed) until the file "
+                    "is fixed (see the warning)"
+                )
+            if tenant and not in_force:
                 from neo_assets.services.handles import open_ledger
                 from neo_assets.services.reconcile.retirement import retired_tenant_ids
 

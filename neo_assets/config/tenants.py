@@ -2,6 +2,10 @@
 
 ``load_tenants(path)`` reads the file and either returns a fully valid ``TenantsFile`` or
 raises one ``TenantsConfigError`` listing EVERY problem found, before anything runs.
+``read_tenants(path)`` never refuses: it returns every problem attributed to its tenant
+block or repo entry (a YAML error inside one tenant's block included), from which
+``services/declaration.py`` builds the declaration in force (core/declaration.py: a
+misdeclared entry keeps its last good declaration; the others load).
 Each problem names the place (a tenant or repo by its id/slug, by index when the id
 itself is bad, e.g. ``tenants[1].repos[0].slug``), the field, what was found and what
 is allowed; the error's message names the file and, where known, the line.
@@ -18,7 +22,7 @@ import reprlib
 import stat
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,7 @@ import yaml
 
 from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
+from neo_assets.core.declaration import SOURCE_FILE, Misdeclared, TenantBlock
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.sources.parser_versions import (
     NEO_CODE,
@@ -119,6 +124,23 @@ class RepoDecl:
     def declaration_digest(self) -> str:
         return repo_declaration_digest(self.to_plain())
 
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any]) -> "RepoDecl":
+        """The inverse of ``to_plain`` (a last good declaration read back)."""
+        parser = plain["parser"]
+        cadence = plain.get("cadence_minutes")
+        return cls(
+            slug=str(plain["slug"]),
+            path=Path(plain["path"]),
+            ref=plain.get("ref"),
+            parser=ParserDecl(
+                id=str(parser["id"]),
+                version=str(parser["version"]),
+                exclude=tuple(parser.get("exclude") or ()),
+            ),
+            cadence_minutes=None if cadence is None else int(cadence),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Tenant:
@@ -136,13 +158,33 @@ class Tenant:
     def repo(self, slug: str) -> RepoDecl | None:
         return next((repo for repo in self.repos if repo.slug == slug), None)
 
+    @classmethod
+    def from_plain(cls, plain: Mapping[str, Any]) -> "Tenant":
+        return cls(
+            id=str(plain["id"]),
+            repos=tuple(RepoDecl.from_plain(repo) for repo in plain.get("repos", ())),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class TenantsFile:
-    """A validated tenants file; ``path`` is the file's absolute path."""
+    """A validated tenants file; ``path`` is the file's absolute path.
+
+    Loaded through ``services/declaration.load_declaration``, it is the declaration in
+    force (core/declaration.py): ``tenants`` may hold last good declarations standing in
+    for misdeclared ones; ``misdeclared`` lists what the file gets wrong, ``withheld`` the
+    (tenant, repo or None) names declared but unusable (never swept, served or retired),
+    ``source`` is ``file`` or ``last-good`` (the file could not be read at all) and
+    ``file_problems`` what is wrong with the file as a whole; ``retires_nothing``: part of
+    the file names no tenant, so no tenant or repo may be judged retired."""
 
     path: Path
     tenants: tuple[Tenant, ...]
+    misdeclared: tuple[Misdeclared, ...] = ()
+    withheld: tuple[tuple[str, str | None], ...] = ()
+    source: str = SOURCE_FILE
+    file_problems: tuple["ConfigProblem", ...] = ()
+    retires_nothing: bool = False
 
     def tenant(self, tenant_id: str) -> Tenant | None:
         return next((tenant for tenant in self.tenants if tenant.id == tenant_id), None)
@@ -477,6 +519,8 @@ class _Validator:
     problems: list[ConfigProblem]
     # ${NEO_HOME}'s value; None: read from the settings when a path first uses it.
     home: Path | None = None
+    # What each tenant block of the file says, problems attributed (``read_tenants``).
+    blocks: list[TenantBlock] = field(default_factory=list)
 
     def neo_home(self) -> Path:
         if self.home is None:
@@ -603,10 +647,31 @@ class _Validator:
         ]
         return tuple(tenant for tenant in built if tenant is not None)
 
+    def blocks_apart(self, split: "list[_SplitBlock]") -> tuple[Tenant, ...]:
+        """``top`` for a file that is valid YAML only item by item: each block that
+        parses is validated as usual; one that does not is its tenant's YAML problem."""
+        seen: dict[str, int] = {}
+        built: list[Tenant | None] = []
+        for block in split:
+            if block.parsed:
+                built.append(self.tenant(block.item, block.index, block.line, seen))
+                continue
+            problem = block.problem or ConfigProblem(
+                f"tenants[{block.index}]", "invalid YAML; allowed: valid YAML", block.line
+            )
+            named = block.named if block.named is not None and block.named not in seen else None
+            if named is not None:
+                seen[named] = block.index
+                problem = ConfigProblem(f"tenants[{named!r}]", problem.message, problem.line)
+            self.problems.append(problem)
+            self.blocks.append(TenantBlock(named, (problem,)))
+        return tuple(tenant for tenant in built if tenant is not None)
+
     def tenant(
         self, raw: object, index: int, line: int | None, seen: dict[str, int]
     ) -> Tenant | None:
         location = f"tenants[{index}]"
+        start = len(self.problems)
         if not isinstance(raw, dict):
             self.add(
                 location,
@@ -614,7 +679,13 @@ class _Validator:
                 f"with keys {', '.join(TENANT_KEYS)}",
                 line,
             )
+            self.blocks.append(TenantBlock(None, tuple(self.problems[start:])))
             return None
+        raw_id = raw.get("id")
+        named = raw_id if is_valid_id(raw_id) and raw_id not in seen else None
+        repo_problems: dict[str, tuple[ConfigProblem, ...]] = {}
+        unnamed_repo_problems: list[ConfigProblem] = []
+        in_repos: set[int] = set()  # the problems attributed to a repo entry
         tenant_id: str | None = None
         if raw.get("id") is not None:
             tenant_id = self.ident(raw["id"], f"{location}.id", _key_line(raw, "id"), "tenant id")
@@ -649,15 +720,43 @@ class _Validator:
         elif raw_repos is not None:
             seen_slugs: dict[str, int] = {}
             for repo_index, raw_repo in enumerate(raw_repos):
+                raw_slug = raw_repo.get("slug") if isinstance(raw_repo, dict) else None
+                slug = raw_slug if is_valid_id(raw_slug) and raw_slug not in seen_slugs else None
+                before = len(self.problems)
                 repo = self.repo(
                     raw_repo, location, repo_index, _item_line(raw_repos, repo_index), seen_slugs
                 )
+                found = self.problems[before:]
+                in_repos.update(id(problem) for problem in found)
+                if found and slug is not None:
+                    repo_problems[slug] = tuple(found)
+                else:
+                    unnamed_repo_problems += found
                 if repo is None:
                     valid = False
                 else:
                     repos.append(repo)
         else:
             valid = False
+        tenant_problems = tuple(p for p in self.problems[start:] if id(p) not in in_repos)
+        if (
+            named is not None
+            and not valid
+            and not (tenant_problems or repo_problems or unnamed_repo_problems)
+        ):
+            # Unusable for a reason no message names (cannot happen today): the tenant's.
+            tenant_problems = (ConfigProblem(location, "the tenant cannot be used", line),)
+        self.blocks.append(
+            TenantBlock(
+                named,
+                tenant_problems,
+                {repo.slug: repo.to_plain() for repo in repos},
+                repo_problems,
+                tuple(unnamed_repo_problems),
+            )
+            if named is not None
+            else TenantBlock(None, tenant_problems + tuple(unnamed_repo_problems))
+        )
         if not valid or tenant_id is None:
             return None
         return Tenant(id=tenant_id, repos=tuple(repos))
@@ -1098,6 +1197,177 @@ def _parse_yaml(text: str, add: Callable[[str, int | None], None]) -> tuple[bool
     return False, None
 
 
+@dataclass(frozen=True, slots=True)
+class TenantsReading:
+    """What ``read_tenants`` found: every problem, the tenant blocks with their problems
+    attributed (core/declaration.py), the problems of the file as a whole, and whether
+    the file gave tenant blocks at all (False: unreadable, not YAML, no usable list)."""
+
+    path: Path
+    problems: tuple[ConfigProblem, ...]
+    blocks: tuple[TenantBlock, ...]
+    file_problems: tuple[ConfigProblem, ...]
+    readable: bool
+    tenants: tuple[Tenant, ...]
+
+
+_TENANTS_KEY_LINE = re.compile(r"tenants:[ \t]*(?:#.*)?")
+_ITEM_ID_LINE = re.compile(
+    r"(?:-[ \t]+)?id:[ \t]*(['\"]?)([a-z0-9][a-z0-9-]{0,62})\1[ \t]*(?:#.*)?"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _SplitBlock:
+    """One item of the top-level 'tenants' list, parsed on its own: its index, first
+    line, the item (when it parses) or its YAML problem, and the id its text names."""
+
+    index: int
+    line: int
+    parsed: bool
+    item: object
+    problem: "ConfigProblem | None"
+    named: str | None
+
+
+def _blank_except(lines: list[str], keep: range, header: int) -> str:
+    """The text with every line outside ``keep`` (and the 'tenants:' line) blanked, so
+    a part parses alone and keeps its line numbers."""
+    kept = [line if index in keep else "" for index, line in enumerate(lines)]
+    kept[header] = "tenants:"
+    return "\n".join(kept)
+
+
+def _split_tenant_blocks(text: str) -> list[_SplitBlock] | None:
+    """When the whole file is not valid YAML: its 'tenants' list item by item, so a YAML
+    problem inside one tenant's block stays in that block. None when the problem is not
+    confined to list items (the list cannot be found, is written in flow style, or the
+    text around it does not parse): the file as a whole is then unusable."""
+    lines = text.split("\n")
+    header = next(
+        (i for i, line in enumerate(lines) if _TENANTS_KEY_LINE.fullmatch(line.rstrip("\r"))),
+        None,
+    )
+    if header is None:
+        return None
+    starts: list[int] = []
+    indent: int | None = None
+    end = len(lines)
+    for index in range(header + 1, len(lines)):
+        line = lines[index].rstrip("\r")
+        body = line.lstrip(" ")
+        if not body or body.startswith("#"):
+            continue
+        column = len(line) - len(body)
+        is_item = body.startswith("- ") or body == "-"
+        if indent is None:
+            if not is_item:
+                return None
+            indent = column
+        if column < indent or (column == 0 and not is_item):
+            end = index
+            break
+        if column == indent and is_item:
+            starts.append(index)
+    if not starts:
+        return None
+    spans = list(zip(starts, [*starts[1:], end], strict=True))
+    around = "\n".join("" if starts[0] <= i < end else line for i, line in enumerate(lines))
+    ok, _ = _parse_yaml(around, lambda *_: None)
+    if not ok:
+        return None
+    blocks: list[_SplitBlock] = []
+    for index, (first, stop) in enumerate(spans):
+        found: list[ConfigProblem] = []
+        ok, data = _parse_yaml(
+            _blank_except(lines, range(first, stop), header),
+            lambda message, line, found=found, at=f"tenants[{index}]": found.append(
+                ConfigProblem(at, message, line)
+            ),
+        )
+        item = data.get("tenants", [None])[0] if ok and isinstance(data, dict) else None
+        named = None
+        for raw in lines[first:stop]:
+            body = raw.rstrip("\r").lstrip(" ")
+            column = len(raw) - len(raw.lstrip(" "))
+            if column in (indent, (indent or 0) + 2) and (match := _ITEM_ID_LINE.fullmatch(body)):
+                named = match.group(2)
+                break
+        problem = found[0] if found else None
+        if problem is not None and (problem.line is None or problem.line > stop):
+            # Reading on past the block (an unclosed bracket or quote): name the block.
+            problem = ConfigProblem(
+                problem.location,
+                f"{problem.message} (the YAML of this tenant's block, lines {first + 1}-"
+                f"{stop}, is not closed)",
+                first + 1,
+            )
+        blocks.append(_SplitBlock(index, first + 1, ok, item, problem, named))
+    if all(block.parsed for block in blocks):
+        return None  # the problem is elsewhere: not confined to one block
+    return blocks
+
+
+def read_tenants(
+    path: str | os.PathLike[str],
+    allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
+    check_paths: bool = True,
+    home: str | os.PathLike[str] | None = None,
+    *,
+    by_block: bool = True,
+) -> TenantsReading:
+    """Read and validate a tenants file without refusing it: every problem is returned,
+    attributed to its tenant block or repo entry where it has one (the arguments are
+    ``load_tenants``'s). ``by_block``: when the whole file is not valid YAML, read its
+    'tenants' list item by item, so a YAML problem inside one block is that block's."""
+    file_path = Path(os.path.abspath(os.fspath(path)))
+    problems: list[ConfigProblem] = []
+
+    def add_file_problem(message: str, line: int | None) -> None:
+        problems.append(ConfigProblem("(file)", message, line))
+
+    def unreadable() -> TenantsReading:
+        return TenantsReading(file_path, tuple(problems), (), tuple(problems), False, ())
+
+    text = _read_text(file_path, add_file_problem)
+    if text is None:
+        return unreadable()
+    parsed, data = _parse_yaml(text, add_file_problem)
+    if not parsed:
+        split = _split_tenant_blocks(text) if by_block else None
+        if split is None:
+            return unreadable()
+        del problems[:]  # each block says its own YAML problem instead
+    roots = None
+    if allowed_roots is not None:
+        roots = tuple(Path(os.path.expanduser(os.fspath(root))).resolve() for root in allowed_roots)
+    validator = _Validator(
+        base_dir=file_path.parent,
+        allowed_roots=roots,
+        check_paths=check_paths,
+        problems=problems,
+        home=None if home is None else Path(os.path.expanduser(os.fspath(home))).resolve(),
+    )
+    tenants = validator.top(data) if parsed else validator.blocks_apart(split)
+    in_blocks = {
+        id(problem)
+        for block in validator.blocks
+        for problem in (
+            *block.problems,
+            *block.unnamed_repo_problems,
+            *(p for found in block.repo_problems.values() for p in found),
+        )
+    }
+    return TenantsReading(
+        path=file_path,
+        problems=tuple(problems),
+        blocks=tuple(validator.blocks),
+        file_problems=tuple(p for p in problems if id(p) not in in_blocks),
+        readable=bool(validator.blocks),
+        tenants=tenants,
+    )
+
+
 def load_tenants(
     path: str | os.PathLike[str],
     allowed_roots: Sequence[str | os.PathLike[str]] | None = None,
@@ -1117,29 +1387,7 @@ def load_tenants(
       filesystem checks (the schema, ids, duplicates and allowed roots are still checked),
       for callers that want to record a missing repo per repo instead of refusing all.
     """
-    file_path = Path(os.path.abspath(os.fspath(path)))
-    problems: list[ConfigProblem] = []
-
-    def add_file_problem(message: str, line: int | None) -> None:
-        problems.append(ConfigProblem("(file)", message, line))
-
-    text = _read_text(file_path, add_file_problem)
-    if text is None:
-        raise TenantsConfigError(file_path, problems)
-    parsed, data = _parse_yaml(text, add_file_problem)
-    if not parsed:
-        raise TenantsConfigError(file_path, problems)
-    roots = None
-    if allowed_roots is not None:
-        roots = tuple(Path(os.path.expanduser(os.fspath(root))).resolve() for root in allowed_roots)
-    validator = _Validator(
-        base_dir=file_path.parent,
-        allowed_roots=roots,
-        check_paths=check_paths,
-        problems=problems,
-        home=None if home is None else Path(os.path.expanduser(os.fspath(home))).resolve(),
-    )
-    tenants = validator.top(data)
-    if problems:
-        raise TenantsConfigError(file_path, problems)
-    return TenantsFile(path=file_path, tenants=tenants)
+    reading = read_tenants(path, allowed_roots, check_paths, home, by_block=False)
+    if reading.problems:
+        raise TenantsConfigError(reading.path, reading.problems)
+    return TenantsFile(path=reading.path, tenants=reading.tenants)

@@ -105,6 +105,9 @@ OUTCOME_DEFERRED = "deferred"
 OUTCOME_FAILED = "failed"
 OUTCOME_SKIPPED = "skipped"
 SWEEP_OUTCOMES = frozenset({OUTCOME_COMPLETE, OUTCOME_DEFERRED, OUTCOME_FAILED, OUTCOME_SKIPPED})
+# What `neo-assets sweep` reports (never recorded) for a repo of its run set that the
+# tenants file misdeclares and no last good declaration stands in for: not swept.
+OUTCOME_MISDECLARED = "misdeclared"
 
 # --- Non-embedding sweep failures.
 SOURCE_UNREADABLE = "SOURCE_UNREADABLE"
@@ -138,6 +141,10 @@ SKIP_REASONS = frozenset(
 
 # --- Configuration errors (tenants.yaml and settings).
 CONFIG_INVALID = "CONFIG_INVALID"
+# One tenant's or repo's entry cannot be used (the others load): the asset check's code.
+CONFIG_MISDECLARED = "CONFIG_MISDECLARED"
+# The tenants file cannot be read at all: the last good declarations stay in force.
+CONFIG_LAST_GOOD = "CONFIG_LAST_GOOD"
 
 # --- Orphan kinds of reconciliation (closed vocabulary, one kind per row at most).
 KIND_MANIFEST_ORPHAN = "manifest-orphan"

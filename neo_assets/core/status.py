@@ -2,7 +2,8 @@
 
 ``repo_state_line`` says per repo what an operator needs to act: ``complete``,
 ``deferred`` (its cause and the next try), ``failed`` (the error's first line and the fix
-for its code) or ``retired`` (and how many rows wait). ``refresh_request`` decides, from
+for its code), ``retired`` (and how many rows wait) or ``misdeclared`` (the tenants
+file's line and its fix, and what stands in for the entry). ``refresh_request`` decides, from
 the sweep and reconciliation runs that finished since the last refresh, whether
 ``kb_status`` is materialized again: once per batch of finished runs, however they were
 launched (sensor, schedule, UI, CLI).
@@ -20,6 +21,7 @@ STATE_DEFERRED = "deferred"
 STATE_FAILED = "failed"
 STATE_RETIRED = "retired"
 STATE_NEVER = "never swept"
+STATE_MISDECLARED = "misdeclared"
 
 # What to do about each failure code (a sweep fails only for these, see services/sweep).
 FAILURE_FIXES: Mapping[str, str] = {
@@ -54,6 +56,21 @@ def repo_state_line(row: Mapping[str, Any]) -> tuple[str, str]:
         return STATE_RETIRED, (
             f"left tenants.yaml; {row.get('rows') or 0} rows wait for reclamation "
             "(NEO_RECONCILIATION_ENABLED=true reclaims them; re-declaring keeps them)"
+        )
+    misdeclared = row.get("misdeclared")
+    if isinstance(misdeclared, Mapping):
+        # What the tenants file gets wrong outranks the last sweep: it is the fix to make.
+        held = misdeclared.get("inForce") == "last-good"
+        stands = (
+            "its last good declaration stays in force"
+            if held
+            else "not swept or served until fixed; none of its rows is retired"
+        )
+        last = row.get("outcome") or STATE_NEVER
+        return STATE_MISDECLARED, (
+            f"tenants.yaml line {misdeclared.get('line') or '?'}: "
+            f"{misdeclared.get('message')}; {stands} (last sweep: {last}, "
+            f"{row.get('rows') or 0} rows)"
         )
     outcome = row.get("outcome")
     if outcome == codes.OUTCOME_COMPLETE:

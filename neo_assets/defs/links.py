@@ -22,6 +22,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, repo_context
+from neo_assets.services.declaration import warning_lines
 from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.links.due import evaluate_links
 from neo_assets.services.links.link_repo import LinkParams, LinkReport, link_repo
@@ -95,7 +96,7 @@ def chunk_links(
     store: StoreResource,
     ledger: LedgerResource,
 ) -> dg.MaterializeResult:
-    ctx = repo_context(context.partition_key, tenants)
+    ctx = repo_context(context.partition_key, tenants, ledger)
     # Links are written under the repo's sweep lease, so a sweep never moves the declared
     # generation under a links run (the write would be refused, but the work lost): wait
     # for a running sweep of the repo to end, as a sweep would.
@@ -172,6 +173,9 @@ def links_sensor(
     tenants: TenantsResource,
     ledger: LedgerResource,
 ) -> dg.SensorResult:
+    tenants_file = tenants.load(ledger.get())
+    for line in warning_lines(tenants_file):  # a misdeclaration is said on every tick
+        context.log.warning(line)
     known = set(context.instance.get_dynamic_partitions(TENANT_REPOS))
     requests = [
         dg.RunRequest(
@@ -179,7 +183,7 @@ def links_sensor(
             partition_key=due.key,
             tags={"neo/links-reason": due.reason, "neo/tenant": due.ctx.tenant_id},
         )
-        for due in evaluate_links(declared_repos(tenants.load()), settings.load(), ledger.get())
+        for due in evaluate_links(declared_repos(tenants_file), settings.load(), ledger.get())
         # A repo the sweep sensor has not registered yet has never been swept either.
         if due.reason is not None and due.key in known
     ]

@@ -51,11 +51,23 @@ def partition_requests(
     requests: list[PartitionRequest] = []
     for name, declared in declared_partitions(tenants, retained).items():
         changes = partition_changes(declared, instance.get_dynamic_partitions(name))
+        # A withheld (misdeclared, no last good) tenant or repo keeps the partition it
+        # has (a typo removes nothing), and gets none it never had.
+        remove = [key for key in changes.remove if not _withheld(tenants, key)]
         if changes.add:
             requests.append(dg.AddDynamicPartitionsRequest(name, list(changes.add)))
-        if changes.remove:
-            requests.append(dg.DeleteDynamicPartitionsRequest(name, list(changes.remove)))
+        if remove:
+            requests.append(dg.DeleteDynamicPartitionsRequest(name, remove))
     return requests
+
+
+def _withheld(tenants: TenantsFile, key: str) -> bool:
+    """Whether a partition key (``tenant`` or ``tenant/repo``) names something withheld;
+    while part of the file names no tenant, every key may be (nothing is removed)."""
+    if tenants.retires_nothing:
+        return True
+    tenant_id, _, slug = key.partition("/")
+    return (tenant_id, None) in tenants.withheld or (tenant_id, slug or None) in tenants.withheld
 
 
 def apply_requests(instance: dg.DagsterInstance, requests: list[PartitionRequest]) -> None:

@@ -13,10 +13,11 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from neo_assets.config.settings import Settings, load_settings
-from neo_assets.config.tenants import TenantsFile, load_tenants
+from neo_assets.config.tenants import TenantsFile
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services import handles
+from neo_assets.services.declaration import load_declaration
 from neo_assets.services.handles import OpenOnFirstUse
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -32,17 +33,16 @@ class SettingsResource(dg.ConfigurableResource):
 
 
 class TenantsResource(dg.ConfigurableResource):
-    """The tenants file (NEO_TENANTS_FILE, else ./tenants.yaml, else the bundled example)."""
+    """The tenants file (NEO_TENANTS_FILE, else ./tenants.yaml, else the bundled example),
+    as the declaration in force."""
 
     settings: SettingsResource
 
-    def load(self) -> TenantsFile:
-        settings = self.settings.load()
-        return load_tenants(
-            settings.store.resolved_tenants_file,
-            allowed_roots=settings.store.allowed_roots,
-            home=settings.store.home_dir,
-        )
+    def load(self, ledger: Ledger | None = None) -> TenantsFile:
+        """The declaration in force (services/declaration.py): a misdeclared tenant or
+        repo keeps its last good declaration, read from (and recorded in) the ledger,
+        which is opened only when needed (``ledger``: the run's own, when it has one)."""
+        return load_declaration(self.settings.load(), ledger)
 
 
 class _RunHandle(dg.ConfigurableResource):

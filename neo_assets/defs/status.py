@@ -37,7 +37,8 @@ def kb_status(
     store: StoreResource,
     ledger: LedgerResource,
 ) -> dg.Output[pd.DataFrame]:
-    snapshot = build_status(settings.load(), tenants.load(), ledger.get(), store.get())
+    the_ledger = ledger.get()
+    snapshot = build_status(settings.load(), tenants.load(the_ledger), the_ledger, store.get())
     frame = pd.DataFrame(snapshot["repos"])
     return dg.Output(
         frame,
@@ -61,6 +62,9 @@ def kb_status(
             # The provider's health and the write path's freeze, beside the repos.
             "canary": dg.MetadataValue.json(snapshot.get("canary") or {}),
             "freeze": dg.MetadataValue.json(snapshot.get("freeze") or {}),
+            # Where the declaration in force came from and what the file gets wrong.
+            "declaration": dg.MetadataValue.json(snapshot.get("declaration") or {}),
+            "misdeclared": sum(1 for r in snapshot["repos"] if r.get("misdeclared")),
         },
     )
 

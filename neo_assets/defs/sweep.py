@@ -50,6 +50,7 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.services.declaration import misdeclared_for, warning_lines
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
@@ -69,15 +70,26 @@ EMBEDDING_POOL = "neo-embedding-provider"
 SWEEP_STEP = "sweep_repo"
 
 
-def repo_context(partition_key: str, tenants: TenantsResource) -> RepoContext:
+def repo_context(
+    partition_key: str, tenants: TenantsResource, ledger: LedgerResource | None = None
+) -> RepoContext:
     tenant_id, repo_slug = parse_partition_key(partition_key)
-    tenants_file = tenants.load()
+    # With the run's ledger: the declaration in force reads (and records) through it.
+    tenants_file = tenants.load(ledger.get() if ledger is not None else None)
     for tenant in tenants_file.tenants:
         if tenant.id != tenant_id:
             continue
         for repo in tenant.repos:
             if repo.slug == repo_slug:
                 return RepoContext(tenant=tenant, repo=repo)
+    misdeclared = misdeclared_for(tenants_file, tenant_id, repo_slug)
+    if misdeclared is not None and misdeclared.problems:
+        raise dg.Failure(
+            description=(
+                f"partition {partition_key!r} is misdeclared in {tenants_file.path} and has "
+                f"no last good declaration, so it is not swept: {misdeclared.problems[0]}"
+            )
+        )
     raise dg.Failure(
         description=(
             f"partition {partition_key!r} is no longer declared in {tenants_file.path}: "
@@ -262,7 +274,7 @@ def sweep_repo(
     ledger: LedgerResource,
     provider: ProviderResource,
 ) -> Iterator[dg.MaterializeResult | dg.Output]:
-    ctx = repo_context(context.partition_key, tenants)
+    ctx = repo_context(context.partition_key, tenants, ledger)
     inputs = SweepInputs(
         ctx=ctx,
         settings=settings.load(),
@@ -360,11 +372,15 @@ def sweep_sensor(
     ledger: LedgerResource,
 ) -> dg.SensorResult:
     cfg = settings.load()
-    tenants_file = tenants.load()
+    the_ledger = ledger.get()
+    tenants_file = tenants.load(the_ledger)
+    # What the tenants file gets wrong, on every tick: the misdeclared entry keeps its
+    # last good declaration (or is withheld), and every other repo is evaluated as usual.
+    for line in warning_lines(tenants_file):
+        context.log.warning(line)
     ctxs = declared_repos(tenants_file)
     cursor = json.loads(context.cursor) if context.cursor else {}
     requests = []
-    the_ledger = ledger.get()
     for due in evaluate(ctxs, cfg, the_ledger, time.time()):
         if due.reason is None or cursor.get(due.key) == due.run_key:
             continue

@@ -13,6 +13,11 @@ from neo_assets.core.status import STATE_RETIRED, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.services.declaration import (
+    declaration_doc,
+    mark_misdeclared,
+    withheld_repo_rows,
+)
 from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store import health as health_store
@@ -192,6 +197,9 @@ def build_status(
                 }
             )
     repos += retired_repo_rows(tenants, ledger, store)
+    # What the tenants file gets wrong: withheld repos, "misdeclared" per repo.
+    repos += withheld_repo_rows(tenants, ledger, store)
+    mark_misdeclared(repos, tenants)
     for entry in repos:
         entry["state"], entry["stateDetail"] = repo_state_line(entry)
     canary = health_store.latest_canary(ledger)
@@ -201,4 +209,5 @@ def build_status(
         "canary": canary.to_doc() if canary is not None else None,
         "freeze": freeze.to_doc() if freeze is not None else None,
         "generatedAt": time.time(),
+        "declaration": declaration_doc(tenants),
     }

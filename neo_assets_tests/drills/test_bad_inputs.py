@@ -95,6 +95,12 @@ class Corpus:
             assert acme is not None and acme["last_attempt_at"] == self.baseline_attempt
         release_store()
 
+    def accept_sweep(self) -> None:
+        """A case meant to sweep acme did: later cases compare with this attempt."""
+        state = open_state(self.home)
+        self.baseline_attempt = state.ledger.repo_state("acme", "widgets")["last_attempt_at"]
+        release_store()
+
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Corpus]:
@@ -385,7 +391,43 @@ def _run_config_case(corpus: Corpus, case: ConfigCase) -> CliResult:
     return CliResult(got.exit_code, got.stdout, got.stderr)
 
 
-@pytest.mark.parametrize("case", CONFIG_CASES, ids=[c.name for c in CONFIG_CASES])
+def _tenants_case(case: ConfigCase) -> bool:
+    """A case about the tenants file itself (not a setting or a command's arguments)."""
+    return (
+        case.raw is not None
+        or bool(case.extra)
+        or any(name == "NEO_TENANTS_FILE" for name, _ in case.env)
+    )
+
+
+TENANTS_CASES = [c for c in CONFIG_CASES if _tenants_case(c)]
+USAGE_CASES = [c for c in CONFIG_CASES if not _tenants_case(c)]
+
+
+@pytest.mark.parametrize("case", TENANTS_CASES, ids=[c.name for c in TENANTS_CASES])
+def test_a_bad_tenants_file_names_the_problem_and_stays_in_its_tenant(
+    site: Corpus, case: ConfigCase
+) -> None:
+    """Issue 33: a bad entry (or a file that cannot be read at all) never stops the
+    healthy tenant: acme keeps its declaration (the file's, or its last good one from the
+    baseline), is swept, and loses nothing; the problem is named on stderr and in the
+    JSON's "declaration"; the command exits 1 (the file needs a fix); nothing hostile ran."""
+    result = _run_config_case(site, case)
+    assert result.code == 1, (result.code, result.stdout[-1500:], result.stderr[-1500:])
+    doc = result.doc()
+    assert {(r["tenantId"], r["repoSlug"], r["outcome"]) for r in doc["repos"]} >= {
+        ("acme", "widgets", codes.OUTCOME_COMPLETE)
+    }, doc["repos"]
+    assert doc["declaration"]["problems"], doc["declaration"]
+    for words in case.expect:
+        assert words in result.stderr, (words, result.stderr[-3000:])
+    assert "warning:" in result.stderr
+    assert not (site.root / "pwned").exists()
+    site.assert_nothing_lost(ran=True)
+    site.accept_sweep()
+
+
+@pytest.mark.parametrize("case", USAGE_CASES, ids=[c.name for c in USAGE_CASES])
 def test_a_config_or_usage_error_exits_2_names_the_problem_and_runs_nothing(
     site: Corpus, case: ConfigCase
 ) -> None:

@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsFile, load_tenants
+from neo_assets.config.tenants import TenantsConfigError, TenantsFile
 from neo_assets.core import codes
 from neo_assets.core.generations import GenerationRecord
 from neo_assets.core.query.request import QueryInputError
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.services.declaration import load_declaration
 from neo_assets.services.generations import collection_of, query_provider, serving_generation
 from neo_assets.store.ledger import Ledger
 
@@ -85,18 +86,26 @@ class Resident:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def tenants(self) -> TenantsFile:
-        """The tenants file, re-read when its modification time or size changed."""
+        """The declaration in force (services/declaration.py), re-read when the file's
+        modification time or size changed: a misdeclared tenant or repo keeps its last
+        good declaration, so the others (and it) go on being served; a file that cannot
+        be read keeps the last good declaration of every tenant."""
         path = self.settings.store.resolved_tenants_file
-        st = os.stat(path)
-        stamp = (str(path), st.st_mtime_ns, st.st_size)
+        try:
+            st = os.stat(path)
+            stamp: tuple[Any, ...] = (str(path), st.st_mtime_ns, st.st_size)
+        except OSError as exc:  # gone or unreadable: the last good declarations answer
+            stamp = (str(path), type(exc).__name__)
         with self._lock:
             if self._tenants is None or self._tenants[0] != stamp:
-                tenants = load_tenants(
-                    path,
-                    allowed_roots=self.settings.store.allowed_roots,
-                    home=self.settings.store.home_dir,
-                    check_paths=False,
-                )
+                try:
+                    tenants = load_declaration(
+                        self.settings, self.ledger, check_paths=False, record=False
+                    )
+                except TenantsConfigError:
+                    if self._tenants is None:
+                        raise  # never a usable declaration: the start fails, as before
+                    tenants = self._tenants[1]  # the one this service last read stands
                 self._tenants = (stamp, tenants)
             return self._tenants[1]
 

@@ -57,15 +57,37 @@ def repo_records(ledger: Ledger, tenant_id: str, repo: RepoDecl) -> RepoRecords:
     )
 
 
+def withheld_slugs(
+    tenants: TenantsFile, tenant_id: str, rows: Iterable[dict[str, Any]]
+) -> set[str]:
+    """The tenant's repos that are declared but unusable (misdeclared with no last good
+    declaration, core/declaration.py): every repo its rows name when the whole tenant is
+    withheld, or when part of the file names no tenant and this one is not declared)."""
+    slugs = {slug for tid, slug in tenants.withheld if tid == tenant_id and slug is not None}
+    unnamed = tenants.retires_nothing and find_tenant(tenants, tenant_id) is None
+    if unnamed or (tenant_id, None) in tenants.withheld:
+        for row in rows:
+            slug = (row.get("metadata") or {}).get("repoSlug")
+            if isinstance(slug, str) and slug:
+                slugs.add(slug)
+    return slugs
+
+
 def read_declaration(
-    ledger: Ledger, tenant_id: str, tenant: Tenant | None
+    ledger: Ledger, tenant_id: str, tenant: Tenant | None, withheld: Iterable[str] = ()
 ) -> tuple[TenantDeclaration, dict[str, str | None], dict[str, RepoRecords]]:
     """The tenant's declaration, the authority problem per repo, and the records read.
-    A tenant no longer declared has no repos: every row of it is an undeclared-repo row."""
+    A tenant no longer declared has no repos: every row of it is an undeclared-repo row.
+    A ``withheld`` repo is declared without records (no authority): its rows are kept."""
     records = {
         repo.slug: repo_records(ledger, tenant_id, repo)
         for repo in (tenant.repos if tenant is not None else ())
     }
+    for slug in withheld:
+        records.setdefault(
+            slug,
+            RepoRecords(repo_slug=slug, parser_id="", parser_version="", declaration_digest=""),
+        )
     declaration, problems = tenant_declaration(
         tenant_id, ledger.current_config_version(tenant_id), records.values()
     )
@@ -153,7 +175,7 @@ def read_snapshot(
     rows = list(store.tenant_rows(tenant_id))
     marker = declaration_marker(ledger, tenant_id)
     declaration, problems, records = read_declaration(
-        ledger, tenant_id, find_tenant(tenants, tenant_id)
+        ledger, tenant_id, find_tenant(tenants, tenant_id), withheld_slugs(tenants, tenant_id, rows)
     )
     generation = configured_generation(settings)
     fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, generation)

@@ -12,12 +12,21 @@ from neo_assets.store.ledger import Ledger
 
 
 def declared_owners(tenants: TenantsFile) -> dict[str, set[str]]:
-    """tenantId -> its declared repo slugs."""
-    return {tenant.id: {repo.slug for repo in tenant.repos} for tenant in tenants.tenants}
+    """tenantId -> its declared repo slugs. A withheld (misdeclared, no last good) tenant
+    or repo counts as declared: a typo never retires anything (core/declaration.py)."""
+    owners = {tenant.id: {repo.slug for repo in tenant.repos} for tenant in tenants.tenants}
+    for tenant_id, slug in tenants.withheld:
+        slugs = owners.setdefault(tenant_id, set())
+        if slug is not None:
+            slugs.add(slug)
+    return owners
 
 
 def read_retired(ledger: Ledger, tenants: TenantsFile) -> Retired:
-    """The retired tenants and repos: known to the ledger, no longer declared."""
+    """The retired tenants and repos: known to the ledger, no longer declared. None while
+    part of the tenants file names no tenant (``TenantsFile.retires_nothing``)."""
+    if tenants.retires_nothing:
+        return Retired()
     with ledger.engine.connect() as conn:
         known_tenants = conn.execute(sa.select(t.tenant_config_versions.c.tenant_id).distinct())
         tenant_ids = [row[0] for row in known_tenants]
@@ -26,7 +35,11 @@ def read_retired(ledger: Ledger, tenants: TenantsFile) -> Retired:
             for table in (t.repo_state, t.envelopes)
             for row in conn.execute(sa.select(table.c.tenant_id, table.c.repo_slug))
         }
-    return retired(declared_owners(tenants), tenant_ids, sorted(pairs))
+    owners = declared_owners(tenants)
+    for tenant_id, slug in tenants.withheld:
+        if slug is None:  # the whole tenant is withheld: every repo it had stays declared
+            owners[tenant_id].update(s for tid, s in pairs if tid == tenant_id)
+    return retired(owners, tenant_ids, sorted(pairs))
 
 
 def retired_tenant_ids(ledger: Ledger, tenants: TenantsFile) -> list[str]:

@@ -1,0 +1,18 @@
+"""The ledger's last good declaration of each tenant (``services/declaration.py``).
+
+Imported where declarations are read, so ``ledger_schema.metadata`` knows the table only
+then; the migration ``0012_tenant_declarations`` creates it.
+"""
+
+import sqlalchemy as sa
+
+from neo_assets.store.ledger_schema import metadata
+
+tenant_declarations = sa.Table(
+    "tenant_declarations",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("digest", sa.String(64), nullable=False),  # Tenant.declaration_digest()
+    sa.Column("declaration", sa.Text, nullable=False),  # canonical JSON of Tenant.to_plain()
+    sa.Column("recorded_at", sa.Float, nullable=False),
+)
