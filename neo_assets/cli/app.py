@@ -137,6 +137,8 @@ def sweep(
             or any(
                 r["outcome"] in (codes.OUTCOME_FAILED, codes.OUTCOME_MISDECLARED)
                 or r.get("misdeclared")
+                # deferred, but nothing will heal by waiting: the provider is not there
+                or r.get("deferredCauseCode") == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
                 for r in results
             )
         )

@@ -96,7 +96,12 @@ def _failure_message(result: Any) -> str:
             # the user needs the wrapped one, which names the repo and the fix.
             if info.cls_name == "DagsterExecutionStepExecutionError" and info.cause:
                 info = info.cause
-            return info.message.strip().splitlines()[0][:500]
+            first = (info.message.strip().splitlines() or [""])[0]
+            # Dagster prefixes the exception's qualified class: the user needs its words.
+            head, sep, rest = first.partition(": ")
+            if sep and head.rsplit(".", 1)[-1] == info.cls_name:
+                first = rest
+            return first[:500]
     return ""
 
 

@@ -34,6 +34,11 @@ KB_VECTOR_EMBED_DIMENSION_MISMATCH = "KB_VECTOR_EMBED_DIMENSION_MISMATCH"
 # The band (NEO_EMBEDDING_CONTEXT_TOKENS) is over the limit the server reports for one
 # input (llama.cpp /props, Ollama /api/show): a configuration error at first contact.
 KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT = "KB_VECTOR_EMBED_BAND_OVER_PROVIDER_LIMIT"
+# The provider has not answered once this sweep and cannot be reached: its port refuses
+# past NEO_EMBEDDING_UNREACHABLE_WAIT_S, its host does not resolve, or its URL answers 404.
+# The lane stops at once and defers the rest with it, the message naming the URL, the
+# setting and the likely fix; `neo-assets sweep` exits 1 on it. Never about content.
+KB_VECTOR_EMBED_PROVIDER_UNREACHABLE = "KB_VECTOR_EMBED_PROVIDER_UNREACHABLE"
 # NEO_EMBEDDING_TOKENIZER=server but the server has no tokenize endpoint (or refuses the
 # key): a configuration error, named with the setting to change.
 KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT = "KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT"
@@ -65,6 +70,7 @@ EMBED_FAILURE_CODES = frozenset(
         KB_VECTOR_EMBED_PROVIDER_LOADING,
         KB_VECTOR_EMBED_BATCH_CAP,
         KB_VECTOR_EMBED_INPUT_TOO_LARGE,
+        KB_VECTOR_EMBED_PROVIDER_UNREACHABLE,
     }
 )
 

@@ -59,6 +59,11 @@ from typing import Any, Literal
 
 from neo_assets.core import codes
 from neo_assets.core.ids.chunk_ids import is_chunk_id
+from neo_assets.core.provider_requirements import (
+    UNREACHABLE_REFUSED,
+    UNREACHABLE_UNRESOLVED,
+    UNREACHABLE_WRONG_PATH,
+)
 
 KB_VECTOR_EMBED_CALL_CEILING = codes.KB_VECTOR_EMBED_CALL_CEILING
 KB_VECTOR_EMBED_OVER_ADMISSION_BAND = codes.KB_VECTOR_EMBED_OVER_ADMISSION_BAND
@@ -120,6 +125,9 @@ class LaneSettings:
     # How long a provider that says it is loading its model (or whose port is closed before
     # it ever answered, as llama-cpp-python's while it starts) is waited for.
     loading_max_wait_s: float = 300.0
+    # How long a port that refuses before the provider ever answered is waited for (a
+    # server starting) before the sweep fails naming the provider as not there.
+    unreachable_wait_s: float = 10.0
     # Take max_inflight from the server's free slots where it reports them (/props, /slots).
     inflight_from_server: bool = False
     context_tokens: int = 8192  # the provider's slot, in the unit the engine counts
@@ -321,6 +329,20 @@ def should_graduate(strikes: int, threshold: int) -> bool:
     if threshold < 1:
         raise ValueError("threshold must be >= 1")
     return strikes >= threshold
+
+
+def first_contact(code: str, status: int | None, connect_error: bool) -> str | None:
+    """Before a provider has answered once this sweep, whether a failure says it is not
+    there (``provider_requirements.UNREACHABLE_*``), None when it says nothing of that.
+    A refused port may be a server still starting: the lane waits for it, bounded
+    (``unreachable_wait_s``); a host that does not resolve and a 404 will not heal."""
+    if status == 404:
+        return UNREACHABLE_WRONG_PATH
+    if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED:
+        return UNREACHABLE_REFUSED
+    if connect_error and code == codes.KB_VECTOR_EMBED_UNCLASSIFIED:
+        return UNREACHABLE_UNRESOLVED
+    return None
 
 
 def waits_for_recovery(code: str, status: int | None = None) -> bool:

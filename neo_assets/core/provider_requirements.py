@@ -14,6 +14,39 @@ REQUIRED: dict[str, tuple[str, ...]] = {
 }
 
 
+# Why a provider that never answered counts as not there (core/embedding.first_contact).
+UNREACHABLE_REFUSED = "refused"
+UNREACHABLE_UNRESOLVED = "unresolved"
+UNREACHABLE_WRONG_PATH = "wrong-path"
+
+_START_HINTS = {
+    "ollama": "is Ollama running? Start it with `ollama serve`",
+    "openai_compatible": "is the embeddings server running there? Start it",
+}
+
+
+def unreachable_message(kind: str, url: str | None, why: str, waited_s: float) -> str:
+    """One line for a provider that is not there: the URL, what happened, the setting and
+    the likely fix (never the key)."""
+    where = url or "its endpoint"
+    if why == UNREACHABLE_WRONG_PATH:
+        return (
+            f"the {kind} provider at {where} answers 404 to its embeddings request: "
+            f"{SETTING_BASE_URL} names the server's base URL, without the API path "
+            "(e.g. http://127.0.0.1:8080, not .../v1/embeddings)"
+        )
+    if why == UNREACHABLE_UNRESOLVED:
+        return (
+            f"the {kind} provider's host in {where} cannot be reached (the name does not "
+            f"resolve or the connection fails): check {SETTING_BASE_URL}"
+        )
+    hint = _START_HINTS.get(kind, "is the provider running there? Start it")
+    return (
+        f"nothing accepts connections at {where} (the {kind} provider, {SETTING_BASE_URL}; "
+        f"waited {waited_s:.0f} s): {hint}, or set {SETTING_BASE_URL} to where it listens"
+    )
+
+
 def _blank(value: str | None) -> bool:
     return value is None or not value.strip()
 

@@ -76,9 +76,15 @@ def repo_state_line(row: Mapping[str, Any]) -> tuple[str, str]:
     if outcome == codes.OUTCOME_COMPLETE:
         return STATE_COMPLETE, f"{row.get('rows') or 0} rows"
     if outcome == codes.OUTCOME_DEFERRED:
+        cause = row.get("deferredCauseCode")
+        # A provider that is not there says where and what to do; a passing outage, its code.
+        said = (
+            f": {row['error']}"
+            if cause == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE and row.get("error")
+            else ""
+        )
         return STATE_DEFERRED, (
-            f"{row.get('deferredCauseCode') or 'cause unknown'}; next try "
-            f"{utc_text(row.get('nextDueAt'))}"
+            f"{cause or 'cause unknown'}{said}; next try {utc_text(row.get('nextDueAt'))}"
         )
     if outcome == codes.OUTCOME_FAILED:
         cause = row.get("deferredCauseCode")

@@ -375,3 +375,8 @@ def as_embed_failure(
     )
     failure.__cause__ = exc
     return failure
+
+
+def is_connect_failure(exc: BaseException) -> bool:
+    """Whether a connection was never made (anywhere in ``exc``'s chain)."""
+    return any(isinstance(e, httpx.ConnectError | ConnectionRefusedError) for e in _chain(exc))

@@ -84,9 +84,20 @@ from neo_assets.core.embedding import (
     LaneSettings,
     StrikeRecord,
 )
+from neo_assets.core.provider_requirements import (
+    UNREACHABLE_REFUSED,
+    UNREACHABLE_UNRESOLVED,
+    UNREACHABLE_WRONG_PATH,
+    unreachable_message,
+)
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts, zero_lane_counts
 from neo_assets.embedding.cancel import Cancelled, CancelScope
-from neo_assets.embedding.failures import as_embed_failure, failure_cause, size_tokens
+from neo_assets.embedding.failures import (
+    as_embed_failure,
+    failure_cause,
+    is_connect_failure,
+    size_tokens,
+)
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.provider_slots import Held, LocalSlots, Slots
 from neo_assets.embedding.slot_backend import slots_for
@@ -671,12 +682,33 @@ class _Lane:
                     label=label,
                     error=f"call ceiling {self.settings.call_ceiling_ms} ms",
                 )
-            return _failure_outcome(exc, label)
+            outcome = _failure_outcome(exc, label)
+            if not self.ever_answered:
+                why = rules.first_contact(
+                    outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED,
+                    outcome.status,
+                    is_connect_failure(exc),
+                )
+                if why in (UNREACHABLE_WRONG_PATH, UNREACHABLE_UNRESOLVED):
+                    raise self._unreachable(why, 0.0, outcome.code) from exc
+            return outcome
         finally:
             timer.cancel()
         self.ever_answered = True
         self.width_confirmed = True
         return _Outcome(vectors=vectors, label=label)
+
+    def _unreachable(self, why: str, waited_s: float, cause: str | None) -> _Stop:
+        """The provider is not there: stop at once, everything deferred with
+        ``KB_VECTOR_EMBED_PROVIDER_UNREACHABLE`` and a message naming the URL and fix."""
+        url = getattr(self.provider, "base_url", None)
+        return self._stop_lane(
+            _Stop(
+                codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE,
+                unreachable_message(self.provider.name, url, why, waited_s),
+                cause_code=cause,
+            )
+        )
 
     def _check_stop(self) -> None:
         if self.lane_scope.cancelled:
@@ -773,16 +805,20 @@ class _Lane:
         if not (self.batches or self.suspects or self.isolations):
             self.need_recovery = None  # nothing left to send: no probe is worth a request
             return
-        loading = failure.code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING or (
+        # A port that refuses before the provider ever answered: a server starting, or
+        # nothing there. Waited for briefly; past that the sweep fails naming it.
+        unreachable = (
             failure.code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED and not self.ever_answered
         )
+        loading = failure.code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING
+        if unreachable:
+            bound = self.settings.unreachable_wait_s
+        elif loading:  # never waited for less than an ordinary recovery
+            bound = max(self.settings.loading_max_wait_s, self.settings.recovery_max_wait_s)
+        else:
+            bound = self.settings.recovery_max_wait_s
         delays = rules.recovery_delays(
-            self.settings.recovery_initial_s,
-            self.settings.recovery_max_s,
-            # loading is never waited for less than an ordinary recovery
-            max(self.settings.loading_max_wait_s, self.settings.recovery_max_wait_s)
-            if loading
-            else self.settings.recovery_max_wait_s,
+            self.settings.recovery_initial_s, self.settings.recovery_max_s, bound
         )
         last = failure
         for attempt in range(len(delays) + 1):
@@ -800,6 +836,8 @@ class _Lane:
             last = outcome
             if attempt < len(delays):
                 await self._sleep(delays[attempt])
+        if unreachable and not self.ever_answered:
+            raise self._unreachable(UNREACHABLE_REFUSED, sum(delays), last.code)
         code = failure.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
         raise self._stop_lane(
             _Stop(

@@ -5,6 +5,7 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVIDER_UNREACHABLE
 from neo_assets.core.codes import OUTCOME_FAILED
 from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
@@ -185,6 +186,7 @@ def build_status(
                     "rows": rows,
                     "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()
                     if (row or {}).get("last_outcome") == OUTCOME_FAILED
+                    or (row or {}).get("deferred_cause_code") == PROVIDER_UNREACHABLE
                     else None,
                     "retired": False,
                     # Generations side by side: which one answers this tenant's queries,

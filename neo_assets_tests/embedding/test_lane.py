@@ -748,25 +748,51 @@ def test_connection_refused_then_back_fences_and_strikes_nothing() -> None:
     assert result.summary.strikes == ()
 
 
-def test_connection_refused_for_good_defers_everything_with_that_code() -> None:
+def test_a_provider_refusing_from_its_first_request_defers_everything_as_unreachable() -> None:
+    # Never answered this sweep and refusing past the bounded wait: not there (issue 37).
     provider = ScriptedProvider(dimensions=DIM, always_down=True)
     result = sweep(corpus(100), provider)
     assert result.fences() == []
     assert result.book.log == []
     assert result.counts.deferred == 100
-    assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_CONNECTION_REFUSED}
+    unreachable = codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+    assert {r["code"] for r in result.live()} == {unreachable}
+    assert {r["details"]["causeCode"] for r in result.live()} == {
+        codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    }
     verdict = classify_sweep_outcome(result.summary.errors)
     assert verdict.outcome == codes.OUTCOME_DEFERRED
-    assert verdict.cause_code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    assert verdict.cause_code == unreachable
     # Bounded: the two batches, then at most 33 recovery probes.
     assert result.counts.requests <= 2 + 33
+
+
+def test_a_provider_that_answered_then_refuses_defers_as_refused_not_unreachable() -> None:
+    # It was there this sweep: a passing outage, waited for as before, never "not there".
+    provider = ScriptedProvider(dimensions=DIM)
+    original = provider.embed
+
+    async def answers_once_then_refuses(texts, cancel_scope, operation_label):  # noqa: ANN001, ANN202
+        if provider.completed >= 1:
+            provider.always_down = True
+        return await original(texts, cancel_scope, operation_label)
+
+    provider.embed = answers_once_then_refuses  # type: ignore[method-assign]
+    result = sweep(corpus(100), provider, settings=fast_settings(max_inflight=1, batch_size=10))
+    assert result.counts.embedded == 10
+    codes_seen = {r["code"] for r in result.live()}
+    assert codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE not in codes_seen
+    assert codes_seen & {
+        codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
+        codes.KB_VECTOR_EMBED_CIRCUIT_OPEN,
+    }
 
 
 def test_a_refused_single_input_is_never_struck() -> None:
     provider = ScriptedProvider(dimensions=DIM, always_down=True)
     result = sweep(corpus(1), provider)
     assert result.book.log == []
-    assert result.deferred_ids(codes.KB_VECTOR_EMBED_CONNECTION_REFUSED) == {cid(0)}
+    assert result.deferred_ids(codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE) == {cid(0)}
 
 
 # ---------------------------------------------------------------------------- circuit
@@ -906,7 +932,10 @@ def test_cancelling_in_flight_stops_at_once_with_zero_further_requests(
 
 def test_cancelling_during_recovery_backoff_ends_the_delay_at_once() -> None:
     settings = fast_settings(
-        recovery_initial_s=3600.0, recovery_max_s=3600.0, recovery_max_wait_s=36000.0
+        recovery_initial_s=3600.0,
+        recovery_max_s=3600.0,
+        recovery_max_wait_s=36000.0,
+        unreachable_wait_s=36000.0,
     )
     provider = ScriptedProvider(dimensions=DIM, always_down=True)
 

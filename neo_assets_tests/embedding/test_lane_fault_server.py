@@ -312,7 +312,7 @@ def test_connection_refused_fences_nothing_and_strikes_nothing(
     settings = lane_settings(recovery_initial_s=0.01, recovery_max_s=0.02, recovery_max_wait_s=0.2)
     result = run_sweep(srv, corpus(80), store, settings=settings)
     assert result.book.log == []
-    assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_CONNECTION_REFUSED}
+    assert {r["code"] for r in result.live()} == {codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE}
     assert result.counts.deferred == 80
     assert store.count() == 0
 

@@ -37,6 +37,9 @@ class SweepReport:
     # Live rows of a sweep that ended before its lane (the census keeps the lane's).
     errors: tuple[Mapping[str, Any], ...] = ()
     lease: Mapping[str, Any] | None = None
+    # What the user is told of a sweep that did not complete: its cause's own message
+    # (a provider that is not there names its URL and the fix).
+    error: str | None = None
 
     @property
     def skipped(self) -> bool:
@@ -66,4 +69,15 @@ class SweepReport:
                 doc["errors"] = [dict(row) for row in self.errors]
         if self.lease is not None:
             doc["lease"] = dict(self.lease)
+        if self.error is not None:
+            doc["error"] = self.error
         return doc
+
+
+def cause_message(errors: tuple[Mapping[str, Any], ...], cause: str | None) -> str | None:
+    """The first line of the first error row carrying ``cause`` (None: no such row)."""
+    for row in errors:
+        message = row.get("message")
+        if row.get("code") == cause and isinstance(message, str) and message.strip():
+            return message.strip().splitlines()[0][:500]
+    return None

@@ -33,7 +33,7 @@ from neo_assets.core.sources.line_parts import part_name
 from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport
+from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport, cause_message
 from neo_assets.core.sweep.scheduling import RetryPolicy, next_due_at, stable_jitter_seconds
 from neo_assets.core.sweep.summary import LaneSummary, SweepTimings
 from neo_assets.embedding.band import band_for, provider_limit
@@ -90,6 +90,7 @@ def lane_settings(settings: Settings, band: Band | None = None) -> LaneSettings:
         max_inflight=settings.embedding.max_inflight or 2,
         inflight_from_server=settings.embedding.max_inflight is None,
         loading_max_wait_s=settings.embedding.loading_max_wait_s,
+        unreachable_wait_s=settings.embedding.unreachable_wait_s,
         strike_threshold=settings.embedding.strike_threshold,
         circuit_threshold=settings.embedding.circuit_threshold,
         recovery_initial_s=settings.embedding.recovery_initial_s,
@@ -951,6 +952,9 @@ def census_step(
         embedding_generation=summary.generation,
         timings=summary.timings,
         notices=summary.notices,
+        error=cause_message(summary.errors, verdict.cause_code)
+        if verdict.cause_code == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+        else None,
     )
 
 
