@@ -16,6 +16,11 @@ import neo_assets.defs.reconcile as reconciliation_defs
 from neo_assets.defs import status as status_defs
 from neo_assets.defs import sweep as sweep_defs
 from neo_assets.defs.resources import default_resources
+from neo_assets.store.private_files import owner_only_umask
+
+# The code server and every run process import this module: what they write under
+# NEO_HOME (the ledger, Chroma's files, Dagster's storage) is the owner's only.
+owner_only_umask()
 
 defs = dg.Definitions.merge(
     sweep_defs.defs,

@@ -25,6 +25,7 @@ from neo_assets.cli.serve import register as register_serve
 from neo_assets.core import codes
 from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
+from neo_assets.store.private_files import owner_only_umask
 
 app = typer.Typer(
     add_completion=False,
@@ -290,6 +291,7 @@ register_serve(app)
 
 
 def main() -> None:
+    owner_only_umask()  # the ledger, Chroma's files and Dagster's logs: the owner's only
     app()
 
 

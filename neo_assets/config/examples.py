@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from neo_assets.config.settings import PACKAGE_DIR, load_settings
+from neo_assets.store.private_files import owner_only_umask, private_dir, private_tree
 
 SAMPLE_SOURCE = PACKAGE_DIR.parent / "examples" / "sample-widgets"
 _GIT_ENV = {
@@ -29,6 +30,7 @@ def ensure_sample_repo(home: Path) -> Path:
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(SAMPLE_SOURCE, target)
+    private_tree(target)  # copytree keeps the checkout's modes
     env = {**os.environ, **_GIT_ENV}
     for args in (
         ["init", "-q", "-b", "main"],
@@ -40,7 +42,9 @@ def ensure_sample_repo(home: Path) -> Path:
 
 
 def main() -> int:
+    owner_only_umask()
     settings = load_settings()
+    private_dir(settings.store.home_dir)
     path = ensure_sample_repo(settings.store.home_dir)
     print(f"sample repository ready: {path}", file=sys.stderr)
     return 0

@@ -22,6 +22,7 @@ import sqlalchemy as sa
 from neo_assets.config.settings import Settings
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.private_files import private_dir, private_file
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
@@ -89,6 +90,8 @@ def open_store(settings: Settings) -> "ChromaStore":
     from neo_assets.store.chroma_store import open_store as open_collection  # noqa: PLC0415
 
     url = store_url(settings)
+    if url is None:  # embedded: the directory under NEO_HOME, made by this process
+        private_dir(settings.store.chroma_dir)
     release = _hold_embedded(settings)
     try:
         store = open_collection(
@@ -114,8 +117,14 @@ def open_ledger(settings: Settings) -> Ledger:
     schema. Dispose of it (``dispose()``, or ``with``). A database server that cannot be
     reached: ``StoreUnreachable``."""
     url = settings.store.resolved_ledger_url
+    if not settings.store.ledger_url:  # the SQLite file under NEO_HOME
+        private_dir(settings.store.home_dir)
     try:
-        return Ledger.open(url)
+        ledger = Ledger.open(url)
+        if not settings.store.ledger_url:
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                private_file(settings.store.home_dir / f"ledger.sqlite{suffix}")
+        return ledger
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
         if not settings.store.ledger_url:
             raise  # the embedded SQLite file: not a server that is down

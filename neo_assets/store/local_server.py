@@ -37,6 +37,8 @@ from typing import IO, Any
 
 import httpx
 
+from neo_assets.store.private_files import private_dir
+
 # How long a client waits for a server to answer its first heartbeat (Chroma's own start
 # takes ~1 s on 2 cores; a loaded machine or a large directory takes longer).
 START_TIMEOUT_S = 60.0
@@ -86,8 +88,8 @@ class ServerPaths:
         return self.state_dir / "server.log"
 
     def make(self) -> None:
-        for d in (self.state_dir, self.clients_dir, self.chroma_dir):
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
+        for d in (self.state_dir.parent, self.state_dir, self.clients_dir, self.chroma_dir):
+            private_dir(d)
 
 
 # ----------------------------------------------------------------------------- processes
@@ -306,6 +308,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def _die_with_parent() -> None:
+    os.umask(0o077)  # Chroma's files (every chunk's text): the owner's only
     with contextlib.suppress(Exception):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
