@@ -5,15 +5,36 @@ Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers 
 ``neo_assets.cli.common``'s.
 """
 
+import contextlib
 import os
 import time
-from typing import Annotated
+from collections.abc import Iterator
+from typing import Annotated, Any
 
 import typer
 
 from neo_assets.cli import common
 
 TOKEN_ENV = "NEO_TOKEN"
+
+
+@contextlib.contextmanager
+def ledger_writes(settings: Any) -> Iterator[None]:
+    """A ledger that refuses the write (a read-only file or database) is one line naming
+    it and the fix, never a traceback; nothing was written."""
+    import sqlalchemy as sa
+
+    try:
+        yield
+    except sa.exc.OperationalError as exc:
+        first = (str(exc.orig or exc).strip().splitlines() or ["refused"])[0]
+        where = sa.engine.make_url(settings.store.resolved_ledger_url).render_as_string(
+            hide_password=True
+        )
+        raise common.UsageError(
+            f"the ledger at {where} refused the write ({first}): make it writable by this "
+            "user (or point NEO_LEDGER_URL at one that is); nothing was changed"
+        ) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -102,6 +123,10 @@ def register(app: typer.Typer) -> None:
             list[str] | None, typer.Option(help="only this repo (repeatable); default all")
         ] = None,
         name: Annotated[str, typer.Option(help="a label for `token list`")] = "",
+        expires: Annotated[
+            str | None,
+            typer.Option(help="a life like 30d, 12h, 90m or 2w (default: until revoked)"),
+        ] = None,
         as_json: Annotated[
             bool, typer.Option("--json", help="one JSON document on stdout")
         ] = False,
@@ -109,6 +134,7 @@ def register(app: typer.Typer) -> None:
         """Issue a token; it is printed once and stored only as a hash."""
 
         def go() -> int:
+            from neo_assets.core.tokens import parse_life
             from neo_assets.services.handles import open_ledger
             from neo_assets.store.tokens import issue_token
 
@@ -127,14 +153,21 @@ def register(app: typer.Typer) -> None:
                 )
             if len(name) > 200:
                 raise common.UsageError("--name: at most 200 characters")
-            with open_ledger(settings) as ledger:
-                record, token = issue_token(ledger, tenant, list(repo or []), name, time.time())
+            try:
+                life_s = parse_life(expires) if expires is not None else None
+            except ValueError as exc:
+                raise common.UsageError(str(exc)) from None
+            with open_ledger(settings) as ledger, ledger_writes(settings):
+                record, token = issue_token(
+                    ledger, tenant, list(repo or []), name, time.time(), life_s
+                )
             doc = {
                 "id": record.id,
                 "token": token,
                 "tenantId": record.tenant_id,
                 "repos": list(record.repos),
                 "name": record.name,
+                "expiresAt": record.expires_at,
             }
             common.emit(doc, as_json)
             if not as_json:
@@ -192,7 +225,7 @@ def register(app: typer.Typer) -> None:
             from neo_assets.store.tokens import revoke_token
 
             settings = common.load_settings_or_usage()
-            with open_ledger(settings) as ledger:
+            with open_ledger(settings) as ledger, ledger_writes(settings):
                 found = revoke_token(ledger, token_id, time.time())
             if not found:
                 raise common.UsageError(f"no token {token_id!r}; `neo-assets token list` shows ids")

@@ -44,6 +44,8 @@ class TokenRecord:
     name: str
     created_at: float
     revoked_at: float | None
+    expires_at: float | None = None
+    revoked_reason: str = ""
 
     def public(self) -> dict[str, Any]:
         """What ``token list`` shows: never the hash, never the token."""
@@ -54,6 +56,8 @@ class TokenRecord:
             "name": self.name,
             "createdAt": self.created_at,
             "revokedAt": self.revoked_at,
+            "expiresAt": self.expires_at,
+            "revokedReason": self.revoked_reason or None,
         }
 
 
@@ -65,9 +69,12 @@ class Verdict:
     code: str | None
 
 
-def verify(presented: str | None, records: Mapping[str, TokenRecord]) -> Verdict:
+def verify(
+    presented: str | None, records: Mapping[str, TokenRecord], now: float | None = None
+) -> Verdict:
     """Check a presented bearer token against the records by id (constant-time on the
-    hash; the same work whether or not the id is known)."""
+    hash; the same work whether or not the id is known); past its expiry at ``now`` it is
+    refused."""
     if not presented:
         return Verdict(None, codes.AUTH_MISSING_TOKEN)
     token_id = token_id_of(presented)
@@ -78,7 +85,35 @@ def verify(presented: str | None, records: Mapping[str, TokenRecord]) -> Verdict
         return Verdict(None, codes.AUTH_UNKNOWN_TOKEN)
     if record.revoked_at is not None:
         return Verdict(None, codes.AUTH_REVOKED_TOKEN)
+    if now is not None and record.expires_at is not None and now >= record.expires_at:
+        return Verdict(None, codes.AUTH_EXPIRED_TOKEN)
     return Verdict(record, None)
+
+
+_DURATION = re.compile(r"([1-9][0-9]{0,5})([mhdw])", re.ASCII)
+_UNIT_S = {"m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
+MAX_LIFE_S = 3650 * 86_400
+
+
+def parse_life(text: str) -> float:
+    """Seconds of ``30d`` / ``12h`` / ``90m`` / ``2w``; ValueError naming the shape."""
+    match = _DURATION.fullmatch(text.strip())
+    if match is None:
+        raise ValueError(f"--expires: {text!r} is not a duration like 30d, 12h, 90m or 2w")
+    seconds = float(int(match.group(1)) * _UNIT_S[match.group(2)])
+    if seconds > MAX_LIFE_S:
+        raise ValueError(f"--expires: {text!r} is over 10 years; omit it for no expiry")
+    return seconds
+
+
+def token_in_query(params: Sequence[tuple[str, str]]) -> str | None:
+    """The query-string parameter that carries a token (by name or by shape), else None."""
+    for name, value in params:
+        if name.lower() in {"token", "access_token", "api_key", "apikey", "key", "auth"}:
+            return name
+        if TOKEN_PREFIX in value and _TOKEN.search(value):
+            return name
+    return None
 
 
 def readable_repos(record: TokenRecord, declared: Sequence[str]) -> list[str]:

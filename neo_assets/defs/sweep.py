@@ -51,6 +51,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.services.declaration import misdeclared_for, warning_lines
+from neo_assets.services.reconcile.retirement import revoke_retired_tokens
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
@@ -374,6 +375,7 @@ def sweep_sensor(
     cfg = settings.load()
     the_ledger = ledger.get()
     tenants_file = tenants.load(the_ledger)
+    revoke_retired_tokens(the_ledger, tenants_file, time.time())
     # What the tenants file gets wrong, on every tick: the misdeclared entry keeps its
     # last good declaration (or is withheld), and every other repo is evaluated as usual.
     for line in warning_lines(tenants_file):

@@ -5,12 +5,17 @@ import contextlib
 import logging
 import threading
 from collections.abc import AsyncIterator
+from urllib.parse import parse_qsl
 
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
+from starlette.responses import JSONResponse
 from starlette.routing import Mount
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neo_assets.config.settings import Settings
+from neo_assets.core import codes
+from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.serve.http import routes
 from neo_assets.serve.mcp_tools import build_mcp
@@ -42,7 +47,7 @@ async def warm(runtime: Runtime) -> None:
     threading.Thread(target=tenants_truth, name="truth-warm", daemon=True).start()
 
 
-def build_app(settings: Settings, runtime: Runtime | None = None) -> Starlette:
+def build_app(settings: Settings, runtime: Runtime | None = None) -> ASGIApp:
     """The ASGI app; it opens its runtime (store, ledger, provider) when it starts and
     closes it when it stops (uvicorn's lifespan)."""
     holder: dict[str, Runtime] = {}
@@ -72,4 +77,34 @@ def build_app(settings: Settings, runtime: Runtime | None = None) -> Starlette:
             yield
         await rt.aclose()
 
-    return Starlette(routes=[*routes(rt), Mount("/", app=mcp_app)], lifespan=lifespan)
+    app = Starlette(routes=[*routes(rt), Mount("/", app=mcp_app)], lifespan=lifespan)
+    return refuse_tokens_in_urls(app)
+
+
+def refuse_tokens_in_urls(app: ASGIApp) -> ASGIApp:
+    """A token in the query string is refused (400) before anything reads the request: a
+    URL is kept by access logs, proxies and browser histories. It is not logged either
+    (``auth.NoQueryStrings``)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("query_string"):
+            params = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
+            name = token_in_query(params)
+            if name is not None:
+                refusal = JSONResponse(
+                    {
+                        "error": {
+                            "code": codes.AUTH_TOKEN_IN_URL,
+                            "message": f"a token was sent in the URL (query parameter "
+                            f"{name[:40]!r}); send it as 'Authorization: Bearer <token>' and "
+                            "revoke this one (`neo-assets token revoke ID`): URLs are logged",
+                            "field": name[:40],
+                        }
+                    },
+                    status_code=400,
+                )
+                await refusal(scope, receive, send)
+                return
+        await app(scope, receive, send)
+
+    return guarded

@@ -86,6 +86,7 @@ def _handler(
                     runtime.resident.ledger,
                     bearer(request.headers.get("authorization")),
                     where=f"{request.method} {request.url.path}",
+                    declared=runtime.tenant_declared,
                 )
             )
             async with runtime.limiter.slot(record.id):

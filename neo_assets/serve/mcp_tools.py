@@ -30,7 +30,12 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
         presented = (bearer(headers.get("authorization")) if headers is not None else None) or (
             stdio_token() if stdio_token is not None and headers is None else None
         )
-        return authenticate(runtime.resident.ledger, presented, where=f"mcp {tool}")
+        return authenticate(
+            runtime.resident.ledger,
+            presented,
+            where=f"mcp {tool}",
+            declared=runtime.tenant_declared,
+        )
 
     async def call(ctx: Context | None, tool: str, body: Callable[[TokenRecord], Any]) -> Any:
         record: TokenRecord | None = None

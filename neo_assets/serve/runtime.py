@@ -33,6 +33,14 @@ class Runtime:
             TokenLimiter(settings.serve.per_token_concurrency),
         )
 
+    def tenant_declared(self, tenant_id: str) -> bool:
+        """Whether the tenants file in force declares ``tenant_id`` (a withheld,
+        misdeclared tenant still counts: a typo revokes nothing)."""
+        tenants = self.resident.tenants()
+        return tenants.tenant(tenant_id) is not None or any(
+            tid == tenant_id for tid, _slug in tenants.withheld
+        )
+
     async def aclose(self) -> None:
         await self.resident.aclose()
         self.resident.store.close()

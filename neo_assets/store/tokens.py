@@ -22,11 +22,18 @@ def _record(row: Any) -> TokenRecord:
         name=row["name"] or "",
         created_at=float(row["created_at"]),
         revoked_at=None if row["revoked_at"] is None else float(row["revoked_at"]),
+        expires_at=None if row.get("expires_at") is None else float(row["expires_at"]),
+        revoked_reason=row.get("revoked_reason") or "",
     )
 
 
 def issue_token(
-    ledger: Ledger, tenant_id: str, repos: list[str], name: str, now: float
+    ledger: Ledger,
+    tenant_id: str,
+    repos: list[str],
+    name: str,
+    now: float,
+    life_s: float | None = None,
 ) -> tuple[TokenRecord, str]:
     """A new token for ``tenant_id`` (``repos``: its subset, [] = all): the record and the
     token itself, which is never stored and cannot be shown again."""
@@ -40,6 +47,8 @@ def issue_token(
         "name": name,
         "created_at": now,
         "revoked_at": None,
+        "expires_at": None if life_s is None else now + life_s,
+        "revoked_reason": "",
     }
     with ledger.engine.begin() as conn:
         conn.execute(sa.insert(api_tokens).values(**values))
@@ -78,3 +87,20 @@ def revoke_token(ledger: Ledger, token_id: str, now: float) -> bool:
                 sa.update(api_tokens).where(api_tokens.c.id == token_id).values(revoked_at=now)
             )
     return True
+
+
+TENANT_REMOVED = "its tenant was removed from the tenants file"
+
+
+def revoke_tenant_tokens(ledger: Ledger, tenant_ids: list[str], now: float) -> int:
+    """Revoke every live token of ``tenant_ids`` (tenants no longer declared), so a later
+    tenant of the same id does not inherit them. Returns how many were revoked."""
+    if not tenant_ids:
+        return 0
+    with ledger.engine.begin() as conn:
+        done = conn.execute(
+            sa.update(api_tokens)
+            .where(api_tokens.c.tenant_id.in_(tenant_ids), api_tokens.c.revoked_at.is_(None))
+            .values(revoked_at=now, revoked_reason=TENANT_REMOVED)
+        )
+    return int(done.rowcount or 0)

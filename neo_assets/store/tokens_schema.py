@@ -18,4 +18,6 @@ api_tokens = sa.Table(
     sa.Column("name", sa.String(200), nullable=False, server_default=""),
     sa.Column("created_at", sa.Float, nullable=False),
     sa.Column("revoked_at", sa.Float),
+    sa.Column("expires_at", sa.Float),  # None: never (0013)
+    sa.Column("revoked_reason", sa.String(200), nullable=False, server_default=""),
 )

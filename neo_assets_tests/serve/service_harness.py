@@ -141,6 +141,9 @@ class ServedKb:
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         return cli(self.env, *args)
 
+    def cli_env(self, extra: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+        return cli(self.env | extra, *args)
+
     def issue(self, tenant: str, *repos: str, name: str = "") -> dict[str, Any]:
         args = ["token", "issue", "--tenant", tenant, "--json"]
         for repo in repos:

@@ -9,6 +9,7 @@ from neo_assets.core.reconcile.retirement import Retired, retired, scope_label
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.tokens import revoke_tenant_tokens
 
 
 def declared_owners(tenants: TenantsFile) -> dict[str, set[str]]:
@@ -45,6 +46,12 @@ def read_retired(ledger: Ledger, tenants: TenantsFile) -> Retired:
 def retired_tenant_ids(ledger: Ledger, tenants: TenantsFile) -> list[str]:
     """The retired tenants, sorted: reconciliation visits them as it visits declared ones."""
     return sorted(read_retired(ledger, tenants).tenants)
+
+
+def revoke_retired_tokens(ledger: Ledger, tenants: TenantsFile, now: float) -> int:
+    """The API tokens of retired tenants are revoked (for good: a tenant declared later
+    with the same id is another tenant). Returns how many were revoked now."""
+    return revoke_tenant_tokens(ledger, retired_tenant_ids(ledger, tenants), now)
 
 
 def rows_waiting(store: ChromaStore, found: Retired) -> dict[str, int]:
