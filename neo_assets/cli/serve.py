@@ -16,6 +16,8 @@ import typer
 from neo_assets.cli import common
 
 TOKEN_ENV = "NEO_TOKEN"
+# The most a request's line and headers may take (a bearer token is ~70 bytes).
+MAX_HEAD_BYTES = 64 * 1024
 
 
 @contextlib.contextmanager
@@ -75,6 +77,10 @@ def register(app: typer.Typer) -> None:
                 log_level="info",
                 timeout_graceful_shutdown=5,
                 limit_concurrency=256,
+                # h11 caps a request's head (httptools reads any size: a 128 MB header
+                # took 35 s and froze the service); past it, 400 at once.
+                http="h11",
+                h11_max_incomplete_event_size=MAX_HEAD_BYTES,
             )
             return common.EXIT_OK
 

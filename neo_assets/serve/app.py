@@ -7,6 +7,7 @@ import threading
 from collections.abc import AsyncIterator
 from urllib.parse import parse_qsl
 
+import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
@@ -15,9 +16,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
+from neo_assets.core.query.request import QueryInputError
 from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.serve.http import routes
+from neo_assets.serve.auth import authenticate, bearer
+from neo_assets.serve.http import error_response, routes
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
 from neo_assets.services.query.serving import serving_targets
@@ -77,8 +80,37 @@ def build_app(settings: Settings, runtime: Runtime | None = None) -> ASGIApp:
             yield
         await rt.aclose()
 
-    app = Starlette(routes=[*routes(rt), Mount("/", app=mcp_app)], lifespan=lifespan)
+    app = Starlette(
+        routes=[*routes(rt), Mount("/", app=mcp_guarded(rt, mcp_app))], lifespan=lifespan
+    )
     return refuse_tokens_in_urls(app)
+
+
+def mcp_guarded(runtime: Runtime, mcp_app: ASGIApp) -> ASGIApp:
+    """MCP over HTTP answers only a valid token: anything else (``initialize``,
+    ``tools/list``, a GET that would open a stream) is a 401 at the HTTP layer before a
+    body is read or a stream opened, as the MCP authorization spec expects. Each tool
+    call is authenticated again (a token revoked meanwhile is refused)."""
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+            raw = headers.get("authorization", b"")[:4096].decode("latin-1")
+            try:
+                await anyio.to_thread.run_sync(
+                    lambda: authenticate(
+                        runtime.resident.ledger,
+                        bearer(raw),
+                        where=f"{scope.get('method', '?')} /mcp",
+                        declared=runtime.tenant_declared,
+                    )
+                )
+            except QueryInputError as exc:
+                await error_response(exc)(scope, receive, send)
+                return
+        await mcp_app(scope, receive, send)
+
+    return guarded
 
 
 def refuse_tokens_in_urls(app: ASGIApp) -> ASGIApp:

@@ -44,7 +44,12 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         status=413,
     )
     declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > max_bytes:
+    if (
+        declared is not None
+        and declared.isascii()
+        and declared.isdigit()
+        and int(declared) > max_bytes
+    ):
         raise too_large
     body = bytearray()
     try:
@@ -64,6 +69,10 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         ) from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise QueryInputError(
+            codes.QUERY_MALFORMED_JSON, "the body's JSON is nested too deeply", "body"
+        ) from None
     except ValueError as exc:
         raise QueryInputError(
             codes.QUERY_MALFORMED_JSON, f"the body is not JSON: {exc}"[:300], "body"
@@ -136,7 +145,7 @@ def routes(runtime: Runtime) -> list[Route]:
     async def related(request: Request, record: TokenRecord) -> Any:
         cid = request.path_params["chunk_id"]
         raw = request.query_params.get("limit", "10")
-        if not raw.isdigit():
+        if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
             raise QueryInputError(codes.QUERY_INVALID, "limit: must be an integer", "limit")
         return await anyio.to_thread.run_sync(
             svc.related, record.tenant_id, record.repos, cid, int(raw)

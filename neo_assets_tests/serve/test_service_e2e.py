@@ -278,10 +278,19 @@ def test_mcp_refuses_a_missing_or_revoked_token(kb: ServedKb, served: Served) ->
 
     assert not anyio.run(call, issued["token"]).is_error
     assert kb.cli("token", "revoke", issued["id"]).returncode == 0
-    revoked = anyio.run(call, issued["token"])
-    assert revoked.is_error and "AUTH_REVOKED_TOKEN" in revoked.content[0].text
-    missing = anyio.run(call, None)
-    assert missing.is_error and "AUTH_MISSING_TOKEN" in missing.content[0].text
+    # Refused at the HTTP layer (401) before `initialize`: the client cannot even start.
+    for token in (issued["token"], None):
+        with pytest.raises(BaseException) as refused:  # noqa: PT011 - the SDK's own wrapping
+            anyio.run(call, token)
+        assert "Server returned an error response" in repr(refused.value)
+    answer = httpx.post(
+        f"{served.url}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={**auth(issued["token"]), "Accept": "application/json, text/event-stream"},
+        timeout=10,
+    )
+    assert answer.status_code == 401
+    assert answer.json()["error"]["code"] == "AUTH_REVOKED_TOKEN"
 
 
 def test_token_cli_refuses_an_undeclared_tenant_or_repo(kb: ServedKb) -> None:
