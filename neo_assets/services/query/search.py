@@ -22,6 +22,11 @@ import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.core.query.ranking import fuse, query_terms
+from neo_assets.core.query.readiness import (
+    RepoHolding,
+    missing_from_store,
+    missing_store_message,
+)
 from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_chunk_id
 from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.embedding.cancel import CancelScope
@@ -125,6 +130,34 @@ class QueryService:
             raise forbidden(repo)
         return [repo]
 
+    def store_label(self) -> str:
+        store = self.resident.settings.store
+        return store.chroma_url or str(store.chroma_dir)
+
+    def missing_from_store(
+        self, tenant_id: str, view: TruthView, slugs: Sequence[str]
+    ) -> list[RepoHolding]:
+        """The repos of ``slugs`` the ledger records as swept complete with chunks that the
+        store serves nothing of (the ledger is read only for repos serving nothing)."""
+        holdings = []
+        for slug in slugs:
+            served = view.repos.get(slug)
+            if served is not None and served.ids:
+                continue
+            state = self.resident.ledger.repo_state(tenant_id, slug) or {}
+            revision = state.get("last_ingested_rev")
+            chunks = len(self.resident.ledger.declared_chunks(tenant_id, slug)) if revision else 0
+            holdings.append(RepoHolding(slug, revision, chunks, 0))
+        return missing_from_store(holdings)
+
+    def store_missing(self, tenant_id: str, missing: list[RepoHolding]) -> QueryInputError:
+        return QueryInputError(
+            codes.QUERY_STORE_MISSING,
+            missing_store_message(tenant_id, missing, self.store_label()),
+            None,
+            status=503,
+        )
+
     def view(self, tenant_id: str) -> TruthView:
         """The tenant's read-side truth now (computed when not cached)."""
         return self._view(serving_targets(self.resident, tenant_id).first, tenant_id)
@@ -196,6 +229,9 @@ class QueryService:
         hybrid: bool,
     ) -> list[dict[str, Any]]:
         view = self._view(target, tenant_id)
+        missing = self.missing_from_store(tenant_id, view, repos)
+        if missing:  # never an empty answer that looks like a true one
+            raise self.store_missing(tenant_id, missing)
         repo_set = set(repos)
 
         def keep(rid: str) -> bool:
