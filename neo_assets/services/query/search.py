@@ -21,6 +21,7 @@ import anyio
 import numpy as np
 
 from neo_assets.core import codes
+from neo_assets.core.query.freshness import freshness
 from neo_assets.core.query.ranking import fuse, query_terms
 from neo_assets.core.query.readiness import (
     RepoHolding,
@@ -32,6 +33,7 @@ from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.services.generations import GenerationUnavailable
+from neo_assets.services.query.freshness import HeadCache
 from neo_assets.services.query.serving import (
     QueryUnavailable,
     Resident,
@@ -114,6 +116,29 @@ class QueryService:
     def __init__(self, resident: Resident) -> None:
         self.resident = resident
         self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
+        self.heads = HeadCache()
+
+    def freshness(self, tenant_id: str, slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Per repo: the revision it is indexed at (the ledger's checkpoint), whether its
+        declared head has moved on since (``behind``; None for a plain directory or an
+        unreadable repo), that head and since when (``core.query.freshness``)."""
+        tenant = self.resident.tenants().tenant(tenant_id)
+        declared = {r.slug: r for r in tenant.repos} if tenant is not None else {}
+        out = {}
+        for slug in dict.fromkeys(slugs):
+            repo = declared.get(slug)
+            state = self.resident.ledger.repo_state(tenant_id, slug) or {}
+            head = self.heads.head(repo.path, repo.ref) if repo is not None else None
+            out[slug] = freshness(state.get("last_ingested_rev"), head)
+        return out
+
+    def _add_freshness(self, tenant_id: str, results: list[dict[str, Any]]) -> None:
+        """Each result's ``behind``, ``head``, ``behindSince`` (of its repo), beside the
+        ``revision`` its row was indexed at."""
+        fresh = self.freshness(tenant_id, [r["repo"] for r in results if r.get("repo")])
+        for r in results:
+            f = fresh.get(r.get("repo") or "", freshness(None, None))
+            r["behind"], r["head"], r["behindSince"] = f["behind"], f["head"], f["behindSince"]
 
     # ------------------------------------------------------------------ scope
     def readable_repos(self, tenant_id: str, token_repos: Sequence[str]) -> list[str]:
@@ -207,6 +232,7 @@ class QueryService:
         results = await anyio.to_thread.run_sync(
             self._search_sync, target, tenant_id, request, repos, vectors[0], use_hybrid
         )
+        await anyio.to_thread.run_sync(self._add_freshness, tenant_id, results)
         if request.expand:
             view = await anyio.to_thread.run_sync(self._view, target, tenant_id)
             await anyio.to_thread.run_sync(
@@ -417,7 +443,9 @@ class QueryService:
         target = serving_targets(self.resident, tenant_id).first
         view = self._view(target, tenant_id)
         out = []
-        for slug in self.readable_repos(tenant_id, token_repos):
+        slugs = self.readable_repos(tenant_id, token_repos)
+        fresh = self.freshness(tenant_id, slugs)
+        for slug in slugs:
             state = self.resident.ledger.repo_state(tenant_id, slug) or {}
             served = view.repos.get(slug)
             paths = dict.fromkeys((SERVED_DECLARED, SERVED_PREVIOUS, SERVED_NOTHING), 0)
@@ -431,6 +459,7 @@ class QueryService:
                     "embeddingGeneration": target.embedding_generation,
                     "servedRows": len(served.ids) if served is not None else 0,
                     "paths": paths,
+                    **fresh[slug],
                 }
             )
         return {"tenantId": tenant_id, "repos": out}
