@@ -9,7 +9,7 @@ from neo_assets.core.codes import OUTCOME_FAILED
 from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.status import STATE_RETIRED, repo_state_line
+from neo_assets.core.status import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
 from neo_assets.services.generations import collection_of, serving_generation
@@ -115,10 +115,12 @@ def build_status(
     settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
 ) -> dict[str, Any]:
     # services.sweep.due imports this module's scheduling helpers: import it here.
-    from neo_assets.services.sweep.due import first_error_line
+    from neo_assets.services.sweep.due import declared_repos, evaluate, first_error_line
 
     repos = []
     records = generation_records(ledger)
+    # Due and behind by the sweep sensor's own rule (services.sweep.due.evaluate).
+    dues = {d.key: d for d in evaluate(declared_repos(tenants), settings, ledger, time.time())}
     for tenant in tenants.tenants:
         choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])
         at = repo_generations(ledger, tenant.id)
@@ -193,6 +195,19 @@ def build_status(
                     "generations": gens,
                 }
             )
+            found = dues.get(key)
+            behind, behind_reason = behind_line(
+                found.reason if found else None,
+                (row or {}).get("last_ingested_rev"),
+                found.revision if found else None,
+            )
+            repos[-1] |= {
+                "due": bool(found and found.reason),
+                "dueReason": found.reason if found else None,
+                "headRevision": found.revision if found else None,
+                "behind": behind,
+                "behindReason": behind_reason,
+            }
     repos += retired_repo_rows(tenants, ledger, store)
     for entry in repos:
         entry["state"], entry["stateDetail"] = repo_state_line(entry)
