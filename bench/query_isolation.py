@@ -15,7 +15,7 @@ embedded the text: its cost does not depend on the rows), vector ranking only, k
    and with the others beside it (``shared``); the target is ``shared`` within 20 % of
    ``alone``.
    ``where_always`` (the filter as a Chroma ``where``) is timed beside it for its cost.
-2. **Timing side channel**: two probes, one close to 200 of tenant B's rows, one close to
+2. **Timing side channel**: two probes, one close to 1,000 of tenant B's rows, one close to
    50 of A's own rows, each asked ``--tries`` times, interleaved; median of each and their
    difference, with the path before issue 33 (the whole collection asked first without a
    filter, the tenant's rows kept in Python, asked again with the filter when too few:
@@ -45,7 +45,7 @@ from bench.query import seed, synthetic_chunks, unit_vectors, write_tenants  # n
 
 K = 10
 OTHER_TENANTS = 10
-CLOSE_FOREIGN = 200  # B's rows near the foreign probe
+CLOSE_FOREIGN = 1000  # B's rows near the foreign probe (more than the old path's 640)
 CLOSE_OWN = 50  # A's rows near the own probe
 NOISE = 0.05
 LATENCY_PROBES = 200

@@ -117,6 +117,9 @@ class QueryService:
         self.resident = resident
         self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
         self.heads = HeadCache()
+        # The served ids a request's filters keep, per truth view (a new view, a new map):
+        # building the list walks every served facet (~4 ms at 30,000 rows).
+        self._served_lists: dict[str, tuple[TruthView, dict[tuple[Any, ...], list[str]]]] = {}
 
     def freshness(self, tenant_id: str, slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Per repo: the revision it is indexed at (the ledger's checkpoint), whether its
@@ -272,7 +275,7 @@ class QueryService:
                 and (request.path is None or fnmatch.fnmatchcase(facet.path, request.path))
             )
 
-        served = [rid for rid in view.facets if keep(rid)]
+        served = self._served_list(view, repos, request, keep)
         similarity = self._vector_candidates(
             target, tenant_id, request, repos, vector, keep, served
         )
@@ -304,6 +307,24 @@ class QueryService:
                 sim = _cosine(vector, row["embedding"])
             out.append(_result(row, score, sim, lexical.get(rid, 0.0)))
         return out
+
+    def _served_list(
+        self, view: TruthView, repos: list[str], request: SearchRequest, keep: Any
+    ) -> list[str]:
+        """The served ids ``keep`` keeps, remembered per tenant's view and filter (at most
+        64 filters a tenant)."""
+        memo = self._served_lists.get(view.tenant_id)
+        if memo is None or memo[0] is not view:  # a tenant's new view drops its old lists
+            memo = (view, {})
+            self._served_lists[view.tenant_id] = memo
+        key = (tuple(sorted(repos)), request.language, request.kind, request.path)
+        found = memo[1].get(key)
+        if found is None:
+            found = [rid for rid in view.facets if keep(rid)]
+            if len(memo[1]) >= 64:
+                memo[1].clear()
+            memo[1][key] = found
+        return found
 
     def _vector_candidates(
         self,
