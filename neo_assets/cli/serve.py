@@ -6,7 +6,9 @@ Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers 
 """
 
 import contextlib
+import errno
 import os
+import socket
 import time
 from collections.abc import Iterator
 from typing import Annotated, Any
@@ -39,6 +41,36 @@ def ledger_writes(settings: Any) -> Iterator[None]:
         ) from None
 
 
+def listen_problem(host: str, port: int) -> str | None:
+    """Why the service could not listen on ``host:port`` (None: it can), found by binding
+    a socket there and closing it at once, as uvicorn will bind it (SO_REUSEADDR), before
+    anything heavy (store, ledger, provider) is opened."""
+    address = f"{host}:{port}"
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as exc:
+        return (
+            f"cannot listen on {address}: the host does not resolve ({exc.strerror or exc}); "
+            "set --host or NEO_SERVE_HOST to an address of this machine"
+        )
+    family, kind, proto, _name, sockaddr = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind(sockaddr)
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            return (
+                f"cannot listen on {address}: another process is listening there; "
+                "choose a free port with --port or NEO_SERVE_PORT (or stop that process)"
+            )
+        return (
+            f"cannot listen on {address} ({exc.strerror or exc}); change --host / "
+            "NEO_SERVE_HOST or --port / NEO_SERVE_PORT"
+        )
+    return None
+
+
 def register(app: typer.Typer) -> None:
     """Add ``serve``, ``mcp`` and the ``token`` group to ``app``."""
 
@@ -59,6 +91,13 @@ def register(app: typer.Typer) -> None:
                 settings = load_settings(**overrides)
             except Exception as exc:  # SettingsError: names the variable
                 raise common.UsageError(str(exc)) from None
+            problem = listen_problem(settings.serve.host, settings.serve.port)
+            if problem is not None:  # before the store, the ledger and the provider open
+                # One line, however narrow the terminal (a usage error, exit 2).
+                common.err.print(
+                    f"[red]error:[/red] {problem}", markup=True, highlight=False, soft_wrap=True
+                )
+                raise typer.Exit(common.EXIT_USAGE)
             common.load_config()  # a broken tenants file is a usage error before binding
             from neo_assets.serve.app import build_app
             from neo_assets.serve.auth import configure_logging

@@ -15,6 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.core import codes
+from neo_assets.core.sweep.scheduling import (
+    DUE_DECLARATION_MOVED,
+    DUE_GENERATION_CHANGED,
+    DUE_NEVER_SWEPT,
+    DUE_REVISION_MOVED,
+)
 
 STATE_COMPLETE = "complete"
 STATE_DEFERRED = "deferred"
@@ -117,3 +123,26 @@ def refresh_request(
         return None, last_refreshed
     latest = max(newer, key=lambda r: (r.finished_at, r.run_id))
     return f"{RUN_KEY_PREFIX}:after:{latest.run_id}", latest.finished_at
+
+
+def behind_line(
+    due_reason: str | None, indexed: str | None, current: str | None
+) -> tuple[bool | None, str | None]:
+    """(behind, why) for one repo, from the sweep sensor's own due reason
+    (``core.sweep.scheduling.due_reason``) and the revisions it compared: the knowledge
+    base is behind the declared repo when its head moved, its declaration changed, the
+    embedding generation changed or it was never swept; unknown (None) when the repo
+    cannot be read now and nothing else says so."""
+    if due_reason == DUE_REVISION_MOVED or (
+        indexed is not None and current is not None and indexed != current
+    ):
+        return True, f"head moved from {str(indexed)[:12]} to {str(current)[:12]}"
+    if due_reason == DUE_DECLARATION_MOVED:
+        return True, "declaration changed"
+    if due_reason == DUE_GENERATION_CHANGED:
+        return True, "embedding generation changed"
+    if due_reason == DUE_NEVER_SWEPT:
+        return True, "never swept"
+    if current is None:
+        return None, "the repo cannot be read now"
+    return False, None

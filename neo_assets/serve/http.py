@@ -1,5 +1,6 @@
 """The HTTP API (starlette): ``POST /v1/search``, ``GET /v1/chunks/{id}``,
-``GET /v1/chunks/{id}/related``, ``GET /v1/repos``, ``GET /healthz``. Every refusal is a
+``GET /v1/chunks/{id}/related``, ``GET /v1/repos``, ``GET /healthz`` (liveness),
+``GET /readyz`` (readiness: ``serve.readiness``). Every refusal is a
 JSON ``{"error": {"code", "message", "field"}}`` with a 4xx status; no traceback leaves."""
 
 import json
@@ -16,6 +17,7 @@ from neo_assets.core import codes
 from neo_assets.core.query.request import QueryInputError, parse_search
 from neo_assets.core.tokens import TokenRecord
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
+from neo_assets.serve.readiness import readiness
 from neo_assets.serve.runtime import Runtime
 
 log = logging.getLogger("neo_assets.serve")
@@ -157,8 +159,17 @@ def routes(runtime: Runtime) -> list[Route]:
     async def healthz(_request: Request) -> Response:
         return JSONResponse({"status": "ok"})
 
+    async def readyz(_request: Request) -> Response:
+        try:
+            ready, body = await readiness(runtime)
+        except Exception:
+            log.exception("readiness failed")
+            ready, body = False, {"status": "not ready", "failed": ["service"], "checks": {}}
+        return JSONResponse(body, status_code=200 if ready else 503)
+
     return [
         Route("/healthz", healthz, methods=["GET"]),
+        Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/search", _handler(runtime, "search", search), methods=["POST"]),
         Route("/v1/chunks/{chunk_id}", _handler(runtime, "get chunk", chunk), methods=["GET"]),
         Route(

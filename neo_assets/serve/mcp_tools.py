@@ -109,7 +109,9 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
 
     @mcp.tool()
     async def list_repos(ctx: Context | None = None) -> dict[str, Any]:
-        """The repos your token may read, with their sweep state."""
+        """The repos your token may read, with their sweep state and freshness: the
+        revision each is indexed at, whether its declared head has moved on since
+        (behind: true / false, null for a plain directory), that head and since when."""
 
         async def run(record: TokenRecord) -> Any:
             return await anyio.to_thread.run_sync(svc.repos, record.tenant_id, record.repos)

@@ -10,9 +10,9 @@ from neo_assets.core.codes import OUTCOME_FAILED
 from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.status import STATE_RETIRED, repo_state_line
+from neo_assets.core.status import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
-from neo_assets.core.sweep.scheduling import Observed, RepoState, RetryPolicy, retry_due_at
+from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.services.declaration import (
     declaration_doc,
@@ -21,34 +21,12 @@ from neo_assets.services.declaration import (
 )
 from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.reconcile.retirement import read_retired
+from neo_assets.services.sweep.due import declared_repos, evaluate
+from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_generations import generation_records, repo_generations
-
-
-def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
-    """The scheduling view of a ledger row (None when the repo was never swept)."""
-    if row is None:
-        return None
-    return RepoState(
-        last_outcome=row.get("last_outcome"),
-        last_ingested_rev=row.get("last_ingested_rev"),
-        last_attempted_rev=row.get("last_attempted_rev"),
-        declaration_digest=row.get("declaration_digest"),
-        embedding_generation=row.get("embedding_generation"),
-        consecutive_failures=row.get("consecutive_failures"),
-        last_attempt_at=row.get("last_attempt_at"),
-        recovery_episode_opened_at=row.get("recovery_episode_opened_at"),
-        attempt_inputs_at=row.get("attempt_inputs_at"),
-    )
-
-
-def retry_policy(settings: Settings) -> RetryPolicy:
-    return RetryPolicy(
-        cap_seconds=60.0 * settings.sweep.backoff_cap_minutes,
-        max_jitter_seconds=settings.sweep.backoff_jitter_s,
-    )
 
 
 def retired_repo_rows(
@@ -123,6 +101,8 @@ def build_status(
 ) -> dict[str, Any]:
     repos = []
     records = generation_records(ledger)
+    # Due and behind by the sweep sensor's own rule (services.sweep.due.evaluate).
+    dues = {d.key: d for d in evaluate(declared_repos(tenants), settings, ledger, time.time())}
     for tenant in tenants.tenants:
         choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])
         at = repo_generations(ledger, tenant.id)
@@ -198,6 +178,19 @@ def build_status(
                     "generations": gens,
                 }
             )
+            found = dues.get(key)
+            behind, behind_reason = behind_line(
+                found.reason if found else None,
+                (row or {}).get("last_ingested_rev"),
+                found.revision if found else None,
+            )
+            repos[-1] |= {
+                "due": bool(found and found.reason),
+                "dueReason": found.reason if found else None,
+                "headRevision": found.revision if found else None,
+                "behind": behind,
+                "behindReason": behind_reason,
+            }
     repos += retired_repo_rows(tenants, ledger, store)
     # What the tenants file gets wrong: withheld repos, "misdeclared" per repo.
     repos += withheld_repo_rows(tenants, ledger, store)

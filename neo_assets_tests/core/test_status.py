@@ -67,3 +67,27 @@ def test_a_refresh_is_asked_once_per_batch_of_ended_runs() -> None:
     assert refresh_request(runs, 20.0) == (None, 20.0)  # nothing new: nothing asked
     later = [*runs, FinishedRun("r3", 25.0)]
     assert refresh_request(later, 20.0) == ("status:after:r3", 25.0)
+
+
+def test_behind_says_why_from_the_sensors_due_reason() -> None:
+    from neo_assets.core.status import behind_line
+    from neo_assets.core.sweep.scheduling import (
+        DUE_BACKOFF_ELAPSED,
+        DUE_DECLARATION_MOVED,
+        DUE_GENERATION_CHANGED,
+        DUE_NEVER_SWEPT,
+        DUE_REVISION_MOVED,
+    )
+
+    a, b = "a" * 40, "b" * 40
+    assert behind_line(DUE_REVISION_MOVED, a, b) == (
+        True,
+        f"head moved from {a[:12]} to {b[:12]}",
+    )
+    # A failed repo in backoff whose head moved is still behind, and says so.
+    assert behind_line(DUE_BACKOFF_ELAPSED, a, b)[0] is True
+    assert behind_line(DUE_DECLARATION_MOVED, a, a) == (True, "declaration changed")
+    assert behind_line(DUE_GENERATION_CHANGED, a, a) == (True, "embedding generation changed")
+    assert behind_line(DUE_NEVER_SWEPT, None, a) == (True, "never swept")
+    assert behind_line(None, a, a) == (False, None)
+    assert behind_line(None, a, None) == (None, "the repo cannot be read now")

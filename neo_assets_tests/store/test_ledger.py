@@ -292,7 +292,7 @@ def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Pa
     """0007 on a ledger at 0006 without the column: a failed repo recorded by the old
     code (its inputs those of an older sweep) reads as unobserved, never as compared."""
     from neo_assets.core.sweep.scheduling import DUE_STATE_UNOBSERVED, Observed, due_reason
-    from neo_assets.services.status import repo_state_from_row
+    from neo_assets.services.sweep.repo_state import repo_state_from_row
 
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     Ledger.open(url).dispose()

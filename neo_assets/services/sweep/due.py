@@ -18,7 +18,7 @@ from neo_assets.core.sweep.scheduling import (
 )
 from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.services.generations import configured_generation
-from neo_assets.services.status import repo_state_from_row, retry_policy
+from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.sources.revision import current_revision
 from neo_assets.store import health as health_store
