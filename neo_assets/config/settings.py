@@ -159,7 +159,7 @@ class EmbeddingSettings(_Section):
     loading_max_wait_s: float = Field(300.0, ge=0)
     # How long a port that refuses before the provider ever answered this sweep is waited
     # for (a server still starting) before the sweep fails, naming the URL and the fix.
-    unreachable_wait_s: float = Field(10.0, ge=0)
+    unreachable_wait_s: float = Field(15.0, ge=0)
     # Where the provider-wide request slots live (embedding/provider_slots.py): ``local``
     # file locks (one machine), ``ledger`` advisory locks in a Postgres ledger (every
     # machine sharing it), ``auto``: the ledger's when it is Postgres, else local.

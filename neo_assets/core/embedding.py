@@ -127,7 +127,7 @@ class LaneSettings:
     loading_max_wait_s: float = 300.0
     # How long a port that refuses before the provider ever answered is waited for (a
     # server starting) before the sweep fails naming the provider as not there.
-    unreachable_wait_s: float = 10.0
+    unreachable_wait_s: float = 15.0
     # Take max_inflight from the server's free slots where it reports them (/props, /slots).
     inflight_from_server: bool = False
     context_tokens: int = 8192  # the provider's slot, in the unit the engine counts

@@ -60,6 +60,9 @@ def settings(**kw: Any) -> LaneSettings:
         "recovery_max_s": 1.0,
         "recovery_max_wait_s": 60.0,
         "loading_max_wait_s": 120.0,
+        # llama_cpp.server's port opens only once Python and the model are loaded: on a
+        # loaded CI machine that can pass the 15 s default (NEO_EMBEDDING_UNREACHABLE_WAIT_S).
+        "unreachable_wait_s": 120.0,
         "call_ceiling_ms": 60_000,
         "context_tokens": 100_000,  # admission is the band's (issue 27 items 1-3), not here
     }
