@@ -297,24 +297,15 @@ def withheld_repo_rows(
     for tid, slug in dict.fromkeys(names):
         state = states.get((tid, slug or ""), {})
         out.append(
-            {
-                "tenantId": tid,
-                "repoSlug": slug,
-                "outcome": state.get("last_outcome"),
-                "lastIngestedRev": state.get("last_ingested_rev"),
-                "consecutiveFailures": state.get("consecutive_failures"),
-                "deferredCauseCode": state.get("deferred_cause_code"),
-                "nextDueAt": None,
-                "lastAttemptAt": state.get("last_attempt_at"),
-                "embeddingGeneration": state.get("embedding_generation"),
-                "contentPoisonChunks": None,
-                "undeliverableChunks": None,
-                "strikes": [],
-                "rows": store.count_where(tenant_filter(tid, slug)),
-                "error": None,
-                "retired": False,
-                "withheld": True,
-            }
+            remembered_repo_row(
+                tid,
+                slug,
+                state,
+                store,
+                outcome=state.get("last_outcome"),
+                cause=state.get("deferred_cause_code"),
+            )
+            | {"retired": False, "withheld": True}
         )
     return out
 
@@ -342,3 +333,32 @@ def file_verdict(tenants: TenantsFile) -> DeclarationVerdict:
         source=tenants.source,
         file_problems=[problem_doc(p) for p in tenants.file_problems],
     )
+
+
+def remembered_repo_row(
+    tenant_id: str,
+    repo_slug: str | None,
+    state: dict[str, Any],
+    store: "ChromaStore",
+    *,
+    outcome: str | None,
+    cause: str | None,
+) -> dict[str, Any]:
+    """The status row of a repo the ledger remembers but no declaration in force sweeps
+    (withheld here, retired in ``services.status``): its last state and its rows."""
+    return {
+        "tenantId": tenant_id,
+        "repoSlug": repo_slug,
+        "outcome": outcome,
+        "lastIngestedRev": state.get("last_ingested_rev"),
+        "consecutiveFailures": state.get("consecutive_failures"),
+        "deferredCauseCode": cause,
+        "nextDueAt": None,
+        "lastAttemptAt": state.get("last_attempt_at"),
+        "embeddingGeneration": state.get("embedding_generation"),
+        "contentPoisonChunks": None,
+        "undeliverableChunks": None,
+        "strikes": [],
+        "rows": store.count_where(tenant_filter(tenant_id, repo_slug)),
+        "error": None,
+    }

@@ -17,6 +17,7 @@ from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.services.declaration import (
     declaration_doc,
     mark_misdeclared,
+    remembered_repo_row,
     withheld_repo_rows,
 )
 from neo_assets.services.generations import collection_of, serving_generation
@@ -41,23 +42,8 @@ def retired_repo_rows(
         if found.kind(tid, slug) is None:
             continue
         out.append(
-            {
-                "tenantId": tid,
-                "repoSlug": slug,
-                "outcome": STATE_RETIRED,
-                "lastIngestedRev": state.get("last_ingested_rev"),
-                "consecutiveFailures": state.get("consecutive_failures"),
-                "deferredCauseCode": None,
-                "nextDueAt": None,
-                "lastAttemptAt": state.get("last_attempt_at"),
-                "embeddingGeneration": state.get("embedding_generation"),
-                "contentPoisonChunks": None,
-                "undeliverableChunks": None,
-                "strikes": [],
-                "rows": store.count_where(tenant_filter(tid, slug)),
-                "error": None,
-                "retired": True,
-            }
+            remembered_repo_row(tid, slug, state, store, outcome=STATE_RETIRED, cause=None)
+            | {"retired": True}
         )
     return sorted(out, key=lambda r: (r["tenantId"], r["repoSlug"]))
 
