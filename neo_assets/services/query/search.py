@@ -42,6 +42,7 @@ from neo_assets.services.query.serving import (
     unavailable_notice,
 )
 from neo_assets.services.query.truth import TruthCache, TruthView
+from neo_assets.store.ledger_generations import repo_generations
 from neo_assets.store.links import neighbours as linked_neighbours
 
 # Vector candidates asked per result wanted, and the most ever asked at once (always
@@ -165,12 +166,24 @@ class QueryService:
     def missing_from_store(
         self, tenant_id: str, view: TruthView, slugs: Sequence[str]
     ) -> list[RepoHolding]:
-        """The repos of ``slugs`` the ledger records as swept complete with chunks that the
-        store serves nothing of (the ledger is read only for repos serving nothing)."""
+        """The repos of ``slugs`` the ledger records as swept complete, with chunks, at the
+        view's embedding generation, that the store serves nothing of (the ledger is read
+        only for repos serving nothing). A generation answering as a fallback before it was
+        ever built is not a missing store: it has nothing yet."""
         holdings = []
+        complete_at: set[str] | None = None
         for slug in slugs:
             served = view.repos.get(slug)
             if served is not None and served.ids:
+                continue
+            if complete_at is None:
+                generation = view.marker[-1]
+                complete_at = {
+                    g.repo_slug
+                    for g in repo_generations(self.resident.ledger, tenant_id)
+                    if g.generation == generation and g.complete
+                }
+            if slug not in complete_at:
                 continue
             state = self.resident.ledger.repo_state(tenant_id, slug) or {}
             revision = state.get("last_ingested_rev")
