@@ -153,7 +153,7 @@ def main() -> None:
         "NEO_EMBEDDING_PROVIDER": args.provider,
         "HF_HUB_OFFLINE": "1",
     }
-    interval = int(env.get("NEO_SWEEP_SENSOR_INTERVAL_S", "10"))
+    interval = int(env.get("NEO_SWEEP_SENSOR_INTERVAL_S", "5"))
     started = time.perf_counter()
     first = _cli(env, "sweep", "--json")
     if first.returncode != 0:

@@ -213,7 +213,7 @@ class SweepSettings(_Section):
     default_cadence_minutes: int = Field(30, ge=1)
     # How often sweep_sensor looks for moved revisions: the largest share of commit ->
     # queryable (docs/performance.md). A tick costs a rev-parse and a ledger read per repo.
-    sensor_interval_s: int = Field(10, ge=1, le=3600)
+    sensor_interval_s: int = Field(5, ge=1, le=3600)
     backoff_cap_minutes: int = Field(30, ge=1)
     backoff_jitter_s: float = Field(30.0, ge=0)
     # The per-repo sweep lease: expires TTL after its last renewal (a killed sweep's lease
