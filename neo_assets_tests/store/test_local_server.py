@@ -136,3 +136,22 @@ def test_a_server_that_cannot_start_is_one_line_naming_the_log(
         assert str(paths.log_file) in message and "\n" not in message
     finally:
         release()
+
+
+def test_a_directory_written_embedded_is_served_by_the_local_server(
+    neo_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What an older build left under NEO_HOME (embedded Chroma) is what the server serves.
+    settings = load_settings()
+    with open_store(settings) as store:  # NEO_CHROMA_LOCAL=embedded (the suite's default)
+        store.add(["b" * 64], np.ones((1, 8)), ["kept"], [{"tenantId": "t"}])
+    monkeypatch.delenv("NEO_CHROMA_LOCAL")
+    paths = ServerPaths.under(settings.store.home_dir, settings.store.chroma_dir)
+    try:
+        with open_store(load_settings()) as store:
+            assert store.get_rows(["b" * 64], include_documents=True)["b" * 64]["document"] == (
+                "kept"
+            )
+            assert paths.state_file.exists()
+    finally:
+        ls.stop_local_server(paths)
