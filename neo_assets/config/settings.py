@@ -284,6 +284,19 @@ class ServeSettings(_Section):
     # How often the read-side truth looks for a new declaration or new rows (seconds).
     truth_recheck_s: float = Field(1.0, ge=0)
     hybrid: bool = True  # fuse exact identifier matches into the vector ranking
+    # Served rows' vectors held to search a tenant's rows alone (MiB; 0: ask the store).
+    vector_cache_mb: float = Field(512.0, ge=0)
+
+
+class QualitySettings(_Section):
+    """Answer quality (NEO_QUALITY_*): the self-evaluation and the gate on switches."""
+
+    model_config = SettingsConfigDict(env_prefix="NEO_QUALITY_", extra="ignore", frozen=True)
+
+    # A new embedding generation serves a tenant only when no repo's self-evaluation is
+    # worse than the serving generation's by more than the margin (MRR@10 or recall@10).
+    gate: bool = True
+    margin: float = Field(0.05, ge=0, le=1)
 
 
 # Each section and the settings class that reads it; a section's leaves are NEO_ + its
@@ -297,6 +310,7 @@ SECTIONS: dict[str, type[_Section]] = {
     "links": LinksSettings,
     "alerts": AlertsSettings,
     "serve": ServeSettings,
+    "quality": QualitySettings,
 }
 
 
@@ -312,6 +326,7 @@ class Settings:
     links: LinksSettings
     alerts: AlertsSettings
     serve: ServeSettings
+    quality: QualitySettings
 
 
 def env_name(section: str, leaf: str) -> str:

@@ -129,6 +129,7 @@ def tenant_serving(
     repo_slugs: Iterable[str],
     records: Iterable[RepoGeneration],
     reclaimed: Iterable[str] = (),
+    held: Iterable[str] = (),
 ) -> Serving:
     """The generation that serves a tenant: the switch is per tenant, so one answer over
     several repos never ranks vectors of two models against each other.
@@ -142,6 +143,8 @@ def tenant_serving(
     - None complete (a first build, or a repo added since): the generation with the most
       complete repos, the configured one first on a tie, so a new knowledge base answers
       from what it has.
+    - A ``held`` generation (the quality gate's: not yet shown not worse) does not take
+      over from another complete one; it serves only when no other is complete.
 
     Fallbacks (for when the serving generation's provider cannot embed the query): the
     other complete generations, newest first, then partial ones, then the configured one
@@ -153,7 +156,8 @@ def tenant_serving(
         if r.repo_slug in slugs and r.complete and r.generation not in gone:
             complete_at.setdefault(r.generation, {})[r.repo_slug] = r.completed_at or 0.0
     full = {g: max(at.values()) for g, at in complete_at.items() if slugs and set(at) == slugs}
-    newest = sorted(full, key=lambda g: (g != configured, -full[g], g))
+    hold = set(held)
+    newest = sorted(full, key=lambda g: (g in hold, g != configured, -full[g], g))
     partial = sorted(
         (g for g in complete_at if g not in full),
         key=lambda g: (-len(complete_at[g]), g != configured, g),

@@ -118,3 +118,13 @@ def test_the_legacy_generation_is_the_prefix_and_later_ones_are_suffixed() -> No
     assert resolved_collection("kb", legacy, "aaa") == "kb"
     assert resolved_collection("kb", later, "bbb") == "kb-bbb"
     assert resolved_collection("kb", None, "ccc") == "kb-ccc"
+
+
+def test_a_held_generation_never_takes_over_from_another_complete_one() -> None:
+    records = [at("a", "old", when=1.0), at("a", "new", when=5.0)]
+    held = tenant_serving("new", ["a"], records, held=["new"])
+    assert (held.generation, held.complete, held.fallbacks) == ("old", True, ("new",))
+    # Nothing else complete: the held one serves (there is nothing to compare it with).
+    alone = tenant_serving("new", ["a"], [at("a", "new")], held=["new"])
+    assert alone.generation == "new"
+    assert tenant_serving("new", ["a"], records, reclaimed=["old"], held=["new"]).generation == "new"

@@ -38,10 +38,12 @@ from neo_assets.services.query.serving import (
     QueryUnavailable,
     Resident,
     ServingTarget,
+    pinned_plan,
     serving_targets,
     unavailable_notice,
 )
 from neo_assets.services.query.truth import TruthCache, TruthView
+from neo_assets.services.query.vector_cache import VectorCache
 from neo_assets.store.ledger_generations import repo_generations
 from neo_assets.store.links import neighbours as linked_neighbours
 
@@ -118,6 +120,7 @@ class QueryService:
         self.resident = resident
         self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
         self.heads = HeadCache()
+        self.vectors = VectorCache(int(resident.settings.serve.vector_cache_mb * 1024 * 1024))
         # The served ids a request's filters keep, per truth view (a new view, a new map):
         # building the list walks every served facet (~4 ms at 30,000 rows).
         self._served_lists: dict[str, tuple[TruthView, dict[tuple[Any, ...], list[str]]]] = {}
@@ -220,11 +223,17 @@ class QueryService:
         token_repos: Sequence[str] = (),
         *,
         hybrid: bool | None = None,
+        generation: str | None = None,
     ) -> dict[str, Any]:
+        """``generation`` pins one embedding generation (the self-evaluation measures
+        one that may not serve yet); by default the tenant's serving plan answers."""
         repos = self.scope(tenant_id, token_repos, request.repo)
         if not repos:
             return {"results": []}
-        plan = serving_targets(self.resident, tenant_id)
+        if generation is None:
+            plan = serving_targets(self.resident, tenant_id)
+        else:
+            plan = pinned_plan(self.resident, generation)
         notices: list[dict[str, Any]] = []
         for target in plan.targets:
             try:
@@ -349,22 +358,23 @@ class QueryService:
         keep: Any,
         served: list[str],
     ) -> dict[str, float]:
-        """Nearest served rows (id -> cosine similarity), asked of the store with the
-        tenant's filter in the query itself, always: Chroma searches only ``served``, the
-        tenant's served ids at the serving generation (read tenantId-filtered and
-        re-checked by the truth view) in the readable repos and of the request's
-        language / kind / path. Neither the query's cost nor its timing depends on where
-        another tenant's rows lie. The filter is an id list, not a ``where``: on Chroma
-        1.5's local store a ``where`` of 30,000 matching rows took 75-250 ms a query
-        (growing with the other tenants' rows its clauses match: the generation, the
-        language) and ``ids`` plus ``where`` 2 s, against 13-25 ms for ``ids``
-        (docs/performance.md, "Tenant-scoped vector search"). The served facets are
-        checked again on what it returns."""
+        """Nearest served rows (id -> cosine similarity), over the tenant's own rows only:
+        ``served``, the tenant's served ids at the serving generation (read
+        tenantId-filtered and re-checked by the truth view) in the readable repos and of
+        the request's language / kind / path. Scanned exactly in the service's vector
+        cache, so neither the query's cost nor its timing depends on other tenants' rows
+        (docs/performance.md, "Tenant-scoped vector search"); a tenant too large for the
+        cache is asked of the store with the same id list in the query itself. The
+        served facets are checked again on what it returns."""
         if not served:
             return {}
+        wanted = min(len(served), max(request.k * OVERFETCH, MIN_FETCH), MAX_FETCH)
+        cached = self.vectors.nearest(target.store.collection, tenant_id, served, vector, wanted)
+        if cached is not None:
+            return {rid: sim for rid, sim in cached.items() if keep(rid)}
         got = target.store.collection.query(
             query_embeddings=np.asarray([vector], dtype=np.float32),
-            n_results=min(len(served), max(request.k * OVERFETCH, MIN_FETCH), MAX_FETCH),
+            n_results=wanted,
             ids=served,
             include=["distances"],
         )

@@ -23,6 +23,7 @@ from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services.declaration import load_declaration
 from neo_assets.services.generations import collection_of, query_provider, serving_generation
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_generations import generation_records
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
@@ -152,3 +153,15 @@ def serving_targets(resident: Resident, tenant_id: str) -> ServingPlan:
         for generation in choice.serving.candidates
     )
     return ServingPlan(serving_generation=choice.generation, targets=targets)
+
+
+def pinned_plan(resident: Resident, generation: str) -> ServingPlan:
+    """One named embedding generation and nothing else (no fallback): what the
+    self-evaluation asks when it measures a generation that may not serve yet."""
+    records = generation_records(resident.ledger)
+    target = ServingTarget(
+        store=resident.collection(collection_of(resident.settings, records, generation)),
+        embedding_generation=generation,
+        record=records.get(generation),
+    )
+    return ServingPlan(serving_generation=generation, targets=(target,))
