@@ -154,3 +154,28 @@ def test_the_core_imports_only_the_core(name: str) -> None:
         if m.startswith("neo_assets") and not m.startswith(CORE) and m != "neo_assets"
     }
     assert not outside, f"{name} imports {sorted(outside)}"
+
+
+# A capability's rules.py (``neo_assets/<capability>/rules.py``) is pure: it may import
+# only the pure core and these standard modules (no I/O, no clock, no Dagster).
+PURE_STDLIB = frozenset(
+    "re collections collections.abc dataclasses typing math itertools functools enum "
+    "hashlib bisect heapq operator string".split()
+)
+CAPABILITY_RULES = sorted(
+    n for n in MODULES if n.count(".") == 2 and n.endswith(".rules") and not n.startswith(CORE)
+)
+
+
+def test_capability_rules_exist_to_be_checked() -> None:
+    assert "neo_assets.quality.rules" in CAPABILITY_RULES
+
+
+@pytest.mark.parametrize("name", CAPABILITY_RULES)
+def test_a_capability_rules_module_is_pure(name: str) -> None:
+    impure = {
+        m
+        for m in _imports(MODULES[name], top_level_only=False)
+        if not (m.startswith(CORE) or m in PURE_STDLIB)
+    }
+    assert not impure, f"{name} imports {sorted(impure)}"

@@ -25,6 +25,7 @@ from neo_assets.cli.serve import register as register_serve
 from neo_assets.core import codes
 from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
+from neo_assets.quality.cli import register as register_eval
 from neo_assets.store.private_files import owner_only_umask
 
 app = typer.Typer(
@@ -288,6 +289,7 @@ def query(
 register_health(app)
 register_reconcile(app)
 register_serve(app)
+register_eval(app)
 
 
 def main() -> None:

@@ -1,0 +1,99 @@
+"""`neo-assets eval`: how good the answers are for a tenant's repos, measured on questions
+drawn from each repo's own history (``quality.evaluate``). Registered by
+``neo_assets/cli/app.py``."""
+
+from typing import Annotated
+
+import typer
+
+from neo_assets.cli import common
+from neo_assets.quality.rules import DEFAULT_K, DEFAULT_MAX_COMMITS, DEFAULT_MAX_QUESTIONS
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``eval`` to ``app``."""
+
+    @app.command("eval")
+    def eval_(
+        tenant: Annotated[str, typer.Option(help="the tenant whose repos are evaluated")],
+        repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
+        max_commits: Annotated[
+            int, typer.Option(min=1, max=100_000, help="history window: last N commits")
+        ] = DEFAULT_MAX_COMMITS,
+        max_questions: Annotated[
+            int, typer.Option(min=1, max=10_000, help="questions kept per repo")
+        ] = DEFAULT_MAX_QUESTIONS,
+        path: Annotated[
+            list[str] | None, typer.Option(help="only commits touching this path (repeat)")
+        ] = None,
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout")
+        ] = False,
+    ) -> None:
+        """Self-evaluation: recall@1/5/10 and MRR@10 per repo, from its own commits."""
+
+        def go() -> int:
+            import asyncio
+
+            from neo_assets.quality.evaluate import QualityUnavailable, evaluate_repo_async
+            from neo_assets.services.handles import open_ledger, open_store
+            from neo_assets.services.query import QueryService, QueryUnavailable, Resident
+
+            settings, tenants = common.load_config()
+            declared = next((t for t in tenants.tenants if t.id == tenant), None)
+            if declared is None:
+                raise common.UsageError(
+                    f"no tenant {tenant!r} in {tenants.path}; evaluate one that is declared"
+                )
+            slugs = [r.slug for r in declared.repos if repo is None or r.slug == repo]
+            if not slugs:
+                raise common.UsageError(
+                    f"no repo {repo!r} declared for tenant {tenant!r} in {tenants.path}"
+                )
+            reports, failed = [], 0
+            with open_ledger(settings) as ledger, open_store(settings) as store:
+                resident = Resident(settings, store, ledger)
+
+                async def each() -> None:
+                    nonlocal failed
+                    service = QueryService(resident)
+                    try:
+                        for slug in slugs:
+                            try:
+                                report = await evaluate_repo_async(
+                                    service,
+                                    tenant,
+                                    slug,
+                                    max_commits=max_commits,
+                                    max_questions=max_questions,
+                                    k=DEFAULT_K,
+                                    paths=tuple(path or ()),
+                                )
+                            except (QualityUnavailable, QueryUnavailable) as exc:
+                                failed += 1
+                                common.err.print(
+                                    f"[red]error:[/red] {exc}", markup=True, highlight=False
+                                )
+                                reports.append(
+                                    {"tenantId": tenant, "repoSlug": slug, "error": str(exc)}
+                                )
+                                continue
+                            doc = report.to_doc()
+                            reports.append(doc)
+                            common.err.print(
+                                f"{tenant}/{slug} @ {report.revision[:12]}: "
+                                f"{doc['questionCount']} questions from "
+                                f"{doc['commitsRead']} commits — recall@1 "
+                                f"{report.recall_at_1:.2f}, recall@5 {report.recall_at_5:.2f}"
+                                f", recall@10 {report.recall_at_10:.2f}, MRR@10 "
+                                f"{report.mrr_at_10:.2f} ({report.seconds:.1f} s)",
+                                highlight=False,
+                            )
+                    finally:
+                        await resident.aclose()
+
+                asyncio.run(each())
+            common.emit({"tenantId": tenant, "repos": reports}, as_json)
+            return common.EXIT_FAILED if failed else common.EXIT_OK
+
+        common.run(go, as_json)
