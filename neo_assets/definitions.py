@@ -16,6 +16,7 @@ import neo_assets.defs.reconcile as reconciliation_defs
 from neo_assets.defs import status as status_defs
 from neo_assets.defs import sweep as sweep_defs
 from neo_assets.defs.resources import default_resources
+from neo_assets.quality import defs as quality_defs
 from neo_assets.store.private_files import owner_only_umask
 
 # The code server and every run process import this module: what they write under
@@ -30,6 +31,7 @@ defs = dg.Definitions.merge(
     reconciliation_defs.defs,
     links_defs.defs,
     declaration_defs.defs,
+    quality_defs.defs,
     dg.Definitions(resources=default_resources()),
 )
 

@@ -26,6 +26,7 @@ from neo_assets.core import codes
 from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
 from neo_assets.quality.cli import register as register_eval
+from neo_assets.quality.gate_cli import register as register_quality
 from neo_assets.store.private_files import owner_only_umask
 
 app = typer.Typer(
@@ -198,6 +199,9 @@ def generation_line(repo: dict) -> str:
     if repo.get("buildingGeneration"):
         done = f"{progress.get('present')}/{progress.get('chunks')}" if progress else "?"
         line += f" building {repo['buildingGeneration']} {done}"
+    gate = repo.get("qualityGate")
+    if gate and gate.get("state") in ("refused", "pending"):
+        line += f" held by the quality gate ({gate['state']}: {gate['reason']})"
     return line
 
 
@@ -290,6 +294,7 @@ register_health(app)
 register_reconcile(app)
 register_serve(app)
 register_eval(app)
+register_quality(app)
 
 
 def main() -> None:

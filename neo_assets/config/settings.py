@@ -297,6 +297,9 @@ class QualitySettings(_Section):
     # worse than the serving generation's by more than the margin (MRR@10 or recall@10).
     gate: bool = True
     margin: float = Field(0.05, ge=0, le=1)
+    # Measure a repo's self-evaluation at the end of a sweep that moved its revision (and
+    # of the sweep that completes a generation the gate waits on).
+    after_sweep: bool = True
 
 
 # Each section and the settings class that reads it; a section's leaves are NEO_ + its

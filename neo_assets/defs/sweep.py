@@ -50,6 +50,9 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
+from neo_assets.quality.defs import ASSET as QUALITY_ASSET
+from neo_assets.quality.defs import OUT as QUALITY_OUT
+from neo_assets.quality.defs import quality_after_sweep
 from neo_assets.services.declaration import misdeclared_for, warning_lines
 from neo_assets.services.reconcile.retirement import revoke_retired_tokens
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
@@ -249,6 +252,7 @@ SWEEP_OUTS = {
         {"sqlite"},
         value=True,
     ),
+    QUALITY_ASSET: QUALITY_OUT,
 }
 
 
@@ -260,6 +264,7 @@ SWEEP_OUTS = {
         "chunk_generation": {dg.AssetKey("repo_envelope")},
         "kb_embeddings": {dg.AssetKey("chunk_generation")},
         "fence_census": {dg.AssetKey("kb_embeddings")},
+        QUALITY_ASSET: {dg.AssetKey("fence_census")},
     },
     partitions_def=tenant_repos,
     can_subset=False,
@@ -309,6 +314,19 @@ def sweep_repo(
         sweep_s = run_seconds(context.instance, context.run_id, time.time())
         metadata = census_metadata(ctx, doc, result.embed_seconds or 0.0, sweep_s)
     yield dg.Output(doc, output_name="fence_census", metadata=metadata)
+    if result.outcome != codes.OUTCOME_SKIPPED:
+        # In this step, with its provider: the model is not loaded again for it.
+        quality = quality_after_sweep(
+            context.log,
+            ctx.tenant_id,
+            ctx.repo_slug,
+            inputs.settings,
+            store.get(),
+            inputs.ledger,
+            inputs.provider,
+        )
+        if quality is not None:
+            yield quality
 
 
 def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, started: float) -> Any:
@@ -336,7 +354,7 @@ sweep_job = dg.define_asset_job(
     "sweep",
     # The four sweep assets are one step (``sweep_repo``); links have their own job.
     selection=dg.AssetSelection.assets(
-        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"
+        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", QUALITY_ASSET
     ),
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",

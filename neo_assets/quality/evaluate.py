@@ -139,18 +139,23 @@ async def ask(
     *,
     k: int = DEFAULT_K,
     hybrid: bool | None = None,
+    generation: str | None = None,
 ) -> tuple[list[int | None], str | None]:
     """Each question's first answering rank (None: not in the top ``k``) through the
-    query library, and the embedding generation that answered."""
+    query library, and the embedding generation that answered (``generation`` pins one:
+    the gate measures a generation that may not serve yet)."""
     ranks: list[int | None] = []
-    generation = None
+    answered = None
     for q in questions:
         doc = await service.search(
-            tenant_id, SearchRequest(query=q.text, k=k, repo=repo_slug), hybrid=hybrid
+            tenant_id,
+            SearchRequest(query=q.text, k=k, repo=repo_slug),
+            hybrid=hybrid,
+            generation=generation,
         )
-        generation = doc.get("embeddingGeneration", generation)
+        answered = doc.get("embeddingGeneration", answered)
         ranks.append(rank_of(q, [(r.get("path"), r.get("document")) for r in doc["results"]]))
-    return ranks, generation
+    return ranks, answered
 
 
 async def evaluate_repo_async(

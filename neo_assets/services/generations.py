@@ -19,12 +19,14 @@ from neo_assets.core.generations import (
     tenant_serving,
 )
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.quality.gate import GateVerdict, gate
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_generations import (
     generation_records,
     register_generation,
     repo_generations,
 )
+from neo_assets.store.quality import decision, latest_scores
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
@@ -110,11 +112,13 @@ def register_provider_generation(
 
 @dataclass(frozen=True)
 class ServingChoice:
-    """What serves one tenant's queries: the rule's answer plus the records it needs."""
+    """What serves one tenant's queries: the rule's answer plus the records it needs, and
+    the quality gate's verdict when the configured generation waits on it."""
 
     serving: Serving
     records: dict[str, GenerationRecord]
     configured: str
+    gate: GateVerdict | None = None
 
     @property
     def generation(self) -> str | None:
@@ -129,13 +133,41 @@ def serving_generation(
     (``query_provider``); fallbacks in order when that provider cannot embed."""
     records = generation_records(ledger)
     configured = configured_generation(settings)
-    serving = tenant_serving(
-        configured,
+    slugs = list(repo_slugs)
+    states = repo_generations(ledger, tenant_id)
+    reclaimed = [g for g, r in records.items() if r.reclaimed]
+    serving = tenant_serving(configured, slugs, states, reclaimed=reclaimed)
+    if not (serving.complete and serving.generation == configured):
+        return ServingChoice(serving=serving, records=records, configured=configured)
+    # The configured generation is complete: it takes over from another complete one
+    # only past the quality gate (core of the rule: quality/gate.py).
+    held = tenant_serving(configured, slugs, states, reclaimed=reclaimed, held=[configured])
+    if held.generation == configured:  # nothing else is complete: nothing to compare
+        return ServingChoice(serving=serving, records=records, configured=configured)
+    verdict = quality_gate(settings, ledger, tenant_id, slugs, configured, held.generation)
+    chosen = serving if verdict.allowed else held
+    return ServingChoice(serving=chosen, records=records, configured=configured, gate=verdict)
+
+
+def quality_gate(
+    settings: Settings,
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slugs: list[str],
+    candidate: str,
+    serving: str,
+) -> GateVerdict:
+    """The gate's verdict on ``candidate`` replacing ``serving`` for ``tenant_id``, from
+    the ledger's latest self-evaluations and the operators' decisions."""
+    return gate(
+        candidate,
+        serving,
         repo_slugs,
-        repo_generations(ledger, tenant_id),
-        reclaimed=[g for g, r in records.items() if r.reclaimed],
+        latest_scores(ledger, tenant_id, repo_slugs) if settings.quality.gate else {},
+        settings.quality.margin,
+        enabled=settings.quality.gate,
+        overridden=decision(ledger, tenant_id, candidate) is not None,
     )
-    return ServingChoice(serving=serving, records=records, configured=configured)
 
 
 class GenerationUnavailable(RuntimeError):

@@ -14,6 +14,7 @@ from neo_assets.core.status import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.quality.gate import GateVerdict
 from neo_assets.services.declaration import (
     declaration_doc,
     mark_misdeclared,
@@ -76,6 +77,19 @@ def generation_rows(
             }
         )
     return out
+
+
+def gate_doc(verdict: GateVerdict | None) -> dict[str, Any] | None:
+    if verdict is None:
+        return None
+    return {
+        "state": verdict.state,
+        "candidate": verdict.candidate,
+        "serving": verdict.serving,
+        "reason": verdict.reason,
+        "worse": list(verdict.worse),
+        "waiting": list(verdict.waiting),
+    }
 
 
 def progress_of(gen: dict[str, Any]) -> dict[str, Any]:
@@ -162,6 +176,8 @@ def build_status(
                     "buildingGeneration": building["generation"] if building else None,
                     "buildingProgress": progress_of(building) if building else None,
                     "generations": gens,
+                    # The quality gate's verdict on the configured generation taking over.
+                    "qualityGate": gate_doc(choice.gate),
                 }
             )
             found = dues.get(key)

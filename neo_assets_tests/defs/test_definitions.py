@@ -25,11 +25,23 @@ def test_definitions_hold_the_sweep_graph() -> None:
     }
     assert defs.resolve_job_def("sweep").partitions_def is not None
     # The lineage the UI draws, and the four sweep assets computed by one step.
-    chain = ["repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"]
+    chain = [
+        "repo_envelope",
+        "chunk_generation",
+        "kb_embeddings",
+        "fence_census",
+        "retrieval_quality",
+    ]
     for parent, child in zip(chain, chain[1:], strict=False):
         assert graph.get(dg.AssetKey(child)).parent_keys == {dg.AssetKey(parent)}
     sweep = defs.resolve_job_def("sweep")
-    assert {n.name for n in sweep.graph.nodes} == {"sweep_repo"}
+    # One step computes the sweep's assets (and the self-evaluation, with its model);
+    # the quality checks run after it.
+    assert {n.name for n in sweep.graph.nodes} == {
+        "sweep_repo",
+        "retrieval_quality_quality_gate",
+        "retrieval_quality_retrieval_quality_drop",
+    }
     assert defs.resolve_job_def("links").partitions_def is not None
     assert defs.resolve_sensor_def("links_sensor")
     assert defs.resolve_sensor_def("sweep_sensor")

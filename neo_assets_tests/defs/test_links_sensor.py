@@ -60,7 +60,13 @@ def test_a_sweep_leaves_links_to_their_own_run_requested_once(env) -> None:
 
     sweep = _run(instance, "sweep")
     materialized = {e.asset_key.to_user_string() for e in sweep.get_asset_materialization_events()}
-    assert materialized == {"repo_envelope", "chunk_generation", "kb_embeddings", "fence_census"}
+    assert materialized == {
+        "repo_envelope",
+        "chunk_generation",
+        "kb_embeddings",
+        "fence_census",
+        "retrieval_quality",  # the first revision's self-evaluation
+    }
     assert _stored() is None  # the sweep did not link
     (request,) = _tick(instance)
     assert request.partition_key == KEY and request.tags["neo/links-reason"] == "never linked"

@@ -1,0 +1,95 @@
+"""Self-evaluations the gate and the ``retrieval_quality`` asset record: each repo's
+question set (``quality.evaluate``) asked at one named embedding generation, whether or
+not it serves yet, and written to the ledger (``store/quality.py``)."""
+
+import time
+from dataclasses import dataclass
+
+import anyio
+
+from neo_assets.quality.evaluate import QualityUnavailable, ask, repo_question_set
+from neo_assets.quality.gate import (
+    EvaluationDue,
+    QualityScore,
+    evaluations_due,
+    question_set_digest,
+)
+from neo_assets.quality.rules import metrics
+from neo_assets.services.generations import serving_generation
+from neo_assets.services.query.search import QueryService
+from neo_assets.store.quality import latest_scores, record_score
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One evaluation made (``score``) or why none could be (``problem``)."""
+
+    due: EvaluationDue
+    score: QualityScore | None
+    problem: str | None = None
+    seconds: float = 0.0
+
+
+async def measure_at(
+    service: QueryService, tenant_id: str, repo_slug: str, generation: str
+) -> QualityScore:
+    """The repo's self-evaluation with ``generation`` answering (no fallback). A repo
+    whose history gives no question scores 0 questions: no evidence either way."""
+    revision, qs = await anyio.to_thread.run_sync(
+        lambda: repo_question_set(service, tenant_id, repo_slug)
+    )
+    ranks, _ = await ask(service, tenant_id, repo_slug, qs.questions, generation=generation)
+    m = metrics(ranks)
+    return QualityScore(
+        repo_slug=repo_slug,
+        generation=generation,
+        questions=m.questions,
+        recall_at_1=m.recall_at_1,
+        recall_at_5=m.recall_at_5,
+        recall_at_10=m.recall_at_10,
+        mrr_at_10=m.mrr_at_10,
+        question_set=question_set_digest([(q.text, q.path, q.definition) for q in qs.questions]),
+        evaluated_at=time.time(),
+        revision=revision,
+    )
+
+
+def due_for_tenant(service: QueryService, tenant_id: str) -> list[EvaluationDue]:
+    """The tenant's evaluations due now (``quality.gate.evaluations_due``)."""
+    resident = service.resident
+    tenant = resident.tenants().tenant(tenant_id)
+    if tenant is None:
+        return []
+    slugs = [r.slug for r in tenant.repos]
+    choice = serving_generation(resident.settings, resident.ledger, tenant_id, slugs)
+    waiting = choice.gate is not None and not choice.gate.allowed
+    revisions = {
+        slug: (resident.ledger.repo_state(tenant_id, slug) or {}).get("last_ingested_rev")
+        for slug in slugs
+    }
+    return evaluations_due(
+        slugs,
+        revisions,
+        choice.generation,
+        choice.gate.candidate if waiting and choice.gate else None,
+        latest_scores(resident.ledger, tenant_id, slugs),
+    )
+
+
+async def evaluate_due(
+    service: QueryService, tenant_id: str, repo_slug: str | None = None
+) -> list[Measured]:
+    """Run and record the tenant's due evaluations (of one repo, when named)."""
+    out = []
+    for due in await anyio.to_thread.run_sync(due_for_tenant, service, tenant_id):
+        if repo_slug is not None and due.repo_slug != repo_slug:
+            continue
+        started = time.perf_counter()
+        try:
+            score = await measure_at(service, tenant_id, due.repo_slug, due.generation)
+        except QualityUnavailable as exc:
+            out.append(Measured(due, None, str(exc), time.perf_counter() - started))
+            continue
+        await anyio.to_thread.run_sync(record_score, service.resident.ledger, tenant_id, score)
+        out.append(Measured(due, score, None, time.perf_counter() - started))
+    return out
