@@ -32,6 +32,7 @@ DEFAULT_SECRET_FILE_GLOBS: tuple[str, ...] = (
     ".env.*",
     ".envrc",
     # private keys and certificates with keys
+    "*.env",
     "*.pem",
     "*.key",
     "*.ppk",
@@ -351,3 +352,50 @@ def _order(f: Finding) -> tuple[int, str]:
 def has_secret(text: str, path: str | None = None) -> bool:
     """True when ``text`` (of ``path``) holds at least one secret (stops at the first)."""
     return next(iter_findings(text, path), None) is not None
+
+
+# --------------------------------------------------------------------------- receipts
+MAX_RECEIPT_FINDINGS = 16
+MAX_LOCATIONS = 32
+
+
+def fence_receipt(
+    findings: list[Finding], source_path: str, start_line: int | None, end_line: int | None
+) -> dict[str, object]:
+    """What a ``secret`` fence records: where (the file's own 1-based lines when the chunk
+    knows its first line, else the chunk's) and which rules; never the secret."""
+    offset = (start_line - 1) if start_line is not None else 0
+    return {
+        "sourcePath": source_path,
+        "startLine": start_line,
+        "endLine": end_line,
+        "findings": [
+            {"rule": f.rule, "line": f.line + offset} for f in findings[:MAX_RECEIPT_FINDINGS]
+        ],
+        "findingCount": len(findings),
+        "rulesDigest": RULES_DIGEST,
+    }
+
+
+def secret_locations(
+    receipts: list[tuple[str, object]], cap: int = MAX_LOCATIONS
+) -> list[dict[str, object]]:
+    """``[{"chunkId", "path", "line", "rule"}]`` from ``(chunk id, receipt)`` pairs: one
+    entry per finding, sorted by path and line, at most ``cap``. A receipt that is not a
+    mapping of the shape ``fence_receipt`` writes is left out (never guessed)."""
+    out: list[dict[str, object]] = []
+    for chunk_id, receipt in receipts:
+        if not isinstance(receipt, dict) or not isinstance(receipt.get("sourcePath"), str):
+            continue
+        for finding in receipt.get("findings") or []:
+            if isinstance(finding, dict) and isinstance(finding.get("line"), int):
+                out.append(
+                    {
+                        "chunkId": chunk_id,
+                        "path": receipt["sourcePath"],
+                        "line": finding["line"],
+                        "rule": str(finding.get("rule")),
+                    }
+                )
+    out.sort(key=lambda e: (str(e["path"]), int(e["line"]), str(e["rule"]), str(e["chunkId"])))  # type: ignore[call-overload]
+    return out[:cap]

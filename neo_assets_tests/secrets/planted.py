@@ -16,9 +16,14 @@ UPPER_DIGITS = string.ascii_uppercase + string.digits
 B64 = ALNUM + "+/"
 
 RSA_BODY = "\n".join(_rand(B64, 64) for _ in range(6))
-PRIVATE_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + RSA_BODY + "\n-----END RSA PRIVATE KEY-----\n"
+PRIVATE_KEY = (
+    "-----BEGIN RSA " + "PRIVATE KEY-----\n" + RSA_BODY + "\n-----END RSA PRIVATE KEY-----\n"
+)
 OPENSSH_KEY = (
-    "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + RSA_BODY + "\n-----END OPENSSH PRIVATE KEY-----\n"
+    "-----BEGIN OPENSSH "
+    + "PRIVATE KEY-----\n"
+    + RSA_BODY
+    + "\n-----END OPENSSH PRIVATE KEY-----\n"
 )
 AWS_KEY_ID = "AKIA" + _rand(UPPER_DIGITS, 16)
 AWS_SECRET = _rand(B64, 40)
@@ -32,9 +37,7 @@ SLACK_TOKEN = "xoxb-" + _rand(string.digits, 12) + "-" + _rand(ALNUM, 24)
 OPENAI_KEY = "sk-proj-" + _rand(ALNUM, 20) + "T3Blbk" + "FJ" + _rand(ALNUM, 20)
 NPM_TOKEN = "npm_" + _rand(ALNUM, 36)
 PYPI_TOKEN = "pypi-" + "AgEIcHlwaS5vcmc" + _rand(ALNUM, 60)
-AZURE_CONN = (
-    "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + _rand(B64, 86) + "==;"
-)
+AZURE_CONN = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=" + _rand(B64, 86) + "==;"
 
 # Each kind, as it would sit in a file: (a file name, its text, the rule, the 1-based line).
 PLANTED: list[tuple[str, str, str, int]] = [

@@ -58,7 +58,7 @@ def test_every_rule_is_planted():
         'PASSWORD = "changeme"\nSECRET_KEY = "your-secret-key-here"\n',
         'API_KEY = "${API_KEY}"\nTOKEN = "<your token>"\nDB_PASSWORD = "{password}"\n',
         'password = os.environ["DB_PASSWORD"]\ntoken = request.headers.get("X-Token")\n',
-        'csrf_token = generate_csrf_token(session)\n',
+        "csrf_token = generate_csrf_token(session)\n",
         # identifiers and ordinary values under secret-ish names
         'CACHE_KEY = "user_profile_v2"\nprimary_key = "id"\nsort_key = "created_at"\n',
         'password_field = "password_confirmation"\nTOKEN_TYPE = "Bearer"\n',
@@ -76,7 +76,9 @@ def test_look_alikes_are_not_secrets(text: str):
 
 
 def test_prose_skips_the_assignment_rule_but_not_the_formats():
-    example = "    SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'\n"
+    example = (
+        "    SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'\n"
+    )
     assert scan(example, "docs/config.rst") == []
     assert scan(example, "config.py") == [Finding("secret-assignment", 1)]
     pasted = f"Use `{planted.GITHUB_TOKEN}` to log in.\n"
