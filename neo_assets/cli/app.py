@@ -178,6 +178,7 @@ def status(
                     + (f"cause {r['deferredCauseCode']} " if r["deferredCauseCode"] else "")
                     + f"poison {poison['count'] if poison else None} "
                     + f"undeliverable {undeliverable['count'] if undeliverable else None} "
+                    + secrets_line(r.get("secretChunks"))
                     + generation_line(r)
                     + (
                         f" — {r['stateDetail']}"
@@ -190,6 +191,14 @@ def status(
         return EXIT_OK
 
     run(go, as_json)
+
+
+def secrets_line(census: dict | None) -> str:
+    """``secrets N (path:line rule, ...)``: where the fenced secrets are, never what."""
+    if not census or not census.get("count"):
+        return ""
+    where = ", ".join(f"{e['path']}:{e['line']} {e['rule']}" for e in census.get("locations", []))
+    return f"secrets {census['count']} ({where}) "
 
 
 def generation_line(repo: dict) -> str:

@@ -37,6 +37,7 @@ from neo_assets.core.sources.parser_versions import (
     unknown_parser_problem,
     unsupported_version_problem,
 )
+from neo_assets.secrets.rules import DEFAULT_SECRET_FILE_GLOBS
 
 # The documented form; matching uses fullmatch + ASCII so "acme\n", " acme", a Cyrillic
 # "а" or a fullwidth "１" can never pass (``match`` + ``$`` accepts a trailing newline).
@@ -70,7 +71,7 @@ MAX_PROBLEMS_SHOWN = 50
 TOP_LEVEL_KEYS = ("tenants",)
 TENANT_KEYS = ("id", "repos")
 REPO_KEYS = ("slug", "path", "ref", "parser", "cadence_minutes")
-PARSER_KEYS = ("id", "version", "exclude")
+PARSER_KEYS = ("id", "version", "exclude", "secret_files")
 
 
 # The variables a repo 'path' may use: the project's own, from its settings. The
@@ -95,11 +96,27 @@ class ParserDecl:
     id: str
     version: str
     exclude: tuple[str, ...] = ()
+    # The globs of files that hold secrets, never read (None: the defaults,
+    # secrets/rules.DEFAULT_SECRET_FILE_GLOBS; [] reads them, the chunk scan still applies).
+    secret_files: tuple[str, ...] | None = None
+
+    @property
+    def effective_exclude(self) -> tuple[str, ...]:
+        """What the envelope does not yield: the declared globs and the secret files."""
+        secret = DEFAULT_SECRET_FILE_GLOBS if self.secret_files is None else self.secret_files
+        return (*self.exclude, *secret)
 
     def to_plain(self) -> dict[str, Any]:
         # Exclude globs are a set: their order and repetition change nothing, so they do
         # not change the declaration either.
-        return {"id": self.id, "version": self.version, "exclude": sorted(set(self.exclude))}
+        plain: dict[str, Any] = {
+            "id": self.id,
+            "version": self.version,
+            "exclude": sorted(set(self.exclude)),
+        }
+        if self.secret_files is not None:  # absent: the digest of older declarations holds
+            plain["secret_files"] = sorted(set(self.secret_files))
+        return plain
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +154,9 @@ class RepoDecl:
                 id=str(parser["id"]),
                 version=str(parser["version"]),
                 exclude=tuple(parser.get("exclude") or ()),
+                secret_files=None
+                if parser.get("secret_files") is None
+                else tuple(parser["secret_files"]),
             ),
             cadence_minutes=None if cadence is None else int(cadence),
         )
@@ -974,6 +994,11 @@ class _Validator:
         exclude: tuple[str, ...] = ()
         if raw.get("exclude") is not None:
             exclude = self.exclude(raw["exclude"], f"{location}.exclude", _key_line(raw, "exclude"))
+        secret_files: tuple[str, ...] | None = None
+        if raw.get("secret_files") is not None:
+            secret_files = self.exclude(
+                raw["secret_files"], f"{location}.secret_files", _key_line(raw, "secret_files")
+            )
         if parser_id is not None:
             # Only parsers that exist, at versions they have (core/sources/parser_versions.py).
             problem = unknown_parser_problem(parser_id)
@@ -987,7 +1012,7 @@ class _Validator:
                 return None
         if len(self.problems) != before or parser_id is None or version is None:
             return None
-        return ParserDecl(id=parser_id, version=version, exclude=exclude)
+        return ParserDecl(id=parser_id, version=version, exclude=exclude, secret_files=secret_files)
 
     def version(self, value: object, location: str, line: int | None) -> str | None:
         text = self.string(value, location, line, "'version'", _VERSION_ALLOWED)

@@ -46,6 +46,9 @@ KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT = "KB_VECTOR_EMBED_NO_TOKENIZE_ENDPOINT"
 # Durable fence codes: a fence row's code, equal to its details.reasonCode.
 KB_VECTOR_EMBED_PROVEN_CONTENT_POISON = "KB_VECTOR_EMBED_PROVEN_CONTENT_POISON"
 KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY = "KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY"
+# The chunk holds a secret (neo_assets/secrets/rules.py): never sent, stored or served;
+# its fence is decided by the sweep before the lane, from the text alone.
+KB_CHUNK_SECRET = "KB_CHUNK_SECRET"
 
 # The lane's own per-request deadline (the "call ceiling"): the cause code of a call-scope
 # cancellation; rows carry KB_VECTOR_EMBED_TIMEOUT with this as details.causeCode.
@@ -101,8 +104,9 @@ PROVIDER_KINDS = ("hashing", "openai_compatible", "ollama", "gemini", "sentence_
 # --- Fence dispositions (closed vocabulary of the fence gate).
 DISPOSITION_PROVEN_CONTENT_POISON = "proven-content-poison"
 DISPOSITION_UNDELIVERABLE_AT_GEOMETRY = "undeliverable-at-geometry"
+DISPOSITION_SECRET = "secret"
 FENCE_DISPOSITIONS = frozenset(
-    {DISPOSITION_PROVEN_CONTENT_POISON, DISPOSITION_UNDELIVERABLE_AT_GEOMETRY}
+    {DISPOSITION_PROVEN_CONTENT_POISON, DISPOSITION_UNDELIVERABLE_AT_GEOMETRY, DISPOSITION_SECRET}
 )
 
 # --- Sweep outcomes.

@@ -158,7 +158,7 @@ def census_summary(key: str, result: Mapping[str, Any], numbers: Mapping[str, An
         for name, v in numbers.items()
     ]
     families = []
-    for family in ("contentPoisonChunks", "undeliverableChunks"):
+    for family in ("contentPoisonChunks", "undeliverableChunks", "secretChunks"):
         census = result.get(family) or {}
         ids = list(census.get("ids") or [])
         families.append(

@@ -190,8 +190,13 @@ def census_metadata(
         else "",
         "content_poison_chunks": poison["count"],
         "undeliverable_chunks": undeliverable["count"],
+        "secret_chunks": (result.get("secretChunks") or {}).get("count"),
         "censuses": dg.MetadataValue.json(
-            {"contentPoisonChunks": poison, "undeliverableChunks": undeliverable}
+            {
+                "contentPoisonChunks": poison,
+                "undeliverableChunks": undeliverable,
+                "secretChunks": result.get("secretChunks"),
+            }
         ),
     }
 

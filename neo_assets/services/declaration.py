@@ -358,6 +358,7 @@ def remembered_repo_row(
         "embeddingGeneration": state.get("embedding_generation"),
         "contentPoisonChunks": None,
         "undeliverableChunks": None,
+        "secretChunks": None,
         "strikes": [],
         "rows": store.count_where(tenant_filter(tenant_id, repo_slug)),
         "error": None,

@@ -5,8 +5,8 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.codes import DISPOSITION_SECRET, OUTCOME_FAILED
 from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVIDER_UNREACHABLE
-from neo_assets.core.codes import OUTCOME_FAILED
 from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
@@ -15,6 +15,7 @@ from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.quality.gate import GateVerdict
+from neo_assets.secrets.rules import secret_locations
 from neo_assets.services.declaration import (
     declaration_doc,
     mark_misdeclared,
@@ -96,6 +97,25 @@ def progress_of(gen: dict[str, Any]) -> dict[str, Any]:
     return {"state": gen["state"], "chunks": gen["chunks"], "present": gen["present"]}
 
 
+def secret_census(
+    row: dict[str, Any] | None, fence_records: list[dict[str, Any]]
+) -> dict[str, Any] | None:
+    """The repo's ``secret`` census as its last sweep recorded it, with where each secret
+    is (path, line, rule: from the fences' receipts, never the secret); None when never
+    observed (a sweep before this release)."""
+    census = decode_census((row or {}).get("secret_census"))
+    if census is None:
+        return None
+    # The census's own ids: a fence of a chunk the repo no longer declares is not shown.
+    ids = set(census["ids"])
+    receipts = [
+        (str(f["chunk_id"]), f.get("receipt"))
+        for f in fence_records
+        if f.get("disposition") == DISPOSITION_SECRET and f["chunk_id"] in ids
+    ]
+    return {**census, "locations": secret_locations(receipts)}
+
+
 def build_status(
     settings: Settings, tenants: TenantsFile, ledger: Ledger, store: ChromaStore
 ) -> dict[str, Any]:
@@ -116,11 +136,8 @@ def build_status(
             )
             generation = (row or {}).get("embedding_generation")
             threshold = settings.embedding.strike_threshold
-            fenced = (
-                {f["chunk_id"] for f in ledger.fences(tenant.id, repo.slug, generation)}
-                if generation
-                else set()
-            )
+            fence_records = ledger.fences(tenant.id, repo.slug, generation) if generation else []
+            fenced = {f["chunk_id"] for f in fence_records}
             strikes = (
                 [
                     {
@@ -162,6 +179,7 @@ def build_status(
                     "embeddingGeneration": generation,
                     "contentPoisonChunks": decode_census((row or {}).get("content_poison_census")),
                     "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
+                    "secretChunks": secret_census(row, fence_records),
                     "strikes": strikes,
                     "rows": rows,
                     "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()

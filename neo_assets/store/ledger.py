@@ -491,6 +491,19 @@ class Ledger:
                 )
             )
 
+    def delete_fence(self, tenant_id: str, repo_slug: str, generation: str, chunk_id: str) -> None:
+        """Lift one fence (a ``secret`` fence whose chunk the scan no longer flags: the
+        rules changed). Committed before returning, like every fence write."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                sa.delete(t.fences).where(
+                    (t.fences.c.tenant_id == tenant_id)
+                    & (t.fences.c.repo_slug == repo_slug)
+                    & (t.fences.c.generation == generation)
+                    & (t.fences.c.chunk_id == chunk_id)
+                )
+            )
+
     def strikes(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
             rows = conn.execute(

@@ -34,6 +34,7 @@ repo_state = sa.Table(
     sa.Column("attempt_inputs_at", sa.Float),
     sa.Column("content_poison_census", sa.Text),
     sa.Column("undeliverable_census", sa.Text),
+    sa.Column("secret_census", sa.Text),  # 0017
     sa.Column("last_summary", sa.Text),
     sa.Column("rows", sa.Integer),
     sa.Column("updated_at", sa.Float),

@@ -36,8 +36,9 @@ client left, as llama.cpp and llama-cpp-python do, keeping its slot busy), ``pro
 (answered at ``GET /props``, as llama.cpp does),
 ``vectors`` (``"hashing"``: the hashing embedder's vectors, meaningful, ~0.3 ms per
 input; ``"digest"``: a digest-derived unit vector, meaningless but cheap, so a
-benchmark measures the client and not the fake), ``version`` (echoed as
-``control_version`` once applied).
+benchmark measures the client and not the fake), ``record_bodies`` (append every request
+body as received to ``D/bodies.log``), ``version`` (echoed as ``control_version`` once
+applied).
 
 Counters live in ``D/stats.json`` (atomically replaced on every change) and at
 ``GET /__stats``; they survive a restart (a new process loads them and counts on).
@@ -115,8 +116,11 @@ DEFAULT_CONTROL: dict[str, Any] = {
     "finish_abandoned": False,
     "props": None,
     "vectors": "hashing",
+    # Append every request body, as received, to D/bodies.log (what a provider saw).
+    "record_bodies": False,
     "version": 0,
 }
+BODIES_FILE = "bodies.log"
 _COUNTERS = (
     "requests_received",
     "inputs_received",
@@ -379,6 +383,10 @@ class FaultHandler(BaseHTTPRequestHandler):
     def _read_body(self) -> Any:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
+        state = self.server.state
+        if state.reload_control().get("record_bodies"):
+            with state.lock, open(state.dir / BODIES_FILE, "ab") as log:
+                log.write(raw + b"\n")
         try:
             return json.loads(raw or b"null")
         except ValueError:

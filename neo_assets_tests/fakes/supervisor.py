@@ -249,6 +249,13 @@ class FaultServerSupervisor:
     def resume(self) -> None:
         self.configure(refuse=False)
 
+    def bodies(self) -> bytes:
+        """Every request body the server received while ``record_bodies`` was on."""
+        try:
+            return (self.state_dir / "bodies.log").read_bytes()
+        except FileNotFoundError:
+            return b""
+
     # --- counters
     def stats(self) -> dict[str, Any]:
         data = read_json(self.state_dir / STATS_FILE)

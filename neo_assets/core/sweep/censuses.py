@@ -1,13 +1,15 @@
 """Per-family fence censuses: what stays visible after a fence-only repo completes.
 
 Completing a fence-only repo removes the held checkpoint that was the only standing
-signal, so each repo persists two censuses, one per fence family, never merged:
+signal, so each repo persists one census per fence family (three), never merged:
 
 - ``contentPoisonChunks`` (family ``proven-content-poison``): bad content an operator
   should fix;
 - ``undeliverableChunks`` (family ``undeliverable-at-geometry``): healthy content the
   current geometry cannot deliver. One merged count would tell an operator to fix a file
   whose only fault is the ceiling.
+- ``secretChunks`` (family ``secret``): chunks holding a secret, never sent, stored or
+  served (the operator removes the secret from the file; the changed chunk is re-offered).
 
 A census is ``{"count": int, "ids": [str, ...]}``: ``ids`` are the distinct chunk ids of
 that family that pass the 64-hex gate, sorted, at most ``CENSUS_MAX_IDS`` of them (the
@@ -33,6 +35,7 @@ CENSUS_MAX_IDS = 32
 CENSUS_FIELD_BY_FAMILY: dict[str, str] = {
     codes.DISPOSITION_PROVEN_CONTENT_POISON: "contentPoisonChunks",
     codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY: "undeliverableChunks",
+    codes.DISPOSITION_SECRET: "secretChunks",
 }
 
 

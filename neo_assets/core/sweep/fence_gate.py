@@ -44,6 +44,8 @@ FENCEABLE_CODES: frozenset[str] = frozenset(
     | {
         codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
         codes.KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY,
+        # A secret fence that fails the gate is live work and defers: never completes.
+        codes.KB_CHUNK_SECRET,
         codes.ABORT_ERR,
     }
     | codes.DEADLINE_CAUSE_CODES
@@ -51,9 +53,9 @@ FENCEABLE_CODES: frozenset[str] = frozenset(
 
 
 def fence_family(row: object) -> str | None:
-    """The fence family of ``row`` (``codes.DISPOSITION_PROVEN_CONTENT_POISON`` or
-    ``codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY``) when it passes every clause of the
-    gate; ``None`` for any row that is not a durable fence.
+    """The fence family of ``row`` (``codes.DISPOSITION_PROVEN_CONTENT_POISON``,
+    ``codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY`` or ``codes.DISPOSITION_SECRET``) when
+    it passes every clause of the gate; ``None`` for any row that is not a durable fence.
 
     Never raises: any shape it does not recognise is "not a fence".
     """

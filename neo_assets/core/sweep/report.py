@@ -3,7 +3,8 @@
 ``SweepReport.to_doc()`` is the shape ``neo-assets sweep --json`` prints per repo and the
 ``fence_census`` asset outputs (CONTRACT.md, "sweep"): tenantId, repoSlug, outcome,
 revision, counts, deferredCauseCode, and for a sweep that ran, consecutiveFailures,
-nextDueAt, both censuses (``{"count", "ids"}``), strikes, embeddingGeneration, timings and
+nextDueAt, the three fence censuses (``{"count", "ids"}``; the secret census adds
+``locations``: path and line, never the secret), strikes, embeddingGeneration, timings and
 notices; the lease it held (or why it held none).
 """
 
@@ -30,6 +31,7 @@ class SweepReport:
     next_due_at: float | None = None
     content_poison_chunks: Mapping[str, Any] = field(default_factory=lambda: EMPTY_CENSUS)
     undeliverable_chunks: Mapping[str, Any] = field(default_factory=lambda: EMPTY_CENSUS)
+    secret_chunks: Mapping[str, Any] = field(default_factory=lambda: EMPTY_CENSUS)
     strikes: tuple[Mapping[str, Any], ...] = ()
     embedding_generation: str | None = None
     timings: SweepTimings = field(default_factory=SweepTimings)
@@ -60,6 +62,7 @@ class SweepReport:
                 "nextDueAt": self.next_due_at,
                 "contentPoisonChunks": dict(self.content_poison_chunks),
                 "undeliverableChunks": dict(self.undeliverable_chunks),
+                "secretChunks": dict(self.secret_chunks),
                 "strikes": [dict(row) for row in self.strikes],
                 "embeddingGeneration": self.embedding_generation,
                 "timings": self.timings.to_doc(),

@@ -29,6 +29,8 @@ REQUESTS = "requests"
 # Added by the sweep around the lane's counts.
 ALREADY_PRESENT = "alreadyPresent"
 REUSED = "reused"
+# Chunks the sweep fenced `secret` before the lane (never offered to it).
+FENCED_SECRET = "fencedSecret"
 CHUNKS = "chunks"
 
 # The counts every lane summary carries, each from 0.
@@ -136,6 +138,7 @@ _FIELD_OF: Mapping[str, str] = {
     DEFERRED: "deferred",
     REQUESTS: "requests",
     REUSED: "reused",
+    FENCED_SECRET: "fenced_secret",
     ALREADY_PRESENT: "already_present",
     CHUNKS: "chunks",
 }
@@ -155,6 +158,7 @@ class SweepCounts:
     deferred: int = 0
     requests: int = 0
     reused: int | None = None
+    fenced_secret: int | None = None
     already_present: int | None = None
     chunks: int | None = None
 

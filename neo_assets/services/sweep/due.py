@@ -74,7 +74,10 @@ def evaluate(
     out = []
     for ctx in ctxs:
         revision = current_revision(
-            ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.sweep.max_file_bytes
+            ctx.repo.path,
+            ctx.repo.ref,
+            ctx.repo.parser.effective_exclude,
+            settings.sweep.max_file_bytes,
         )
         decl = repo_declaration_digest(ctx.repo.to_plain())
         row = ledger.repo_state(ctx.tenant_id, ctx.repo_slug)

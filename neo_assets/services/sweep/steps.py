@@ -41,12 +41,14 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
+from neo_assets.secrets.rules import secret_locations
 from neo_assets.services.generations import (
     configured_generation,
     register_provider_generation,
 )
 from neo_assets.services.health.evidence import VectorEvidenceRecorder
 from neo_assets.services.health.freezing import blocking_freeze, observe_sweep
+from neo_assets.services.sweep.secrets import fence_secrets
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.sources.parsers.rules_digest import parser_rules_digest
@@ -176,7 +178,7 @@ def envelope_step(
     env = build_envelope(
         ctx.repo.path,
         ref=ctx.repo.ref,
-        exclude=ctx.repo.parser.exclude,
+        exclude=ctx.repo.parser.effective_exclude,
         max_file_bytes=settings.sweep.max_file_bytes,
         previous=previous,
     )
@@ -587,7 +589,18 @@ def embed_step(
         ctx, settings, ledger, [c for c in chunks.chunks if c.chunk_id not in present]
     )
     by_id = embeddable_by_id(missing)
-    texts = {cid: _sent_text(ctx, c, c.content or "", c.name) for cid, c in by_id.items()}
+    # Secrets never leave the repo: a chunk holding one is fenced before anything is sent.
+    secret_ids, secret_rows = fence_secrets(
+        by_id,
+        LedgerFenceBook(ledger, ctx.tenant_id, ctx.repo_slug, clock=run.clock),
+        generation,
+        run.clock,
+    )
+    texts = {
+        cid: _sent_text(ctx, c, c.content or "", c.name)
+        for cid, c in by_id.items()
+        if cid not in secret_ids
+    }
     band = band_for(settings)
     # The model's own count, when it has a tokenizer: the lane admits by it.
     counted: list[int | None] = [None] * len(texts)
@@ -723,7 +736,7 @@ def embed_step(
         # Freeze (durably, before the verdict) when this sweep's evidence says so.
         summary = replace(summary, freeze=observe_sweep(ledger, settings, summary, run.clock()))
     unavailable = sorted({c.chunk_id for c in missing} - set(by_id))
-    errors = summary.errors
+    errors = (*secret_rows, *summary.errors)
     if unavailable:
         # Never complete silently over a chunk whose text could not be read again.
         errors += (
@@ -735,7 +748,12 @@ def embed_step(
         )
     return replace(
         summary,
-        counts=replace(summary.counts, already_present=len(present), chunks=len(ids)),
+        counts=replace(
+            summary.counts,
+            already_present=len(present),
+            chunks=len(ids),
+            fenced_secret=len(secret_ids),
+        ),
         errors=errors,
         generation=generation,
         revision=envelope.revision,
@@ -919,6 +937,7 @@ def census_step(
         "recovery_episode_opened_at": episode,
         "content_poison_census": encode_census(censuses["contentPoisonChunks"]),
         "undeliverable_census": encode_census(censuses["undeliverableChunks"]),
+        "secret_census": encode_census(censuses["secretChunks"]),
         "last_summary": _json(summary.to_doc()),
         "updated_at": now,
     }
@@ -948,6 +967,7 @@ def census_step(
         next_due_at=next_due,
         content_poison_chunks=censuses["contentPoisonChunks"],
         undeliverable_chunks=censuses["undeliverableChunks"],
+        secret_chunks=with_locations(censuses["secretChunks"], verdict.fence_rows),
         strikes=summary.strikes,
         embedding_generation=summary.generation,
         timings=summary.timings,
@@ -956,6 +976,16 @@ def census_step(
         if verdict.cause_code == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
         else None,
     )
+
+
+def with_locations(census: Mapping[str, Any], fence_rows: tuple[Any, ...]) -> dict[str, Any]:
+    """The secret census with where each secret is (path, line, rule; never the secret)."""
+    receipts = [
+        (row["details"]["chunkId"], row["details"].get("receipt"))
+        for row in fence_rows
+        if row["details"]["disposition"] == codes.DISPOSITION_SECRET
+    ]
+    return {**census, "locations": secret_locations(receipts)}
 
 
 def backoff_due_at(ctx: RepoContext, settings: Settings, failures: int, now: float) -> float:
@@ -998,7 +1028,10 @@ def record_failed_sweep(
     else:
         with suppress(Exception):  # unreadable in any way: seen as None, still recorded
             revision = current_revision(
-                ctx.repo.path, ctx.repo.ref, ctx.repo.parser.exclude, settings.sweep.max_file_bytes
+                ctx.repo.path,
+                ctx.repo.ref,
+                ctx.repo.parser.effective_exclude,
+                settings.sweep.max_file_bytes,
             )
     record_unfinished_attempt(
         ctx,
@@ -1094,6 +1127,7 @@ def record_deferred_before_lane(
         next_due_at=done.next_due,
         content_poison_chunks=_census_or_empty(done.previous.get("content_poison_census")),
         undeliverable_chunks=_census_or_empty(done.previous.get("undeliverable_census")),
+        secret_chunks=_census_or_empty(done.previous.get("secret_census")),
         embedding_generation=done.generation,
         errors=(row,),
     )

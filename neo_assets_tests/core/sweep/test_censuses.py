@@ -19,6 +19,7 @@ from neo_assets.core.sweep.censuses import (
 
 POISON = codes.DISPOSITION_PROVEN_CONTENT_POISON
 UNDELIVERABLE = codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY
+SECRET = codes.DISPOSITION_SECRET
 
 
 def chunk(n: int) -> str:
@@ -50,9 +51,10 @@ def test_an_empty_family_is_an_observed_zero_not_none() -> None:
     assert build_census([fence(UNDELIVERABLE, 1)], POISON) == {"count": 0, "ids": []}
 
 
-def test_two_families_are_never_merged() -> None:
+def test_the_families_are_never_merged() -> None:
     rows = [fence(POISON, 1), fence(POISON, 2), fence(UNDELIVERABLE, 2), fence(UNDELIVERABLE, 3)]
     rows.append(fence(UNDELIVERABLE, 4, codes.KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY))
+    rows.append(fence(SECRET, 5, codes.KB_CHUNK_SECRET))
     assert build_census(rows, POISON) == {"count": 2, "ids": [chunk(1), chunk(2)]}
     assert build_census(rows, UNDELIVERABLE) == {
         "count": 3,
@@ -61,10 +63,12 @@ def test_two_families_are_never_merged() -> None:
     assert build_censuses(rows) == {
         "contentPoisonChunks": build_census(rows, POISON),
         "undeliverableChunks": build_census(rows, UNDELIVERABLE),
+        "secretChunks": {"count": 1, "ids": [chunk(5)]},
     }
     assert CENSUS_FIELD_BY_FAMILY == {
         POISON: "contentPoisonChunks",
         UNDELIVERABLE: "undeliverableChunks",
+        SECRET: "secretChunks",
     }
 
 

@@ -1,0 +1,69 @@
+"""The secret gate of a sweep: every chunk about to be embedded is scanned
+(``secrets.rules.scan``) before anything is sent; one that holds a secret is fenced
+``secret`` in the fence book and never reaches the lane, the store or a reader.
+
+The scan runs on every chunk the collection lacks, each sweep (cheap: see
+docs/performance.md), so it is the authority: a chunk whose ``secret`` fence the
+current rules no longer confirm has its fence lifted and is offered like any other.
+A file changed to remove the secret yields a new chunk id, scanned afresh.
+"""
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from neo_assets.core import codes
+from neo_assets.core.embedding import FenceRecord, fence_row
+from neo_assets.core.sources.chunks import DeclaredChunk
+from neo_assets.secrets.rules import fence_receipt, scan
+from neo_assets.store.ledger_fence_book import LedgerFenceBook
+
+
+def fence_secrets(
+    chunks: Mapping[str, DeclaredChunk],
+    fence_book: LedgerFenceBook,
+    generation: str,
+    clock: Callable[[], float],
+) -> tuple[set[str], list[dict[str, Any]]]:
+    """(ids of ``chunks`` that hold a secret, their fence rows for the summary). Each
+    fence is durable before this returns; stale ``secret`` fences of clean chunks are
+    lifted."""
+    existing: Mapping[str, FenceRecord] = fence_book.fence_records(generation)
+    secret: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    for chunk_id, chunk in chunks.items():
+        findings = scan(chunk.content or "", chunk.source_path)
+        record = existing.get(chunk_id)
+        if not findings:
+            if record is not None and record.disposition == codes.DISPOSITION_SECRET:
+                fence_book.ledger.delete_fence(
+                    fence_book.tenant_id, fence_book.repo_slug, generation, chunk_id
+                )
+            continue
+        secret.add(chunk_id)
+        receipt = fence_receipt(findings, chunk.source_path, chunk.start_line, chunk.end_line)
+        fresh = (
+            record is None
+            or record.disposition != codes.DISPOSITION_SECRET
+            or dict(record.receipt) != receipt
+        )
+        observed_at = clock() if fresh else record.observed_at  # type: ignore[union-attr]
+        if fresh:
+            fence_book.record_fence(
+                generation,
+                chunk_id,
+                codes.DISPOSITION_SECRET,
+                codes.KB_CHUNK_SECRET,
+                receipt,
+                observed_at,
+            )
+        rows.append(
+            fence_row(
+                chunk_id,
+                codes.DISPOSITION_SECRET,
+                codes.KB_CHUNK_SECRET,
+                receipt,
+                observed_at,
+                recorded_this_sweep=fresh,
+            )
+        )
+    return secret, rows
