@@ -27,6 +27,7 @@ The last stdout line is one JSON object with every figure.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -35,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -200,8 +202,12 @@ def percentiles(ms: list[float]) -> dict[str, float]:
     }
 
 
-def world(root: Path, rows: int, others: int, dims: int, probes: dict[str, Any]) -> dict[str, Any]:
-    """One knowledge base under ``root``: A's rows (+ ``others``); timed queries."""
+@contextlib.contextmanager
+def world(
+    root: Path, rows: int, others: int, dims: int, probes: dict[str, Any]
+) -> Iterator[dict[str, Any]]:
+    """One knowledge base under ``root``: A's rows (+ ``others``), its stores kept open
+    while the caller times queries; yields the figures so far, the services and ``ask``."""
     import numpy as np
 
     from neo_assets.config.settings import load_settings
@@ -210,6 +216,7 @@ def world(root: Path, rows: int, others: int, dims: int, probes: dict[str, Any])
     from neo_assets.services.handles import open_ledger, open_store
     from neo_assets.services.query import QueryService, Resident
     from neo_assets.services.query.serving import serving_targets
+    from neo_assets.services.query.vector_cache import VectorCache
 
     tenants_path = write_tenants(root, {"a": ["big"]})
     env = {
@@ -238,11 +245,8 @@ def world(root: Path, rows: int, others: int, dims: int, probes: dict[str, Any])
                 )
             out["collection_rows"] = store.count()
             resident = Resident(settings, store, ledger)
-            from neo_assets.services.query.vector_cache import VectorCache
-
-            services = {"filtered": QueryService(resident)}
-            services["store_ids"] = QueryService(resident)  # the id list in the store's query
-            services["store_ids"].vectors = VectorCache(0)
+            services = {"filtered": QueryService(resident), "store_ids": QueryService(resident)}
+            services["store_ids"].vectors = VectorCache(0)  # the id list in the store's query
             if others:
                 unfiltered_first, where_always = service_classes()
                 services["unfiltered_first"] = unfiltered_first(resident)
@@ -260,37 +264,52 @@ def world(root: Path, rows: int, others: int, dims: int, probes: dict[str, Any])
                 out[f"first_query_ms_{name}"] = round(took, 1)  # the cache reads A's vectors
                 for v in probes["latency"][:20]:
                     ask(svc, v)
-            for name in ("filtered", "store_ids"):
-                ms, foreign = [], 0
-                for v in probes["latency"]:
-                    took, got = ask(services[name], v)
-                    ms.append(took)
-                    foreign += sum(h["metadata"]["tenantId"] != "a" for h in got)
-                    assert len(got) == K, len(got)
-                key = "latency" if name == "filtered" else f"latency_{name}"
-                out[key] = percentiles(ms) | {"queries": len(ms), "foreign_rows": foreign}
-            if others:
-                for name, svc in services.items():
-                    times: dict[str, list[float]] = {"near_foreign": [], "near_own": []}
-                    for _ in range(probes["tries"]):
-                        for label, key in (("near_foreign", "foreign"), ("near_own", "own")):
-                            took, got = ask(svc, probes[key])
-                            assert len(got) == K and all(
-                                h["metadata"]["tenantId"] == "a" for h in got
-                            )
-                            times[label].append(took)
-                    med = {label: statistics.median(t) for label, t in times.items()}
-                    out[f"side_channel_{name}"] = {
-                        "near_foreign_median_ms": round(med["near_foreign"], 2),
-                        "near_own_median_ms": round(med["near_own"], 2),
-                        "difference_ms": round(med["near_foreign"] - med["near_own"], 2),
-                        "ratio": round(med["near_foreign"] / med["near_own"], 3),
-                    }
-                    print(f"  {name}: {out[f'side_channel_{name}']}", file=sys.stderr)
-        return out
+            yield {"figures": out, "services": services, "ask": ask}
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def latency_interleaved(
+    alone: dict[str, Any], shared: dict[str, Any], probes: dict[str, Any]
+) -> None:
+    """p50 / p95 of A's queries in both worlds, each probe asked of both in turn (the
+    order alternating), so the machine's load weighs on both alike."""
+    for name in ("filtered", "store_ids"):
+        ms: dict[str, list[float]] = {"alone": [], "shared": []}
+        foreign = {"alone": 0, "shared": 0}
+        for i, v in enumerate(probes["latency"]):
+            pair = [("alone", alone), ("shared", shared)]
+            for label, w in pair if i % 2 == 0 else pair[::-1]:
+                took, got = w["ask"](w["services"][name], v)
+                assert len(got) == K, len(got)
+                ms[label].append(took)
+                foreign[label] += sum(h["metadata"]["tenantId"] != "a" for h in got)
+        key = "latency" if name == "filtered" else f"latency_{name}"
+        for label, w in (("alone", alone), ("shared", shared)):
+            w["figures"][key] = percentiles(ms[label]) | {
+                "queries": len(ms[label]),
+                "foreign_rows": foreign[label],
+            }
+
+
+def side_channel(shared: dict[str, Any], probes: dict[str, Any]) -> None:
+    out, ask = shared["figures"], shared["ask"]
+    for name, svc in shared["services"].items():
+        times: dict[str, list[float]] = {"near_foreign": [], "near_own": []}
+        for _ in range(probes["tries"]):
+            for label, key in (("near_foreign", "foreign"), ("near_own", "own")):
+                took, got = ask(svc, probes[key])
+                assert len(got) == K and all(h["metadata"]["tenantId"] == "a" for h in got)
+                times[label].append(took)
+        med = {label: statistics.median(t) for label, t in times.items()}
+        out[f"side_channel_{name}"] = {
+            "near_foreign_median_ms": round(med["near_foreign"], 2),
+            "near_own_median_ms": round(med["near_own"], 2),
+            "difference_ms": round(med["near_foreign"] - med["near_own"], 2),
+            "ratio": round(med["near_foreign"] / med["near_own"], 3),
+        }
+        print(f"  {name}: {out[f'side_channel_{name}']}", file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -316,14 +335,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     summary: dict[str, Any] = {"bench": "query_isolation", "k": K, "dims": args.dims}
     summary["load_average_at_start"] = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp:
-        print("alone:", file=sys.stderr)
-        summary["alone"] = world(Path(tmp) / "alone", args.rows, 0, args.dims, probes)
-        print(f"  {summary['alone']}", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp:
-        print("shared:", file=sys.stderr)
-        summary["shared"] = world(Path(tmp) / "shared", args.rows, args.others, args.dims, probes)
-        print(f"  {summary['shared']}", file=sys.stderr)
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp,
+        world(Path(tmp) / "alone", args.rows, 0, args.dims, probes) as alone,
+        world(Path(tmp) / "shared", args.rows, args.others, args.dims, probes) as shared,
+    ):
+        latency_interleaved(alone, shared, probes)
+        side_channel(shared, probes)
+        summary["alone"], summary["shared"] = alone["figures"], shared["figures"]
+        print(f"  {summary}", file=sys.stderr)
     alone, shared = summary["alone"]["latency"], summary["shared"]["latency"]
     summary["shared_over_alone_p50"] = round(shared["p50_ms"] / alone["p50_ms"], 3)
     summary["shared_over_alone_p95"] = round(shared["p95_ms"] / alone["p95_ms"], 3)
