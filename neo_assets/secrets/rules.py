@@ -399,3 +399,38 @@ def secret_locations(
                 )
     out.sort(key=lambda e: (str(e["path"]), int(e["line"]), str(e["rule"]), str(e["chunkId"])))  # type: ignore[call-overload]
     return out[:cap]
+
+
+# --------------------------------------------------------------------------- redaction
+REDACTED = "[redacted: this line holds a secret ({rule})]"
+_KEY_END_RE = re.compile(r"-----END (?:[A-Z0-9]+ ){0,3}PRIVATE KEY(?: BLOCK)?-----")
+
+
+def secret_lines(text: str, path: str | None = None) -> dict[int, str]:
+    """The 1-based lines of ``text`` (of ``path``) that hold a secret, each with its rule:
+    a finding's own line, and for a private key the whole block to its END line (or to
+    the end of the text when none follows)."""
+    lines: dict[int, str] = {}
+    for finding in scan(text, path):
+        lines.setdefault(finding.line, finding.rule)
+        if finding.rule != "private-key-block":
+            continue
+        begin = sum(len(x) + 1 for x in text.split("\n")[: finding.line - 1])
+        end = _KEY_END_RE.search(text, begin)
+        last = _line_at(text, end.start()) if end else text.count("\n") + 1
+        for n in range(finding.line, last + 1):
+            lines.setdefault(n, finding.rule)
+    return lines
+
+
+def redact(text: str, path: str | None = None) -> tuple[str, dict[int, str]]:
+    """``text`` with each line that holds a secret replaced by a ``REDACTED`` line, and
+    those lines: what a file read or a grep may show of a file at the indexed revision."""
+    found = secret_lines(text, path)
+    if not found:
+        return text, found
+    out = [
+        REDACTED.format(rule=found[n]) if n in found else line
+        for n, line in enumerate(text.split("\n"), 1)
+    ]
+    return "\n".join(out), found
