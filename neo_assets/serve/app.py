@@ -23,6 +23,7 @@ from neo_assets.serve.auth import authenticate, bearer
 from neo_assets.serve.http import error_response, routes
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
+from neo_assets.services.query.deadline import request_deadline
 from neo_assets.services.query.serving import serving_targets
 
 log = logging.getLogger("neo_assets.serve")
@@ -110,7 +111,10 @@ def mcp_guarded(runtime: Runtime, mcp_app: ASGIApp) -> ASGIApp:
                 )
             )
             if scope.get("method") != "GET":
-                await mcp_app(scope, receive, send)
+                # The tools' work sees the request's deadline and stops at its next step
+                # past it (the tool answers QUERY_TIMEOUT, never a result).
+                with request_deadline(runtime.settings.serve.request_timeout_s):
+                    await mcp_app(scope, receive, send)
                 return
             # A GET opens a server-sent event stream: capped per token, closed when idle.
             async with runtime.streams.slot(record.id):

@@ -55,8 +55,7 @@ def _open_stream(served: Served, token: str | None) -> tuple[socket.socket, byte
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     sock.sendall(
         (
-            f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}"
-            "Accept: text/event-stream\r\n\r\n"
+            f"GET /mcp HTTP/1.1\r\nHost: {host}:{port}\r\n{auth}Accept: text/event-stream\r\n\r\n"
         ).encode()
     )
     head = b""
