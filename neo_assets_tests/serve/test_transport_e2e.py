@@ -42,6 +42,11 @@ def served(kb: ServedKb) -> Iterator[Served]:
         yield svc
 
 
+@pytest.fixture(scope="module")
+def token(kb: ServedKb) -> str:
+    return kb.issue("acme", name="plain")["token"]
+
+
 def _address(served: Served) -> tuple[str, int]:
     url = urlparse(served.url)
     assert url.hostname is not None and url.port is not None
@@ -181,3 +186,34 @@ def test_a_stream_over_the_cap_is_refused_with_its_code(served: Served, kb: Serv
     finally:
         for sock in held:
             sock.close()
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("[" * 5000 + "]" * 5000, "application/json"),
+        (
+            '{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": '
+            '"search_code", "arguments": {"query": ' + "[" * 3000 + "]" * 3000 + "}}}",
+            "application/json",
+        ),
+        ("{nope", "application/json"),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "x": "\xff"}', "application/json"),
+        ('{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "x": "' + "a" * 200_000 + '"}', None),
+        ("{}", "text/plain"),
+    ],
+    ids=["nested", "nested-arguments", "not-json", "not-utf8", "too-large", "content-type"],
+)
+def test_malformed_mcp_bodies_are_a_4xx_as_on_http(
+    served: Served, token: str, body: str | bytes, content_type: str | None
+) -> None:
+    """The same inputs the HTTP API refuses with a 4xx (test_hardening_e2e) are refused
+    with a 4xx on /mcp too, by the MCP transport, after the token check and before a tool
+    runs; never a 500."""
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": content_type or "application/json",
+    }
+    got = httpx.post(f"{served.url}/mcp", content=body, headers=headers, timeout=10)
+    assert 400 <= got.status_code < 500, (got.status_code, got.text[:300])
