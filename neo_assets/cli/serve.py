@@ -123,6 +123,7 @@ def register(app: typer.Typer) -> None:
                 # caps uvicorn lacks (serve/limits.py).
                 http=guarded_protocol(settings.serve),
                 h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+                ws="none",  # no websocket route: an upgrade would leave the guard
             )
             return common.EXIT_OK
 
