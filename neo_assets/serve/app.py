@@ -21,6 +21,7 @@ from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.serve.auth import authenticate, bearer
 from neo_assets.serve.http import error_response, routes
+from neo_assets.serve.limits import within
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
 from neo_assets.services.query.deadline import request_deadline
@@ -112,9 +113,12 @@ def mcp_guarded(runtime: Runtime, mcp_app: ASGIApp) -> ASGIApp:
             )
             if scope.get("method") != "GET":
                 # The tools' work sees the request's deadline and stops at its next step
-                # past it (the tool answers QUERY_TIMEOUT, never a result).
-                with request_deadline(runtime.settings.serve.request_timeout_s):
-                    await mcp_app(scope, receive, send)
+                # past it (the tool answers QUERY_TIMEOUT, never a result); the request as
+                # a whole (its body is read by the MCP transport, which has no deadline)
+                # is cut a second later.
+                timeout = runtime.settings.serve.request_timeout_s
+                with request_deadline(timeout):
+                    await within(mcp_app, scope, receive, send, timeout + 1.0)
                 return
             # A GET opens a server-sent event stream: capped per token, closed when idle.
             async with runtime.streams.slot(record.id):

@@ -241,3 +241,41 @@ class StreamGuard:
             await send({"type": "http.response.body", "body": json.dumps(body).encode()})
         elif not finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def within(app: ASGIApp, scope: Scope, receive: Receive, send: Send, seconds: float) -> None:
+    """Run ``app`` for at most ``seconds``: a request whose body trickles in (read by a
+    part that has no deadline of its own, the MCP transport) is cut then, answered 504
+    when nothing was answered yet."""
+    started = False
+
+    async def watched(message: Message) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start":
+            started = True
+        await send(message)
+
+    with anyio.move_on_after(seconds) as cut:
+        await app(scope, receive, watched)
+    if not cut.cancelled_caught:
+        return
+    log.info("cut a request still running after %.1f s", seconds)
+    if started:  # the body was under way: end it
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    body = {
+        "error": {
+            "code": codes.QUERY_TIMEOUT,
+            "message": f"the request took longer than {seconds:g} s "
+            "(NEO_SERVE_REQUEST_TIMEOUT_S); send the whole body at once",
+            "field": None,
+        }
+    }
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 504,
+            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})

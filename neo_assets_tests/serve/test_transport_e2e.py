@@ -21,6 +21,7 @@ from neo_assets_tests.serve.service_harness import Served, ServedKb
 HEADER_TIMEOUT_S = 2.0
 STREAM_IDLE_S = 2.0
 STREAMS_PER_TOKEN = 2
+REQUEST_TIMEOUT_S = 2.0
 # Loopback addresses other than the tenant's (Linux routes all of 127/8 to lo).
 ATTACKERS = ("127.0.0.2", "127.0.0.3", "127.0.0.4")
 
@@ -38,6 +39,7 @@ def served(kb: ServedKb) -> Iterator[Served]:
         NEO_SERVE_HEADER_TIMEOUT_S=str(HEADER_TIMEOUT_S),
         NEO_SERVE_STREAM_IDLE_S=str(STREAM_IDLE_S),
         NEO_SERVE_STREAMS_PER_TOKEN=str(STREAMS_PER_TOKEN),
+        NEO_SERVE_REQUEST_TIMEOUT_S=str(REQUEST_TIMEOUT_S),
     ) as svc:
         yield svc
 
@@ -217,3 +219,37 @@ def test_malformed_mcp_bodies_are_a_4xx_as_on_http(
     }
     got = httpx.post(f"{served.url}/mcp", content=body, headers=headers, timeout=10)
     assert 400 <= got.status_code < 500, (got.status_code, got.text[:300])
+
+
+@pytest.mark.parametrize("path", ["/mcp", "/v1/search"])
+def test_a_body_that_trickles_in_is_cut_at_the_deadline(
+    served: Served, token: str, path: str
+) -> None:
+    """A token's request whose body arrives a byte at a time holds its connection only
+    until the request deadline (+1 s on /mcp, whose transport reads the body): then 504.
+    Before, the MCP transport waited for the body for as long as it trickled."""
+    host, port = _address(served)
+    with socket.create_connection((host, port), timeout=5) as sock:
+        sock.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+                "Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n"
+                '{"jsonrpc": "2.0", "id": 1, '
+            ).encode()
+        )
+        started = time.monotonic()
+        answer = b""
+        while time.monotonic() - started < REQUEST_TIMEOUT_S + 6:
+            sock.settimeout(0.3)
+            try:
+                part = sock.recv(4096)
+            except TimeoutError:
+                sock.send(b" ")  # one more byte of body
+                continue
+            answer += part
+            if not part or b"\r\n\r\n" in answer:
+                break
+        took = time.monotonic() - started
+    assert answer.startswith(b"HTTP/1.1 504"), answer[:300]
+    assert took < REQUEST_TIMEOUT_S + 1.0 + 1.5, took
