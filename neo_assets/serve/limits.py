@@ -245,8 +245,9 @@ class StreamGuard:
 
 async def within(app: ASGIApp, scope: Scope, receive: Receive, send: Send, seconds: float) -> None:
     """Run ``app`` for at most ``seconds``: a request whose body trickles in (read by a
-    part that has no deadline of its own, the MCP transport) is cut then, answered 504
-    when nothing was answered yet."""
+    part that has no deadline of its own, the MCP transport), or whose work is stuck
+    where it cannot be interrupted (a thread inside a store call), is cut then, answered
+    504 when nothing was answered yet."""
     started = False
 
     async def watched(message: Message) -> None:
@@ -267,7 +268,7 @@ async def within(app: ASGIApp, scope: Scope, receive: Receive, send: Send, secon
         "error": {
             "code": codes.QUERY_TIMEOUT,
             "message": f"the request took longer than {seconds:g} s "
-            "(NEO_SERVE_REQUEST_TIMEOUT_S); send the whole body at once",
+            "(NEO_SERVE_REQUEST_TIMEOUT_S); narrow it, send its body at once, or retry",
             "field": None,
         }
     }
