@@ -39,15 +39,14 @@ def test_past_the_pending_cap_the_busiest_addresses_oldest_pending_one_makes_roo
         Held("x1", "x", True),
         Held("x2", "x", True),
         Held("c1", "c", False),
-        Held("b2", "b", True),
+        Held("x3", "x", True),
     ]
-    # 4 pending: b holds 2, x holds 2; the oldest among them is b1.
-    assert admit("new", held, LIMITS) == Admission(True, "b1", "pending")
-    held.append(Held("x3", "x", False))
-    held[1] = Held("x1", "x", True)
-    more = [*held, Held("x4", "y", True)]
-    # Now 5 pending: b 2, x 2, y 1: still b's oldest (ties go to the oldest).
-    assert admit("z", more, LIMITS).evict == "b1"
+    # 4 pending: x holds 3 of them, so x's oldest goes (not b1, the oldest overall).
+    assert admit("new", held, LIMITS) == Admission(True, "x1", "pending")
+    # A tie between addresses: the oldest pending among them goes.
+    tied = [Held("b1", "b", True), Held("x1", "x", True), Held("b2", "b", True)]
+    tied.append(Held("x2", "x", True))
+    assert admit("new", tied, LIMITS).evict == "b1"
 
 
 def test_the_pending_cap_ignores_connections_being_answered() -> None:
