@@ -101,6 +101,7 @@ def register(app: typer.Typer) -> None:
             common.load_config()  # a broken tenants file is a usage error before binding
             from neo_assets.serve.app import build_app
             from neo_assets.serve.auth import configure_logging
+            from neo_assets.serve.limits import guarded_protocol
 
             configure_logging()
 
@@ -115,11 +116,14 @@ def register(app: typer.Typer) -> None:
                 port=settings.serve.port,
                 log_level="info",
                 timeout_graceful_shutdown=5,
-                limit_concurrency=256,
+                limit_concurrency=settings.serve.max_connections,
                 # h11 caps a request's head (httptools reads any size: a 128 MB header
-                # took 35 s and froze the service); past it, 400 at once.
-                http="h11",
+                # took 35 s and froze the service); past it, 400 at once. The guarded
+                # protocol adds the header-read timeout and the per-address and pending
+                # caps uvicorn lacks (serve/limits.py).
+                http=guarded_protocol(settings.serve),
                 h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+                ws="none",  # no websocket route: an upgrade would leave the guard
             )
             return common.EXIT_OK
 

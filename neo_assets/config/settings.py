@@ -286,6 +286,28 @@ class ServeSettings(_Section):
     hybrid: bool = True  # fuse exact identifier matches into the vector ranking
     # Served rows' vectors held to search a tenant's rows alone (MiB; 0: ask the store).
     vector_cache_mb: float = Field(512.0, ge=0)
+    # What a client may hold before and while it is answered (core/transport.py).
+    # A connection with no request being answered (a head still arriving, an idle
+    # keep-alive) is closed after this long.
+    header_timeout_s: float = Field(5.0, gt=0)
+    max_connections_per_client: int = Field(64, ge=1)  # per client address
+    # Connections with no request being answered, every address together; past it the
+    # oldest pending one makes room.
+    max_pending_connections: int = Field(128, ge=1)
+    # Every connection together (uvicorn's limit_concurrency): past it, 503.
+    max_connections: int = Field(512, ge=2)
+    streams_per_token: int = Field(4, ge=1)  # open MCP GET /mcp event streams; more: 429
+    stream_idle_s: float = Field(30.0, gt=0)  # a stream with no event this long is closed
+
+    @model_validator(mode="after")
+    def _pending_leaves_room(self) -> "ServeSettings":
+        if self.max_pending_connections >= self.max_connections:
+            raise ValueError(
+                "NEO_SERVE_MAX_PENDING_CONNECTIONS must be below NEO_SERVE_MAX_CONNECTIONS "
+                f"({self.max_pending_connections} >= {self.max_connections}): idle "
+                "connections would leave no room for requests"
+            )
+        return self
 
 
 class QualitySettings(_Section):

@@ -189,6 +189,10 @@ QUERY_CONTENT_TYPE = "QUERY_CONTENT_TYPE"
 QUERY_BODY_TOO_LARGE = "QUERY_BODY_TOO_LARGE"
 QUERY_NOT_FOUND = "QUERY_NOT_FOUND"
 QUERY_TOO_MANY_REQUESTS = "QUERY_TOO_MANY_REQUESTS"
+# A client address holding its cap of connections, each with a request running (429).
+QUERY_TOO_MANY_CONNECTIONS = "QUERY_TOO_MANY_CONNECTIONS"
+# A token holding its cap of open event streams (MCP GET /mcp): 429.
+QUERY_TOO_MANY_STREAMS = "QUERY_TOO_MANY_STREAMS"
 QUERY_TIMEOUT = "QUERY_TIMEOUT"
 QUERY_UNAVAILABLE = "QUERY_UNAVAILABLE"
 # The store holds none of the rows of a repo the ledger records as swept complete (a

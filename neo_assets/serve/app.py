@@ -21,8 +21,10 @@ from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.serve.auth import authenticate, bearer
 from neo_assets.serve.http import error_response, routes
+from neo_assets.serve.limits import within
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
+from neo_assets.services.query.deadline import request_deadline
 from neo_assets.services.query.serving import serving_targets
 
 log = logging.getLogger("neo_assets.serve")
@@ -90,25 +92,39 @@ def mcp_guarded(runtime: Runtime, mcp_app: ASGIApp) -> ASGIApp:
     """MCP over HTTP answers only a valid token: anything else (``initialize``,
     ``tools/list``, a GET that would open a stream) is a 401 at the HTTP layer before a
     body is read or a stream opened, as the MCP authorization spec expects. Each tool
-    call is authenticated again (a token revoked meanwhile is refused)."""
+    call is authenticated again (a token revoked meanwhile is refused). A GET's event
+    stream counts against the token's ``NEO_SERVE_STREAMS_PER_TOKEN`` and is closed after
+    ``NEO_SERVE_STREAM_IDLE_S`` with no event (``serve.limits.StreamGuard``)."""
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
-            raw = headers.get("authorization", b"")[:4096].decode("latin-1")
-            try:
-                await anyio.to_thread.run_sync(
-                    lambda: authenticate(
-                        runtime.resident.ledger,
-                        bearer(raw),
-                        where=f"{scope.get('method', '?')} /mcp",
-                        declared=runtime.tenant_declared,
-                    )
+        if scope["type"] != "http":
+            await mcp_app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v for k, v in scope.get("headers", [])}
+        raw = headers.get("authorization", b"")[:4096].decode("latin-1")
+        try:
+            record = await anyio.to_thread.run_sync(
+                lambda: authenticate(
+                    runtime.resident.ledger,
+                    bearer(raw),
+                    where=f"{scope.get('method', '?')} /mcp",
+                    declared=runtime.tenant_declared,
                 )
-            except QueryInputError as exc:
-                await error_response(exc)(scope, receive, send)
+            )
+            if scope.get("method") != "GET":
+                # The tools' work sees the request's deadline and stops at its next step
+                # past it (the tool answers QUERY_TIMEOUT, never a result); the request as
+                # a whole (its body is read by the MCP transport, which has no deadline)
+                # is cut a second later.
+                timeout = runtime.settings.serve.request_timeout_s
+                with request_deadline(timeout):
+                    await within(mcp_app, scope, receive, send, timeout + 1.0)
                 return
-        await mcp_app(scope, receive, send)
+            # A GET opens a server-sent event stream: capped per token, closed when idle.
+            async with runtime.streams.slot(record.id):
+                await runtime.streams.run(mcp_app, scope, receive, send)
+        except QueryInputError as exc:
+            await error_response(exc)(scope, receive, send)
 
     return guarded
 

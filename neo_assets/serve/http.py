@@ -19,6 +19,7 @@ from neo_assets.core.tokens import TokenRecord
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.readiness import readiness
 from neo_assets.serve.runtime import Runtime
+from neo_assets.services.query.deadline import checkpoint, request_deadline
 
 log = logging.getLogger("neo_assets.serve")
 
@@ -86,8 +87,11 @@ def _handler(
     name: str,
     body: Callable[[Request, TokenRecord], Awaitable[Any]],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Authenticate, take the token's slot, run ``body`` under the request timeout, and
-    turn every refusal into its JSON answer."""
+    """Authenticate, take the token's slot, run ``body`` under the request deadline, and
+    turn every refusal into its JSON answer. At the deadline the work is cancelled (a
+    provider call is cut, a thread's wait abandoned and the thread stops at its next
+    step: ``services.query.deadline``) and the answer is 504; an answer ready after the
+    deadline is a 504 too, never a 200."""
 
     async def handle(request: Request) -> Response:
         record: TokenRecord | None = None
@@ -100,9 +104,12 @@ def _handler(
                     declared=runtime.tenant_declared,
                 )
             )
+            timeout = runtime.settings.serve.request_timeout_s
             async with runtime.limiter.slot(record.id):
-                with anyio.fail_after(runtime.settings.serve.request_timeout_s):
-                    return JSONResponse(await body(request, record))
+                with request_deadline(timeout), anyio.fail_after(timeout):
+                    answer = await body(request, record)
+                    checkpoint("answering")
+                    return JSONResponse(answer)
         except QueryInputError as exc:
             if record is not None:
                 refuse_logged(record, exc, where=f"{request.method} {request.url.path}")
@@ -142,7 +149,9 @@ def routes(runtime: Runtime) -> list[Route]:
 
     async def chunk(request: Request, record: TokenRecord) -> Any:
         cid = request.path_params["chunk_id"]
-        return await anyio.to_thread.run_sync(svc.chunk, record.tenant_id, record.repos, cid)
+        return await anyio.to_thread.run_sync(
+            svc.chunk, record.tenant_id, record.repos, cid, abandon_on_cancel=True
+        )
 
     async def related(request: Request, record: TokenRecord) -> Any:
         cid = request.path_params["chunk_id"]
@@ -150,11 +159,13 @@ def routes(runtime: Runtime) -> list[Route]:
         if not (raw.isascii() and raw.isdigit()) or len(raw) > 6:
             raise QueryInputError(codes.QUERY_INVALID, "limit: must be an integer", "limit")
         return await anyio.to_thread.run_sync(
-            svc.related, record.tenant_id, record.repos, cid, int(raw)
+            svc.related, record.tenant_id, record.repos, cid, int(raw), abandon_on_cancel=True
         )
 
     async def repos(_request: Request, record: TokenRecord) -> Any:
-        return await anyio.to_thread.run_sync(svc.repos, record.tenant_id, record.repos)
+        return await anyio.to_thread.run_sync(
+            svc.repos, record.tenant_id, record.repos, abandon_on_cancel=True
+        )
 
     async def healthz(_request: Request) -> Response:
         return JSONResponse({"status": "ok"})

@@ -1,10 +1,12 @@
-"""What one service process keeps: settings, the resident handles, the query service and
-the per-token limiter, shared by the HTTP routes and the MCP tools."""
+"""What one service process keeps: settings, the resident handles, the query service,
+the per-token limiter and the per-token stream guard, shared by the HTTP routes and the
+MCP tools."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neo_assets.config.settings import Settings
 from neo_assets.serve.auth import TokenLimiter
+from neo_assets.serve.limits import StreamGuard
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.query import QueryService, Resident
 
@@ -15,6 +17,11 @@ class Runtime:
     resident: Resident
     service: QueryService
     limiter: TokenLimiter
+    streams: StreamGuard = field(init=False)
+
+    def __post_init__(self) -> None:
+        serve = self.settings.serve
+        self.streams = StreamGuard(serve.streams_per_token, serve.stream_idle_s)
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":

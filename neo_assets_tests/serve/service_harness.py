@@ -90,7 +90,9 @@ class ServedKb:
     env: dict[str, str]
 
     @classmethod
-    def build(cls, root: Path) -> "ServedKb":
+    def build(cls, root: Path, **extra_env: str) -> "ServedKb":
+        """``extra_env``: NEO_* settings of the sweeps and of every later command (e.g. a
+        provider other than the hashing embedder)."""
         home = root / "neo-home"
         home.mkdir(parents=True)
         entries: dict[str, list[dict[str, Any]]] = {}
@@ -111,6 +113,7 @@ class ServedKb:
             "NEO_CHROMA_LOCAL": "server",
             "NEO_CHROMA_SERVER_IDLE_S": "5",
         }
+        env |= extra_env
         kb = cls(root, env)
         with kb.environment():
             (root / "dagster").mkdir()

@@ -33,6 +33,7 @@ from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.services.generations import GenerationUnavailable
+from neo_assets.services.query.deadline import checkpoint
 from neo_assets.services.query.freshness import HeadCache
 from neo_assets.services.query.serving import (
     QueryUnavailable,
@@ -254,15 +255,38 @@ class QueryService:
                 notices,
             )
         use_hybrid = self.resident.settings.serve.hybrid if hybrid is None else hybrid
+        # Each thread's wait is abandoned when the request is cancelled (its deadline), so
+        # the caller is answered on time; the thread stops at its next ``checkpoint``.
         results = await anyio.to_thread.run_sync(
-            self._search_sync, target, tenant_id, request, repos, vectors[0], use_hybrid
+            self._search_sync,
+            target,
+            tenant_id,
+            request,
+            repos,
+            vectors[0],
+            use_hybrid,
+            abandon_on_cancel=True,
         )
-        await anyio.to_thread.run_sync(self._add_freshness, tenant_id, results)
+        checkpoint("reading the repos' freshness")
+        await anyio.to_thread.run_sync(
+            self._add_freshness, tenant_id, results, abandon_on_cancel=True
+        )
         if request.expand:
-            view = await anyio.to_thread.run_sync(self._view, target, tenant_id)
-            await anyio.to_thread.run_sync(
-                self._attach_neighbours, target, view, tenant_id, repos, results, EXPAND_PER_HIT
+            checkpoint("reading linked chunks")
+            view = await anyio.to_thread.run_sync(
+                self._view, target, tenant_id, abandon_on_cancel=True
             )
+            await anyio.to_thread.run_sync(
+                self._attach_neighbours,
+                target,
+                view,
+                tenant_id,
+                repos,
+                results,
+                EXPAND_PER_HIT,
+                abandon_on_cancel=True,
+            )
+        checkpoint("answering")
         return {
             "results": results,
             "embeddingGeneration": target.embedding_generation,
@@ -298,6 +322,7 @@ class QueryService:
             )
 
         served = self._served_list(view, repos, request, keep)
+        checkpoint("the vector query")
         similarity = self._vector_candidates(
             target, tenant_id, request, repos, vector, keep, served
         )
@@ -315,6 +340,7 @@ class QueryService:
         else:
             ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
         wanted = [rid for rid, _ in ranked]
+        checkpoint("reading the result rows")
         rows = self._rows(target, wanted)
         out = []
         for rid, score in ranked:
@@ -424,6 +450,7 @@ class QueryService:
         wanted = [
             n.neighbour_id for ns in linked.values() for n in ns if n.neighbour_id in view.ids
         ]
+        checkpoint("reading linked rows")
         rows = target.store.get_rows(list(dict.fromkeys(wanted)), include_documents=True)
         out: dict[str, list[dict[str, Any]]] = {}
         for cid, ns in linked.items():
@@ -454,6 +481,7 @@ class QueryService:
         view = self._view(target, tenant_id)
         if cid not in view.ids:
             raise not_found(cid)
+        checkpoint("reading the chunk")
         row = target.store.get_rows([cid], include_documents=True).get(cid)
         if (
             row is None
@@ -465,6 +493,7 @@ class QueryService:
 
     def chunk(self, tenant_id: str, token_repos: Sequence[str], chunk_id: Any) -> dict[str, Any]:
         _target, _view, _repos, row = self._served_row(tenant_id, token_repos, chunk_id)
+        checkpoint("answering")
         return _result(row, 1.0, None, 0.0)
 
     def related(
@@ -480,6 +509,7 @@ class QueryService:
             )
         target, view, repos, row = self._served_row(tenant_id, token_repos, chunk_id)
         found = self._neighbours(target, view, tenant_id, repos, [row["id"]], limit)
+        checkpoint("answering")
         return {"id": row["id"], "neighbours": found.get(row["id"], [])}
 
     def repos(self, tenant_id: str, token_repos: Sequence[str]) -> dict[str, Any]:
@@ -488,6 +518,7 @@ class QueryService:
         view = self._view(target, tenant_id)
         out = []
         slugs = self.readable_repos(tenant_id, token_repos)
+        checkpoint("reading the repos' freshness")
         fresh = self.freshness(tenant_id, slugs)
         for slug in slugs:
             state = self.resident.ledger.repo_state(tenant_id, slug) or {}
@@ -506,6 +537,7 @@ class QueryService:
                     **fresh[slug],
                 }
             )
+        checkpoint("answering")
         return {"tenantId": tenant_id, "repos": out}
 
 
