@@ -231,6 +231,15 @@ def query(
     repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
     k: Annotated[int, typer.Option("-k", min=1, max=100, help="results")] = 5,
     expand: Annotated[bool, typer.Option("--expand", help="add linked chunks")] = False,
+    path: Annotated[
+        str | None, typer.Option(help="only paths matching this glob, e.g. 'src/*.py'")
+    ] = None,
+    language: Annotated[
+        str | None, typer.Option(help="only this language (python, go, typescript, ...)")
+    ] = None,
+    kind: Annotated[
+        str | None, typer.Option(help="only this chunk kind (function, method, class, ...)")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
 ) -> None:
     """Tenant-scoped retrieval over the shared collection."""
@@ -263,6 +272,7 @@ def query(
                         k=k,
                         expand=expand,
                         repo_slugs=[r.slug for r in declared.repos],
+                        filters={"path": path, "language": language, "kind": kind},
                     )
                 )
         except QueryUnavailable as exc:

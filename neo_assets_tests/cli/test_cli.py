@@ -94,6 +94,16 @@ def test_sweep_status_query_json(cli_env: dict[str, str]) -> None:
     assert results and {r["metadata"]["tenantId"] for r in results} == {"globex"}
     assert {"id", "score", "document", "metadata"} <= set(results[0])
 
+    # The same filters as HTTP and MCP: kind, path glob (and language), by the same rules.
+    docs = _run(["query", "widgets", "--tenant", "acme", "--kind", "section", "--json"], cli_env)
+    assert docs.returncode == 0, docs.stderr
+    hits = json.loads(docs.stdout)["results"]
+    assert hits and {h["path"] for h in hits} == {"notes.md"}
+    code = _run(["query", "widgets", "--tenant", "acme", "--path", "*.py", "--json"], cli_env)
+    assert {h["path"] for h in json.loads(code.stdout)["results"]} == {"render.py"}
+    everything = _run(["query", "x", "--tenant", "acme", "--path", "**", "--json"], cli_env)
+    assert everything.returncode == 2 and "matches every path" in everything.stderr
+
     # Dagster's instance under NEO_HOME holds the CLI's runs, so the UI shows them.
     assert (Path(cli_env["NEO_HOME"]) / "dagster" / "dagster.yaml").exists()
 

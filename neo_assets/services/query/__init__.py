@@ -27,16 +27,19 @@ async def run_query(
     expand_per_hit: int = EXPAND_PER_HIT,
     hybrid: bool | None = None,
     repo_slugs: Any = None,
+    filters: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """One query through a short-lived ``QueryService`` (its provider closed after).
+    """One query through a short-lived ``QueryService`` (its provider closed after);
+    ``filters`` (path, language, kind) are checked by the same rules as HTTP's and MCP's.
     Each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
     name) when ``expand``."""
     # The library's own bound; the tenant's declared repos come from the tenants file.
     del expand_per_hit, repo_slugs
     resident = Resident(settings, store, ledger)
     try:
+        given = {name: value for name, value in (filters or {}).items() if value is not None}
         request = parse_search(
-            {"query": text, "k": k, "expand": expand} | ({"repo": repo} if repo else {})
+            {"query": text, "k": k, "expand": expand} | ({"repo": repo} if repo else {}) | given
         )
         doc = await QueryService(resident).search(tenant, request, hybrid=hybrid)
     finally:
