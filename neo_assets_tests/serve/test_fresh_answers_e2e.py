@@ -26,7 +26,8 @@ from neo_assets_tests.serve.service_harness import ROOT, Served, ServedKb
 # NEO_SERVE_TRUTH_RECHECK_S (1 s) and recomputes a tenant's view in the background.
 FRESH_BOUND_S = 5.0
 UNTOUCHED = "dispatch_request"
-SWEEP_ASSETS = "repo_envelope,chunk_generation,kb_embeddings,fence_census"
+# The sweep step materializes these together (the self-evaluation included).
+SWEEP_ASSETS = "repo_envelope,chunk_generation,kb_embeddings,fence_census,retrieval_quality"
 
 
 @dataclass
