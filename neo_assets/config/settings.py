@@ -284,6 +284,9 @@ class ServeSettings(_Section):
     # How often the read-side truth looks for a new declaration or new rows (seconds).
     truth_recheck_s: float = Field(1.0, ge=0)
     hybrid: bool = True  # fuse exact identifier matches into the vector ranking
+    # The code tools' grep: seconds one grep may search before it answers what it found
+    # (cut, truncatedBy "time"); under request_timeout_s.
+    grep_timeout_s: float = Field(5.0, gt=0)
 
 
 # Each section and the settings class that reads it; a section's leaves are NEO_ + its

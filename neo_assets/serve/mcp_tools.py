@@ -9,7 +9,9 @@ from typing import Any
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
+from neo_assets.code_tools.rules import TOOLS, ToolSpec, input_schema
 from neo_assets.core.query.request import QueryInputError, parse_search
 from neo_assets.core.tokens import TokenRecord
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
@@ -18,8 +20,42 @@ from neo_assets.serve.runtime import Runtime
 INSTRUCTIONS = (
     "Search one tenant's code knowledge base: search_code finds chunks (functions, "
     "classes, sections) by meaning and by exact identifiers; get_chunk reads one by id; "
-    "related_chunks follows its links; list_repos says which repos you may read."
+    "related_chunks follows its links; list_repos says which repos you may read. "
+    "find_symbol finds definitions by name, find_references the lines that use a name, "
+    "grep matches a regular expression line by line, read_file reads lines of a file and "
+    "list_files lists a repo's files, all at the revision search_code answers from."
 )
+
+
+def for_mcp(message: str) -> str:
+    """A refusal as an MCP client can act on it: the tool, not the HTTP route."""
+    return message.replace("GET /v1/repos lists them", "the list_repos tool lists them")
+
+
+class RawArguments(FuncMetadata):
+    """A code tool's arguments handed over as the client sent them (one ``arguments``
+    dict), so ``code_tools.rules.parse_args`` checks them exactly as HTTP's body is
+    checked: ``"5"`` is refused as an integer on both, unknown fields too."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate)}
+
+
+def add_code_tool(mcp: MCPServer, spec: ToolSpec, run: Callable[..., Any]) -> None:
+    """Register ``run(arguments, ctx)`` as the tool ``spec`` declares: its published
+    input schema and output schema are the declaration's (every argument described, ranges
+    and enums), its arguments reach ``run`` unconverted."""
+    mcp.add_tool(run, name=spec.name, description=spec.description)
+    tool = mcp._tool_manager.get_tool(spec.name)  # the SDK has no public setter for these
+    assert tool is not None
+    old = tool.fn_metadata
+    tool.fn_metadata = RawArguments(
+        arg_model=old.arg_model,
+        output_schema=spec.output,
+        output_model=old.output_model,
+        wrap_output=old.wrap_output,
+    )
+    tool.parameters = input_schema(spec)
 
 
 def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = None) -> MCPServer:
@@ -47,7 +83,8 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
         except QueryInputError as exc:
             if record is not None:
                 refuse_logged(record, exc, where=f"mcp {tool}")
-            raise ToolError(f"{exc.code} ({exc.field or '-'}): {exc.message}") from None
+            message = for_mcp(exc.message)
+            raise ToolError(f"{exc.code} ({exc.field or '-'}): {message}") from None
         except TimeoutError:
             raise ToolError("QUERY_TIMEOUT: the request took too long; narrow it") from None
 
@@ -117,5 +154,20 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
             return await anyio.to_thread.run_sync(svc.repos, record.tenant_id, record.repos)
 
         return await call(ctx, "list_repos", run)
+
+    for spec in TOOLS.values():
+
+        def tool_fn(name: str) -> Callable[..., Any]:
+            async def code_tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+                async def run(record: TokenRecord) -> Any:
+                    return await anyio.to_thread.run_sync(
+                        runtime.tools.call, name, record.tenant_id, record.repos, arguments
+                    )
+
+                return await call(ctx, name, run)
+
+            return code_tool
+
+        add_code_tool(mcp, spec, tool_fn(spec.name))
 
     return mcp

@@ -1,8 +1,9 @@
 """What one service process keeps: settings, the resident handles, the query service and
 the per-token limiter, shared by the HTTP routes and the MCP tools."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from neo_assets.code_tools.service import CodeTools
 from neo_assets.config.settings import Settings
 from neo_assets.serve.auth import TokenLimiter
 from neo_assets.services.handles import open_ledger, open_store
@@ -15,6 +16,10 @@ class Runtime:
     resident: Resident
     service: QueryService
     limiter: TokenLimiter
+    tools: CodeTools = field(init=False)  # find_symbol, grep, read_file, ... (code_tools)
+
+    def __post_init__(self) -> None:
+        self.tools = CodeTools(self.service, self.settings.serve.grep_timeout_s)
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":

@@ -1,0 +1,199 @@
+"""The code index in the ledger (``schema.code_indexes``): built by the sweep's chunk stage
+for the revision it declares, read by the tools at the revision a repo is indexed at.
+
+One row per (tenant, repo, revision), written whole in one transaction: a reader finds
+the complete index or none. A write keeps only the row it writes and the row of the
+revision the repo is served at (its checkpoint), so the index follows the generations
+and is reclaimed with them; a retired repo's rows go with ``forget_repo``.
+"""
+
+import hashlib
+import json
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from neo_assets.code_tools.rules import Unit, file_record
+from neo_assets.code_tools.schema import code_indexes
+from neo_assets.sources.model import Envelope
+from neo_assets.store.ledger import Ledger
+
+FORMAT = 1
+# (path, text, units) of the files the chunk stage parsed.
+ParsedFile = tuple[str, str, list[Unit]]
+
+
+def index_digest(chunking: str, env: Envelope) -> str:
+    """What the index of ``env`` is built from: the chunking identity (parser, version,
+    rules) and every yielded path with its blob."""
+    h = hashlib.sha256(f"{FORMAT}\0{chunking}\0{env.kind}\0".encode())
+    for e in env.entries:
+        if e.yielded:
+            h.update(f"{e.path}\0{e.blob}\0".encode())
+    return h.hexdigest()
+
+
+def _row_key(tenant_id: str, repo_slug: str) -> tuple[Any, ...]:
+    c = code_indexes.c
+    return (c.tenant_id == tenant_id, c.repo_slug == repo_slug)
+
+
+def index_head(
+    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str
+) -> tuple[str, str] | None:
+    """(digest, kind) of the repo's index at ``revision``, or None."""
+    c = code_indexes.c
+    with ledger.engine.connect() as conn:
+        row = conn.execute(
+            sa.select(c.digest, c.kind).where(
+                *_row_key(tenant_id, repo_slug), c.revision == revision
+            )
+        ).first()
+    return None if row is None else (row.digest, row.kind)
+
+
+def read_payload(
+    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None = None
+) -> dict[str, Any] | None:
+    """The index at ``revision`` (None: the newest written), decoded; None when there is
+    none or it cannot be decoded (a torn record reads as unobserved)."""
+    c = code_indexes.c
+    query = sa.select(c.payload).where(*_row_key(tenant_id, repo_slug))
+    query = (
+        query.where(c.revision == revision)
+        if revision is not None
+        else query.order_by(c.created_at.desc())
+    )
+    with ledger.engine.connect() as conn:
+        row = conn.execute(query.limit(1)).first()
+    if row is None:
+        return None
+    try:
+        payload = json.loads(zlib.decompress(row.payload))
+    except (zlib.error, ValueError):
+        return None
+    return payload if isinstance(payload, dict) and payload.get("format") == FORMAT else None
+
+
+def build_index(
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slug: str,
+    env: Envelope,
+    *,
+    chunking: str,
+    parsed: Iterable[ParsedFile],
+    parse_missing: Callable[[Sequence[str]], Iterable[ParsedFile]],
+    serving_revision: str | None,
+    now: float,
+) -> float:
+    """Record the index of ``env`` (one repo at one revision) unless the ledger holds it
+    already; return the seconds it took. ``parsed``: the files the chunk stage parsed (with
+    their units); a yielded file it did not parse (same blob as before) keeps its entry of
+    the repo's newest index, and one no index holds is parsed by ``parse_missing``."""
+    started = time.perf_counter()
+    digest = index_digest(chunking, env)
+    head = index_head(ledger, tenant_id, repo_slug, env.revision)
+    if head is not None and head[0] == digest:
+        return time.perf_counter() - started
+    entries = {e.path: e for e in env.entries if e.yielded}
+    files: dict[str, Any] = {}
+    for path, text, units in parsed:
+        e = entries.get(path)
+        if e is not None:
+            files[path] = file_record(path, text, e.blob, e.size, units)
+    missing = [p for p in entries if p not in files]
+    if missing:
+        previous = read_payload(ledger, tenant_id, repo_slug)
+        if previous is not None and previous.get("chunking") == chunking:
+            old = previous["files"]
+            for path in missing:
+                rec = old.get(path)
+                if rec is not None and rec[0] == entries[path].blob:
+                    files[path] = rec
+        still = [p for p in missing if p not in files]
+        if still:
+            for path, text, units in parse_missing(still):
+                e = entries[path]
+                files[path] = file_record(path, text, e.blob, e.size, units)
+    payload = {
+        "format": FORMAT,
+        "revision": env.revision,
+        "kind": env.kind,
+        "chunking": chunking,
+        "files": {p: files[p] for p in sorted(files)},
+    }
+    blob = zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 6)
+    write_index(
+        ledger,
+        tenant_id,
+        repo_slug,
+        env.revision,
+        digest=digest,
+        kind=env.kind,
+        files=len(files),
+        payload=blob,
+        keep=serving_revision,
+        now=now,
+    )
+    return time.perf_counter() - started
+
+
+def write_index(
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slug: str,
+    revision: str,
+    *,
+    digest: str,
+    kind: str,
+    files: int,
+    payload: bytes,
+    keep: str | None,
+    now: float,
+) -> None:
+    """Write the index of ``revision`` and reclaim the repo's others but ``keep`` (the
+    revision it is served at), in one transaction."""
+    c = code_indexes.c
+    keep_revisions = {revision} | ({keep} if keep else set())
+    with ledger.engine.begin() as conn:
+        conn.execute(
+            sa.delete(code_indexes).where(
+                *_row_key(tenant_id, repo_slug),
+                sa.or_(c.revision.not_in(keep_revisions), c.revision == revision),
+            )
+        )
+        conn.execute(
+            sa.insert(code_indexes).values(
+                tenant_id=tenant_id,
+                repo_slug=repo_slug,
+                revision=revision,
+                digest=digest,
+                kind=kind,
+                files=files,
+                payload=payload,
+                created_at=now,
+            )
+        )
+
+
+def forget_repo(ledger: Ledger, tenant_id: str, repo_slug: str) -> None:
+    """Drop every index of a repo (it was retired)."""
+    with ledger.engine.begin() as conn:
+        conn.execute(sa.delete(code_indexes).where(*_row_key(tenant_id, repo_slug)))
+
+
+def indexed_revisions(ledger: Ledger, tenant_id: str) -> Mapping[str, list[str]]:
+    """Per repo of the tenant, the revisions it has an index at (for status and tests)."""
+    c = code_indexes.c
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(c.repo_slug, c.revision).where(c.tenant_id == tenant_id)
+        ).all()
+    out: dict[str, list[str]] = {}
+    for slug, revision in rows:
+        out.setdefault(slug, []).append(revision)
+    return out
