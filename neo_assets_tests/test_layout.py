@@ -154,3 +154,30 @@ def test_the_core_imports_only_the_core(name: str) -> None:
         if m.startswith("neo_assets") and not m.startswith(CORE) and m != "neo_assets"
     }
     assert not outside, f"{name} imports {sorted(outside)}"
+
+
+# A capability's rules (``neo_assets/<capability>/rules.py``) are pure like the core: they
+# import the core, other capabilities' rules, and no module that does I/O.
+CAPABILITY_RULES = sorted(
+    n for n in MODULES if n.endswith(".rules") and not n.startswith(CORE) and n.count(".") == 2
+)
+IMPURE = {"os", "subprocess", "socket", "sqlalchemy", "httpx", "anyio", "asyncio", "time", "re2"}
+
+
+def test_the_checks_see_the_capability_rules() -> None:
+    assert "neo_assets.code_tools.rules" in CAPABILITY_RULES
+
+
+@pytest.mark.parametrize("name", CAPABILITY_RULES)
+def test_a_capabilitys_rules_are_pure(name: str) -> None:
+    imported = _imports(MODULES[name], top_level_only=False)
+    outside = {
+        m
+        for m in imported
+        if m.startswith("neo_assets")
+        and not m.startswith(CORE)
+        and not m.endswith(".rules")
+        and m != "neo_assets"
+    }
+    assert not outside, f"{name} imports {sorted(outside)}"
+    assert not {m.split(".")[0] for m in imported} & IMPURE, f"{name} imports I/O"

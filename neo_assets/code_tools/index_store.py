@@ -180,6 +180,17 @@ def write_index(
         )
 
 
+def reclaim_indexes(ledger: Ledger, tenant_id: str, repo_slug: str, keep: set[str | None]) -> int:
+    """Drop the repo's indexes at every revision but ``keep``; how many went."""
+    c = code_indexes.c
+    kept = [r for r in keep if r]
+    with ledger.engine.begin() as conn:
+        done = conn.execute(
+            sa.delete(code_indexes).where(*_row_key(tenant_id, repo_slug), c.revision.not_in(kept))
+        )
+    return done.rowcount or 0
+
+
 def forget_repo(ledger: Ledger, tenant_id: str, repo_slug: str) -> None:
     """Drop every index of a repo (it was retired)."""
     with ledger.engine.begin() as conn:

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from neo_assets.code_tools.index_store import ParsedFile, build_index
+from neo_assets.code_tools.index_store import ParsedFile, build_index, reclaim_indexes
 from neo_assets.code_tools.rules import Unit
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
@@ -977,6 +977,10 @@ def census_step(
     if verdict.advance_checkpoint:
         state["last_ingested_rev"] = envelope.revision
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    # The code index follows the checkpoint: kept at the revision served and the one this
+    # sweep declared (served once complete), reclaimed at any other.
+    served = state.get("last_ingested_rev", previous.get("last_ingested_rev"))
+    reclaim_indexes(ledger, ctx.tenant_id, ctx.repo_slug, {envelope.revision, served})
     if summary.generation:
         counts = summary.counts
         record_repo_generation(
