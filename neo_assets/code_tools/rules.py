@@ -716,7 +716,12 @@ def _check(a: Arg, value: Any) -> Any:
 def parse_args(tool: str, body: Any) -> dict[str, Any]:
     """The tool's arguments from ``body`` (a decoded JSON object), defaults filled, or a
     QueryInputError naming the field and the fix. No coercion: ``"5"`` is no integer."""
-    spec = TOOLS[tool]
+    return check_args(TOOLS[tool], body)
+
+
+def check_args(spec: ToolSpec, body: Any) -> dict[str, Any]:
+    """``parse_args`` for any declared tool (``spec``)."""
+    tool = spec.name
     if not isinstance(body, Mapping):
         raise QueryInputError(codes.QUERY_INVALID, "the arguments must be a JSON object", None)
     names = [a.name for a in spec.args]

@@ -364,6 +364,16 @@ def test_arguments_are_checked_alike_on_http_and_mcp(
                     listed = await session.list_tools()
                     return listed, [await session.call_tool(n, b) for n, b in cases]
 
+    # search_code is checked by the same rules as POST /v1/search.
+    cases.append(("search_code", {"query": "x", "k": "5"}))
+    r = httpx.post(
+        f"{served.url}/v1/search",
+        json={"query": "x", "k": "5"},
+        headers={"Authorization": f"Bearer {tokens['acme']}"},
+        timeout=30,
+    )
+    e = r.json()["error"]
+    http.append(f"{e['code']} ({e['field'] or '-'}): {e['message']}")
     listed, answers = anyio.run(go)
     for (name, _body), answer, expected in zip(cases, answers, http, strict=True):
         assert answer.is_error
@@ -373,10 +383,11 @@ def test_arguments_are_checked_alike_on_http_and_mcp(
         assert answer.content[0].text.removeprefix(prefix) == expected.replace(
             "GET /v1/repos lists them", "the list_repos tool lists them"
         )
-    assert "list_repos tool" in answers[-1].content[0].text
+    assert "list_repos tool" in answers[-2].content[0].text
     tools = {t.name: t for t in listed.tools}
     assert TOOL_NAMES <= set(tools)
-    for name in TOOL_NAMES:
+    assert set(tools) == TOOL_NAMES | {"search_code", "get_chunk", "related_chunks", "list_repos"}
+    for name in tools:
         schema = tools[name].input_schema
         assert schema["additionalProperties"] is False
         for arg, prop in schema["properties"].items():
@@ -388,6 +399,10 @@ def test_arguments_are_checked_alike_on_http_and_mcp(
     assert props["kind"]["enum"] == ["class", "class-config", "function", "method", "type"]
     assert "typescript" in props["language"]["enum"]
     assert (props["max_results"]["minimum"], props["max_results"]["maximum"]) == (1, 200)
+    search = tools["search_code"].input_schema["properties"]
+    assert (search["k"]["minimum"], search["k"]["maximum"]) == (1, 100)
+    assert {"function", "method", "class", "section"} <= set(search["kind"]["enum"])
+    assert search["language"]["enum"] == props["language"]["enum"]
 
 
 def test_mcp_tools_answer_over_streamable_http_and_stdio(
