@@ -459,3 +459,25 @@ def test_mcp_tools_answer_over_streamable_http_and_stdio(
         assert [(r["line"], r["unit"]["name"]) for r in refs["references"]] == [
             (7, "Retrier.retry")
         ]
+
+
+def test_the_cli_answers_as_http_does(kb: ServedKb, served: Served, tokens: dict[str, str]) -> None:
+    import json
+
+    done = kb.cli("grep", "dispatch_request", "--tenant", "acme", "--path", "app/*", "--json")
+    assert done.returncode == 0, done.stderr
+    http = ok(tool(served, tokens["acme"], "grep", pattern="dispatch_request", path="app/*"))
+    assert json.loads(done.stdout) == http
+    done = kb.cli("find-symbol", "Router.match", "--tenant", "acme", "--repo", "tools", "--json")
+    assert done.returncode == 0, done.stderr
+    [sym] = json.loads(done.stdout)["symbols"]
+    assert (sym["path"], sym["signatureLine"], sym["match"]) == ("app/dispatch.py", 13, "exact")
+    # Another tenant's repo and a bad argument: usage errors (exit 2), one line, no traceback.
+    for args in (
+        ["read-file", "vault", "vault.py", "--tenant", "acme"],
+        ["grep", "(a)\\1", "--tenant", "acme"],
+        ["list-files", "tools", "--tenant", "nobody"],
+    ):
+        done = kb.cli(*args)
+        assert done.returncode == 2, (args, done.stderr)
+        assert "Traceback" not in done.stderr and FOREIGN_MARK not in done.stdout + done.stderr
