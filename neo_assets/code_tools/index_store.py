@@ -21,7 +21,7 @@ from neo_assets.code_tools.schema import code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger
 
-FORMAT = 1
+FORMAT = 2
 # (path, text, units) of the files the chunk stage parsed.
 ParsedFile = tuple[str, str, list[Unit]]
 
@@ -55,11 +55,23 @@ def index_head(
     return None if row is None else (row.digest, row.kind)
 
 
-def read_payload(
-    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None = None
-) -> dict[str, Any] | None:
-    """The index at ``revision`` (None: the newest written), decoded; None when there is
-    none or it cannot be decoded (a torn record reads as unobserved)."""
+def _encode(header: dict[str, Any], lines: dict[str, bytes]) -> bytes:
+    """The stored form: zlib over the header's JSON, then one line per file, sorted by
+    path: ``<path as a JSON string>\t<blob>\t<the file's record as JSON>``. A sweep that
+    reuses a file's entry copies its line without decoding it."""
+    body = json.dumps(header, separators=(",", ":")).encode() + b"\n"
+    body += b"".join(lines[p] for p in sorted(lines))
+    return zlib.compress(body, 1)
+
+
+def _line(path: str, record: list[Any]) -> bytes:
+    rec = json.dumps(record, separators=(",", ":"))
+    return f"{json.dumps(path)}\t{record[0]}\t{rec}\n".encode()
+
+
+def _raw(
+    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None
+) -> tuple[dict[str, Any], list[bytes]] | None:
     c = code_indexes.c
     query = sa.select(c.payload).where(*_row_key(tenant_id, repo_slug))
     query = (
@@ -72,10 +84,48 @@ def read_payload(
     if row is None:
         return None
     try:
-        payload = json.loads(zlib.decompress(row.payload))
+        head, _, rest = zlib.decompress(row.payload).partition(b"\n")
+        header = json.loads(head)
     except (zlib.error, ValueError):
         return None
-    return payload if isinstance(payload, dict) and payload.get("format") == FORMAT else None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        return None
+    return header, rest.splitlines(keepends=True)
+
+
+def read_payload(
+    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None = None
+) -> dict[str, Any] | None:
+    """The index at ``revision`` (None: the newest written), decoded: its header's keys
+    and ``files`` (path -> record); None when there is none or it cannot be decoded (a
+    torn record reads as unobserved)."""
+    raw = _raw(ledger, tenant_id, repo_slug, revision)
+    if raw is None:
+        return None
+    header, lines = raw
+    files = {}
+    try:
+        for line in lines:
+            path, _blob, rec = line.split(b"\t", 2)
+            files[json.loads(path)] = json.loads(rec)
+    except ValueError:
+        return None
+    return {**header, "files": files}
+
+
+def _reusable_lines(
+    ledger: Ledger, tenant_id: str, repo_slug: str, chunking: str
+) -> dict[str, tuple[str, bytes]]:
+    """path -> (blob, stored line) of the repo's newest index, when it was cut with
+    ``chunking``; empty otherwise."""
+    raw = _raw(ledger, tenant_id, repo_slug, None)
+    if raw is None or raw[0].get("chunking") != chunking:
+        return {}
+    out = {}
+    for line in raw[1]:
+        path, blob, _rec = line.split(b"\t", 2)
+        out[json.loads(path)] = (blob.decode(), line)
+    return out
 
 
 def build_index(
@@ -100,33 +150,24 @@ def build_index(
     if head is not None and head[0] == digest:
         return time.perf_counter() - started
     entries = {e.path: e for e in env.entries if e.yielded}
-    files: dict[str, Any] = {}
+    lines: dict[str, bytes] = {}
     for path, text, units in parsed:
         e = entries.get(path)
         if e is not None:
-            files[path] = file_record(path, text, e.blob, e.size, units)
-    missing = [p for p in entries if p not in files]
+            lines[path] = _line(path, file_record(path, text, e.blob, e.size, units))
+    missing = [p for p in entries if p not in lines]
     if missing:
-        previous = read_payload(ledger, tenant_id, repo_slug)
-        if previous is not None and previous.get("chunking") == chunking:
-            old = previous["files"]
-            for path in missing:
-                rec = old.get(path)
-                if rec is not None and rec[0] == entries[path].blob:
-                    files[path] = rec
-        still = [p for p in missing if p not in files]
+        old = _reusable_lines(ledger, tenant_id, repo_slug, chunking)
+        for path in missing:
+            kept = old.get(path)
+            if kept is not None and kept[0] == entries[path].blob:
+                lines[path] = kept[1]
+        still = [p for p in missing if p not in lines]
         if still:
             for path, text, units in parse_missing(still):
                 e = entries[path]
-                files[path] = file_record(path, text, e.blob, e.size, units)
-    payload = {
-        "format": FORMAT,
-        "revision": env.revision,
-        "kind": env.kind,
-        "chunking": chunking,
-        "files": {p: files[p] for p in sorted(files)},
-    }
-    blob = zlib.compress(json.dumps(payload, separators=(",", ":")).encode(), 6)
+                lines[path] = _line(path, file_record(path, text, e.blob, e.size, units))
+    header = {"format": FORMAT, "revision": env.revision, "kind": env.kind, "chunking": chunking}
     write_index(
         ledger,
         tenant_id,
@@ -134,8 +175,8 @@ def build_index(
         env.revision,
         digest=digest,
         kind=env.kind,
-        files=len(files),
-        payload=blob,
+        files=len(lines),
+        payload=_encode(header, lines),
         keep=serving_revision,
         now=now,
     )

@@ -15,7 +15,7 @@ import difflib
 import fnmatch
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.core import codes
@@ -200,7 +200,6 @@ class RepoIndex:
     files: dict[str, FileInfo]
     symbols: dict[str, list[Symbol]]  # by path, sorted by start line
     identifiers: dict[str, dict[str, list[int]]]  # by path
-    _by_short: dict[str, list[Symbol]] = field(default_factory=dict)
 
     @classmethod
     def from_payload(cls, repo: str, payload: Mapping[str, Any]) -> "RepoIndex":
@@ -213,11 +212,7 @@ class RepoIndex:
                 Symbol(repo, path, k, n, q, language, s, e, sig) for k, n, q, s, e, sig in syms
             ]
             idents[path] = refs
-        index = cls(repo, payload["revision"], payload["kind"], files, symbols, idents)
-        for syms in symbols.values():
-            for sym in syms:
-                index._by_short.setdefault(short_name(sym.name).lower(), []).append(sym)
-        return index
+        return cls(repo, payload["revision"], payload["kind"], files, symbols, idents)
 
     def enclosing(self, path: str, line: int) -> Symbol | None:
         return enclosing_unit(self.symbols.get(path, ()), line)
@@ -236,21 +231,19 @@ def enclosing_unit(symbols: Sequence[Symbol], line: int) -> Symbol | None:
 
 # ------------------------------------------------------------------------ matching
 def symbol_tier(sym: Symbol, query: str) -> str | None:
-    """How ``sym`` matches ``query``: exact (its name, its qualified name, a dotted tail
-    of it, or its bare name), prefix (its bare name starts with it, any case), fuzzy (it
-    occurs in its name, any case, or its bare name is a close spelling), or None."""
-    bare_q = short_name(query)
+    """How ``sym`` matches ``query`` by its spelling: exact (its name, its qualified name,
+    a dotted tail of it, or its bare name), prefix (its bare name starts with it, any
+    case), fuzzy (it occurs in its name, any case), or None. Close spellings are the
+    fuzzy tier's other half (``find_symbols``)."""
     if query in (sym.name, sym.qualified_name) or sym.qualified_name.endswith("." + query):
         return MATCH_EXACT
-    bare = short_name(sym.name)
+    bare, bare_q = short_name(sym.name), short_name(query)
     if "." not in query and bare == bare_q:
         return MATCH_EXACT
-    low, low_q = bare.lower(), bare_q.lower()
-    if low_q and low.startswith(low_q):
+    low_q = bare_q.lower()
+    if low_q and bare.lower().startswith(low_q):
         return MATCH_PREFIX
     if query.lower() in sym.qualified_name.lower() or query.lower() in sym.name.lower():
-        return MATCH_FUZZY
-    if len(low_q) >= 4 and difflib.SequenceMatcher(None, low, low_q).ratio() >= FUZZY_CUTOFF:
         return MATCH_FUZZY
     return None
 
@@ -263,9 +256,12 @@ def find_symbols(
     language: str | None = None,
     limit: int = DEFAULT_SYMBOLS,
 ) -> tuple[list[dict[str, Any]], bool]:
-    """Definitions matching ``name``, exact first, then prefix, then fuzzy (within a tier
-    by repo, path and line); and whether more matched than ``limit``."""
+    """Definitions matching ``name``, exact first, then prefix, then fuzzy (a substring,
+    or a bare name spelled closely: difflib ratio >= FUZZY_CUTOFF, for names of 4+
+    characters), within a tier by repo, path and line; and whether more matched than
+    ``limit``."""
     found: list[tuple[int, str, str, int, Symbol]] = []
+    unmatched: dict[str, list[Symbol]] = {}
     for index in indexes:
         for syms in index.symbols.values():
             for sym in syms:
@@ -276,6 +272,13 @@ def find_symbols(
                 tier = symbol_tier(sym, name)
                 if tier is not None:
                     found.append((_TIER[tier], sym.repo, sym.path, sym.start_line, sym))
+                else:
+                    unmatched.setdefault(short_name(sym.name).lower(), []).append(sym)
+    low_q = short_name(name).lower()
+    if len(found) <= limit and len(low_q) >= 4 and unmatched:
+        for close in difflib.get_close_matches(low_q, unmatched, n=limit, cutoff=FUZZY_CUTOFF):
+            for sym in unmatched[close]:
+                found.append((_TIER[MATCH_FUZZY], sym.repo, sym.path, sym.start_line, sym))
     found.sort(key=lambda t: t[:4])
     tiers = {v: k for k, v in _TIER.items()}
     out = [{**sym.as_json(), "match": tiers[t]} for t, _r, _p, _l, sym in found[:limit]]
@@ -329,6 +332,18 @@ def line_window(total: int, start: int | None, end: int | None) -> tuple[int, in
     last = end if end is not None else first + DEFAULT_READ_LINES - 1
     last = min(last, first + MAX_READ_LINES - 1, total)
     return first, last, last < total
+
+
+# What makes a pattern's whole-text search differ from its line-by-line one beyond line
+# boundaries: text anchors and a flag group that turns multi-line mode off.
+_NOT_PREFILTERABLE = re.compile(r"\\[Az]|\(\?[a-zA-Z]*-[a-zA-Z]*m")
+
+
+def prefilter_pattern(pattern: str) -> str | None:
+    """A pattern that matches somewhere in a file's whole text whenever ``pattern``
+    matches one of its lines (``(?m)``: ``^`` and ``$`` at line boundaries), so a file it
+    does not match is skipped unread line by line; None when no such is known."""
+    return None if _NOT_PREFILTERABLE.search(pattern) else "(?m)" + pattern
 
 
 def clip(line: str) -> str:

@@ -150,7 +150,7 @@ class CodeTools:
 
     # ------------------------------------------------------------------ texts
     def _texts(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> Callable[[], Any]:
-        """An iterator of (path, lines or None: unreadable now) over ``paths`` of the
+        """An iterator of (path, text or None: unreadable now) over ``paths`` of the
         index, cached texts first, the rest read in one pass."""
 
         def run() -> Any:
@@ -164,8 +164,7 @@ class CodeTools:
                 read = self._read(tenant_id, index, wanted)
             for path in paths:
                 info = index.files[path]
-                text = self.texts.get(info.blob) if path not in read else read[path]
-                yield path, None if text is None else rules.split_lines(text)
+                yield path, self.texts.get(info.blob) if path not in read else read[path]
 
         return run
 
@@ -215,8 +214,9 @@ class CodeTools:
         by_repo = {i.repo: i for i in indexes}
         for path_group in _group(symbols):
             index = by_repo[path_group[0]["repo"]]
-            lines = dict(self._texts(tenant_id, index, [path_group[0]["path"]])())
-            text = lines.get(path_group[0]["path"])
+            found = dict(self._texts(tenant_id, index, [path_group[0]["path"]])())
+            whole = found.get(path_group[0]["path"])
+            text = None if whole is None else rules.split_lines(whole)
             for sym in path_group:
                 n = sym["signatureLine"]
                 sym["signature"] = clip(text[n - 1]) if text and n <= len(text) else ""
@@ -235,8 +235,8 @@ class CodeTools:
         texts: dict[tuple[str, str], list[str] | None] = {}
         for index in indexes:
             paths = sorted({p for i, p, _l, _u in hits if i is index})
-            for path, lines in self._texts(tenant_id, index, paths)():
-                texts[(index.repo, path)] = lines
+            for path, text in self._texts(tenant_id, index, paths)():
+                texts[(index.repo, path)] = None if text is None else rules.split_lines(text)
         refs = []
         for index, path, line, unit in hits:
             lines = texts.get((index.repo, path))
@@ -260,6 +260,8 @@ class CodeTools:
         self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
     ) -> dict[str, Any]:
         matcher = compile_pattern(args["pattern"], args["case_sensitive"])
+        whole = rules.prefilter_pattern(args["pattern"])
+        prefilter = None if whole is None else compile_pattern(whole, args["case_sensitive"])
         indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
         limit, glob = args["max_results"], args["path"]
         deadline = time.monotonic() + self.grep_timeout_s
@@ -268,15 +270,15 @@ class CodeTools:
         searched = 0
         for index in indexes:
             paths = [p for p in index.files if rules.path_matches(p, glob)]
-            for path, lines in self._texts(tenant_id, index, paths)():
+            for path, text in self._texts(tenant_id, index, paths)():
                 if time.monotonic() > deadline:
                     truncated_by = "time"
                     break
                 searched += 1
-                if lines is None:
+                if text is None or (prefilter is not None and prefilter.search(text) is None):
                     continue
                 syms = index.symbols.get(path, [])
-                for number, line in enumerate(lines, start=1):
+                for number, line in enumerate(rules.split_lines(text), start=1):
                     if matcher.search(line) is None:
                         continue
                     if len(matches) >= limit:
@@ -313,8 +315,8 @@ class CodeTools:
         info = index.files.get(path)
         if info is None:
             raise no_file(index.repo, path, index.revision)
-        lines = dict(self._texts(tenant_id, index, [path])())[path]
-        if lines is None:
+        text = dict(self._texts(tenant_id, index, [path])())[path]
+        if text is None:
             raise QueryInputError(
                 codes.QUERY_NOT_INDEXED,
                 f"{path[:200]!r} of repo {index.repo!r} can no longer be read as indexed at "
@@ -323,6 +325,7 @@ class CodeTools:
                 "path",
                 status=503,
             )
+        lines = rules.split_lines(text)
         first, last, more = rules.line_window(len(lines), args["start_line"], args["end_line"])
         units = [
             s.as_json()

@@ -207,3 +207,26 @@ def test_arguments_get_their_defaults_and_the_schema_describes_each() -> None:
         "description": grep["case_sensitive"]["description"],
         "default": True,
     }
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [r"^def ", r"x$", r"^\s*$", r"\bretry\b", r"a\s+b", r"(?i)RETRY", r"[^a]+$", r"^$", "."],
+)
+def test_the_whole_text_prefilter_never_skips_a_file_with_a_matching_line(pattern: str) -> None:
+    import re2
+
+    texts = ["def retry():\n  a\n\n b x\r\n", "  \n", "x", "aaa\nretry\n", "", "a\nb"]
+    whole = rules.prefilter_pattern(pattern)
+    assert whole is not None
+    line_re, whole_re = re2.compile(pattern), re2.compile(whole)
+    for text in texts:
+        if any(line_re.search(line) for line in rules.split_lines(text)):
+            assert whole_re.search(text) is not None, (pattern, text)
+
+
+def test_patterns_anchored_to_the_text_are_not_prefiltered() -> None:
+    assert rules.prefilter_pattern(r"\Adef") is None
+    assert rules.prefilter_pattern(r"x\z") is None
+    assert rules.prefilter_pattern(r"(?i-m)^x") is None
+    assert rules.prefilter_pattern(r"(?i)^x") == r"(?m)(?i)^x"
