@@ -21,7 +21,7 @@ from neo_assets.code_tools.schema import code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger
 
-FORMAT = 2
+FORMAT = 3
 # (path, text, units) of the files the chunk stage parsed.
 ParsedFile = tuple[str, str, list[Unit]]
 

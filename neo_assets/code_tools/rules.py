@@ -137,12 +137,13 @@ def identifiers(lines: Sequence[str]) -> dict[str, list[int]]:
 def file_record(path: str, text: str, blob: str, size: int, units: Iterable[Unit]) -> list[Any]:
     """One file's entry of the index, JSON-ready: ``[blob, language, size, lines,
     symbols, identifiers]``; a symbol is ``[kind, name, qualifiedName, start, end,
-    signatureLine]``."""
+    signatureLine, signature]`` (that line's text, clipped)."""
     lines = split_lines(text)
-    symbols = [
-        [kind, name, qname, start, end, signature_line(lines, name, start, end)]
-        for kind, name, qname, start, end in merged_symbols(units)
-    ]
+    symbols = []
+    for kind, name, qname, start, end in merged_symbols(units):
+        sig = signature_line(lines, name, start, end)
+        text_of = clip(lines[sig - 1]) if sig <= len(lines) else ""
+        symbols.append([kind, name, qname, start, end, sig, text_of])
     return [blob, language_of(path).language, size, len(lines), symbols, identifiers(lines)]
 
 
@@ -157,6 +158,7 @@ class Symbol:
     start_line: int
     end_line: int
     signature_line: int
+    signature: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -169,6 +171,7 @@ class Symbol:
             "startLine": self.start_line,
             "endLine": self.end_line,
             "signatureLine": self.signature_line,
+            "signature": self.signature,
         }
 
     def unit_json(self) -> dict[str, Any]:
@@ -209,7 +212,8 @@ class RepoIndex:
         for path, (blob, language, size, lines, syms, refs) in payload["files"].items():
             files[path] = FileInfo(path, blob, language, size, lines)
             symbols[path] = [
-                Symbol(repo, path, k, n, q, language, s, e, sig) for k, n, q, s, e, sig in syms
+                Symbol(repo, path, k, n, q, language, s, e, sig, text)
+                for k, n, q, s, e, sig, text in syms
             ]
             idents[path] = refs
         return cls(repo, payload["revision"], payload["kind"], files, symbols, idents)

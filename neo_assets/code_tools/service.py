@@ -211,15 +211,6 @@ class CodeTools:
             language=args["language"],
             limit=args["max_results"],
         )
-        by_repo = {i.repo: i for i in indexes}
-        for path_group in _group(symbols):
-            index = by_repo[path_group[0]["repo"]]
-            found = dict(self._texts(tenant_id, index, [path_group[0]["path"]])())
-            whole = found.get(path_group[0]["path"])
-            text = None if whole is None else rules.split_lines(whole)
-            for sym in path_group:
-                n = sym["signatureLine"]
-                sym["signature"] = clip(text[n - 1]) if text and n <= len(text) else ""
         return {
             "symbols": symbols,
             "truncated": truncated,
@@ -368,13 +359,6 @@ class CodeTools:
         """One tool call: arguments checked (``rules.parse_args``), then answered."""
         args = rules.parse_args(tool, body)
         return getattr(self, tool)(tenant_id, token_repos, args)
-
-
-def _group(symbols: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for sym in symbols:
-        groups.setdefault((sym["repo"], sym["path"]), []).append(sym)
-    return list(groups.values())
 
 
 def compile_pattern(pattern: str, case_sensitive: bool) -> Any:

@@ -61,10 +61,18 @@ def test_a_file_record_merges_parts_and_finds_each_signature_line() -> None:
     assert (blob, language, size, lines) == ("b1", "python", len(PY), 12)
     assert symbols == [
         # The comment and the decorator open the unit's span; the name is on line 5.
-        ["function", "retry", "pkg.m.retry", 3, 6, 5],
-        ["class", "Ky", "pkg.m.Ky", 8, 12, 8],
-        ["method", "Ky.calculate_delay", "pkg.m.Ky.calculate_delay", 9, 10, 9],
-        ["method", "Ky.more", "pkg.m.Ky.more", 11, 12, 11],
+        ["function", "retry", "pkg.m.retry", 3, 6, 5, "def retry(fn):"],
+        ["class", "Ky", "pkg.m.Ky", 8, 12, 8, "class Ky:"],
+        [
+            "method",
+            "Ky.calculate_delay",
+            "pkg.m.Ky.calculate_delay",
+            9,
+            10,
+            9,
+            "    def calculate_delay(self):",
+        ],
+        ["method", "Ky.more", "pkg.m.Ky.more", 11, 12, 11, "    def more(self):"],
     ]
     assert idents["retry"] == [3, 5, 10] and idents["os"] == [1]
 
