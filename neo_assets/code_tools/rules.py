@@ -767,3 +767,23 @@ def check_args(spec: ToolSpec, body: Any) -> dict[str, Any]:
     if tool == "read_file" and out["end_line"] is not None and out["end_line"] < out["start_line"]:
         raise _bad("end_line", f"must be at least start_line ({out['start_line']})")
     return out
+
+
+def portable(schema: Any) -> Any:
+    """``schema`` with every nullable ``type`` array (``["string", "null"]``) spelled as
+    ``anyOf`` branches of one type each, which clients that map tool schemas onto a
+    single-type dialect accept (the MCP Inspector's ``--strict`` lint warns otherwise)."""
+    if isinstance(schema, list):
+        return [portable(v) for v in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: portable(v) for k, v in schema.items()}
+    types = out.get("type")
+    if not isinstance(types, list):
+        return out
+    top = {k: out.pop(k) for k in ("description", "default", "examples") if k in out}
+    out.pop("type")
+    if "enum" in out:
+        out["enum"] = [v for v in out["enum"] if v is not None]
+    branches = [{"type": t, **out} if t != "null" else {"type": "null"} for t in types]
+    return {"anyOf": branches, **top}

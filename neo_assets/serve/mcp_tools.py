@@ -15,7 +15,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
-from neo_assets.code_tools.rules import TOOLS, ToolSpec, check_args, input_schema
+from neo_assets.code_tools.rules import TOOLS, ToolSpec, check_args, input_schema, portable
 from neo_assets.core.query.request import QueryInputError, parse_search
 from neo_assets.core.tokens import TokenRecord
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
@@ -56,7 +56,7 @@ def add_declared_tool(mcp: MCPServer, spec: ToolSpec, run: Callable[..., Any]) -
     old = tool.fn_metadata
     tool.fn_metadata = RawArguments(
         arg_model=old.arg_model,
-        output_schema=spec.output,
+        output_schema=portable(spec.output),
         output_model=old.output_model,
         wrap_output=old.wrap_output,
     )

@@ -238,3 +238,19 @@ def test_patterns_anchored_to_the_text_are_not_prefiltered() -> None:
     assert rules.prefilter_pattern(r"x\z") is None
     assert rules.prefilter_pattern(r"(?i-m)^x") is None
     assert rules.prefilter_pattern(r"(?i)^x") == r"(?m)(?i)^x"
+
+
+def test_nullable_types_are_spelled_as_any_of_for_portability() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "why": {"type": ["string", "null"], "enum": ["a", None], "description": "d"},
+            "n": {"type": "integer"},
+        },
+    }
+    assert rules.portable(schema)["properties"] == {
+        "why": {"anyOf": [{"type": "string", "enum": ["a"]}, {"type": "null"}], "description": "d"},
+        "n": {"type": "integer"},
+    }
+    for spec in rules.TOOLS.values():
+        assert '"type": [' not in str(rules.portable(spec.output)).replace("'", '"')
