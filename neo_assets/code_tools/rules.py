@@ -159,6 +159,11 @@ class Symbol:
     end_line: int
     signature_line: int
     signature: str = ""
+    # Spellings matching compares, computed once when the index is decoded.
+    bare: str = ""
+    bare_lower: str = ""
+    name_lower: str = ""
+    qualified_lower: str = ""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -212,7 +217,22 @@ class RepoIndex:
         for path, (blob, language, size, lines, syms, refs) in payload["files"].items():
             files[path] = FileInfo(path, blob, language, size, lines)
             symbols[path] = [
-                Symbol(repo, path, k, n, q, language, s, e, sig, text)
+                Symbol(
+                    repo,
+                    path,
+                    k,
+                    n,
+                    q,
+                    language,
+                    s,
+                    e,
+                    sig,
+                    text,
+                    short_name(n),
+                    short_name(n).lower(),
+                    n.lower(),
+                    q.lower(),
+                )
                 for k, n, q, s, e, sig, text in syms
             ]
             idents[path] = refs
@@ -239,15 +259,21 @@ def symbol_tier(sym: Symbol, query: str) -> str | None:
     a dotted tail of it, or its bare name), prefix (its bare name starts with it, any
     case), fuzzy (it occurs in its name, any case), or None. Close spellings are the
     fuzzy tier's other half (``find_symbols``)."""
+    return _tier(sym, query, short_name(query), query.lower())
+
+
+def _tier(sym: Symbol, query: str, bare_q: str, low: str) -> str | None:
     if query in (sym.name, sym.qualified_name) or sym.qualified_name.endswith("." + query):
         return MATCH_EXACT
-    bare, bare_q = short_name(sym.name), short_name(query)
+    bare = sym.bare or short_name(sym.name)
     if "." not in query and bare == bare_q:
         return MATCH_EXACT
     low_q = bare_q.lower()
-    if low_q and bare.lower().startswith(low_q):
+    if low_q and (sym.bare_lower or bare.lower()).startswith(low_q):
         return MATCH_PREFIX
-    if query.lower() in sym.qualified_name.lower() or query.lower() in sym.name.lower():
+    if low in (sym.qualified_lower or sym.qualified_name.lower()) or low in (
+        sym.name_lower or sym.name.lower()
+    ):
         return MATCH_FUZZY
     return None
 
@@ -266,6 +292,7 @@ def find_symbols(
     ``limit``."""
     found: list[tuple[int, str, str, int, Symbol]] = []
     unmatched: dict[str, list[Symbol]] = {}
+    bare_q, low = short_name(name), name.lower()
     for index in indexes:
         for syms in index.symbols.values():
             for sym in syms:
@@ -273,14 +300,20 @@ def find_symbols(
                     language is not None and sym.language != language
                 ):
                     continue
-                tier = symbol_tier(sym, name)
+                tier = _tier(sym, name, bare_q, low)
                 if tier is not None:
                     found.append((_TIER[tier], sym.repo, sym.path, sym.start_line, sym))
                 else:
-                    unmatched.setdefault(short_name(sym.name).lower(), []).append(sym)
-    low_q = short_name(name).lower()
+                    unmatched.setdefault(sym.bare_lower, []).append(sym)
+    low_q = bare_q.lower()
     if len(found) <= limit and len(low_q) >= 4 and unmatched:
-        for close in difflib.get_close_matches(low_q, unmatched, n=limit, cutoff=FUZZY_CUTOFF):
+        # A ratio of FUZZY_CUTOFF needs lengths within that ratio of each other.
+        near = [
+            n
+            for n in unmatched
+            if min(len(n), len(low_q)) >= FUZZY_CUTOFF * max(len(n), len(low_q)) * 0.8
+        ]
+        for close in difflib.get_close_matches(low_q, near, n=limit, cutoff=FUZZY_CUTOFF):
             for sym in unmatched[close]:
                 found.append((_TIER[MATCH_FUZZY], sym.repo, sym.path, sym.start_line, sym))
     found.sort(key=lambda t: t[:4])
