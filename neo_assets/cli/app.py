@@ -22,6 +22,7 @@ from neo_assets.cli.common import (
 from neo_assets.cli.health import register as register_health
 from neo_assets.cli.reconcile import register as register_reconcile
 from neo_assets.cli.serve import register as register_serve
+from neo_assets.code_tools.cli import register as register_code_tools
 from neo_assets.core import codes
 from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
@@ -314,6 +315,7 @@ register_reconcile(app)
 register_serve(app)
 register_eval(app)
 register_quality(app)
+register_code_tools(app)
 
 
 def main() -> None:

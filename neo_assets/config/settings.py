@@ -299,6 +299,10 @@ class ServeSettings(_Section):
     streams_per_token: int = Field(4, ge=1)  # open MCP GET /mcp event streams; more: 429
     stream_idle_s: float = Field(30.0, gt=0)  # a stream with no event this long is closed
 
+    # The code tools' grep: seconds one grep may search before it answers what it found
+    # (cut, truncatedBy "time"); under request_timeout_s.
+    grep_timeout_s: float = Field(5.0, gt=0)
+
     @model_validator(mode="after")
     def _pending_leaves_room(self) -> "ServeSettings":
         if self.max_pending_connections >= self.max_connections:

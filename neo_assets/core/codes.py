@@ -198,6 +198,9 @@ QUERY_UNAVAILABLE = "QUERY_UNAVAILABLE"
 # The store holds none of the rows of a repo the ledger records as swept complete (a
 # missing or emptied Chroma directory / server): 503, never an empty answer.
 QUERY_STORE_MISSING = "QUERY_STORE_MISSING"
+# The code tools (find_symbol, grep, read_file, ...) have no index of a repo at the
+# revision it is served at yet (swept before the tools existed, or never): 503.
+QUERY_NOT_INDEXED = "QUERY_NOT_INDEXED"
 # /readyz: which part is not ready.
 READY_STORE_UNREACHABLE = "READY_STORE_UNREACHABLE"
 READY_LEDGER_UNREACHABLE = "READY_LEDGER_UNREACHABLE"

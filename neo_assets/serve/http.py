@@ -1,6 +1,8 @@
 """The HTTP API (starlette): ``POST /v1/search``, ``GET /v1/chunks/{id}``,
 ``GET /v1/chunks/{id}/related``, ``GET /v1/repos``, ``GET /healthz`` (liveness),
-``GET /readyz`` (readiness: ``serve.readiness``). Every refusal is a
+``GET /readyz`` (readiness: ``serve.readiness``), and the code tools
+``POST /v1/find_symbol``, ``/v1/find_references``, ``/v1/grep``, ``/v1/read_file``,
+``/v1/list_files`` (``code_tools``). Every refusal is a
 JSON ``{"error": {"code", "message", "field"}}`` with a 4xx status; no traceback leaves."""
 
 import json
@@ -13,6 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from neo_assets.code_tools.rules import TOOLS
 from neo_assets.core import codes
 from neo_assets.core.query.request import QueryInputError, parse_search
 from neo_assets.core.tokens import TokenRecord
@@ -178,7 +181,21 @@ def routes(runtime: Runtime) -> list[Route]:
             ready, body = False, {"status": "not ready", "failed": ["service"], "checks": {}}
         return JSONResponse(body, status_code=200 if ready else 503)
 
+    def code_tool(tool: str) -> Callable[[Request, TokenRecord], Awaitable[Any]]:
+        async def run(request: Request, record: TokenRecord) -> Any:
+            body = await read_json(request, runtime.settings.serve.max_body_bytes)
+            return await anyio.to_thread.run_sync(
+                runtime.tools.call, tool, record.tenant_id, record.repos, body
+            )
+
+        return run
+
+    tools = [
+        Route(f"/v1/{name}", _handler(runtime, name, code_tool(name)), methods=["POST"])
+        for name in TOOLS
+    ]
     return [
+        *tools,
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
         Route("/v1/search", _handler(runtime, "search", search), methods=["POST"]),

@@ -4,6 +4,7 @@ MCP tools."""
 
 from dataclasses import dataclass, field
 
+from neo_assets.code_tools.service import CodeTools
 from neo_assets.config.settings import Settings
 from neo_assets.serve.auth import TokenLimiter
 from neo_assets.serve.limits import StreamGuard
@@ -18,10 +19,12 @@ class Runtime:
     service: QueryService
     limiter: TokenLimiter
     streams: StreamGuard = field(init=False)
+    tools: CodeTools = field(init=False)  # find_symbol, grep, read_file, ... (code_tools)
 
     def __post_init__(self) -> None:
         serve = self.settings.serve
         self.streams = StreamGuard(serve.streams_per_token, serve.stream_idle_s)
+        self.tools = CodeTools(self.service, serve.grep_timeout_s)
 
     @classmethod
     def open(cls, settings: Settings) -> "Runtime":

@@ -127,4 +127,6 @@ def test_a_held_generation_never_takes_over_from_another_complete_one() -> None:
     # Nothing else complete: the held one serves (there is nothing to compare it with).
     alone = tenant_serving("new", ["a"], [at("a", "new")], held=["new"])
     assert alone.generation == "new"
-    assert tenant_serving("new", ["a"], records, reclaimed=["old"], held=["new"]).generation == "new"
+    assert (
+        tenant_serving("new", ["a"], records, reclaimed=["old"], held=["new"]).generation == "new"
+    )

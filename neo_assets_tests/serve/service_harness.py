@@ -90,18 +90,28 @@ class ServedKb:
     env: dict[str, str]
 
     @classmethod
-    def build(cls, root: Path, **extra_env: str) -> "ServedKb":
-        """``extra_env``: NEO_* settings of the sweeps and of every later command (e.g. a
+    def build(
+        cls,
+        root: Path,
+        repos: dict[tuple[str, str], dict[str, str]] | None = None,
+        existing: dict[tuple[str, str], Path] | None = None,
+        **extra_env: str,
+    ) -> "ServedKb":
+        """``repos``: (tenant, slug) -> files of a git repo made here (default REPOS);
+        ``existing``: (tenant, slug) -> a directory declared as it is (a copied clone);
+        ``extra_env``: NEO_* settings of the sweeps and of every later command (e.g. a
         provider other than the hashing embedder)."""
         home = root / "neo-home"
         home.mkdir(parents=True)
         entries: dict[str, list[dict[str, Any]]] = {}
-        for (tenant, slug), files in REPOS.items():
+        for (tenant, slug), files in (REPOS if repos is None else repos).items():
             repo = GitRepo(root / f"{tenant}-{slug}")
             for rel, text in files.items():
                 repo.write(rel, text)
             repo.commit("initial", when=1_700_000_000)
             entries.setdefault(tenant, []).append(repo_entry(slug, repo.path, version="2.0.0"))
+        for (tenant, slug), path in (existing or {}).items():
+            entries.setdefault(tenant, []).append(repo_entry(slug, path, version="2.0.0"))
         tenants_path = write_tenants(root / "tenants.yaml", entries)
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEO_")}
         env |= {

@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from neo_assets_tests.serve.service_harness import ROOT, Served, ServedKb
 
 FOREIGN_MARK = "globex_vault_secret"
+CODE_TOOLS = {"find_symbol", "find_references", "grep", "read_file", "list_files"}
 
 
 @pytest.fixture(scope="module")
@@ -247,7 +248,7 @@ def test_mcp_client_lists_tools_and_searches_as_its_tenant(
         return {t.name for t in listed.tools}, found, chunk, repos
 
     names, found, chunk, repos = anyio.run(go)
-    assert names == {"search_code", "get_chunk", "related_chunks", "list_repos"}
+    assert names == {"search_code", "get_chunk", "related_chunks", "list_repos"} | CODE_TOOLS
     assert not found.is_error
     results = found.structured_content["results"]
     assert results and all(h["metadata"]["tenantId"] == "acme" for h in results)
@@ -320,7 +321,7 @@ def test_mcp_on_stdio_reads_as_the_token_in_neo_token(
         return {t.name for t in listed.tools}, found
 
     names, found = anyio.run(go)
-    assert names == {"search_code", "get_chunk", "related_chunks", "list_repos"}
+    assert names == {"search_code", "get_chunk", "related_chunks", "list_repos"} | CODE_TOOLS
     assert not found.is_error
     results = found.structured_content["results"]
     assert results and {h["repo"] for h in results} == {"widgets"}  # the token's subset

@@ -192,6 +192,7 @@ TIMING_KEYS: Mapping[str, str] = {
     "present_check_s": "presentCheckSeconds",
     "write_s": "writeSeconds",
     "embed_total_s": "embedTotalSeconds",
+    "code_index_s": "codeIndexSeconds",
 }
 
 
@@ -208,6 +209,8 @@ class SweepTimings:
     present_check_s: float | None = None
     write_s: float | None = None
     embed_total_s: float | None = None
+    # Of chunks_s: building and writing the code tools' index (code_tools.index_store).
+    code_index_s: float | None = None
 
     def to_doc(self) -> dict[str, float]:
         return {

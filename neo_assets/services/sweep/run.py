@@ -151,6 +151,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 )
                 return SweepResult(replace(report, lease=lease.info), errors=1)
         chunks_s = time.perf_counter() - mark
+        code_index_s = chunks.index_s
         yield StageEnded("chunk_generation", envelope, tally=generation_tally(chunks))
 
         if not lease.held:
@@ -188,6 +189,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             report.timings,
             envelope_s=envelope_s,
             chunks_s=chunks_s,
+            code_index_s=code_index_s,
             embed_s=embed_s,
             census_s=census_s,
             stages_s=envelope_s + chunks_s + embed_s + census_s,

@@ -14,6 +14,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from neo_assets.code_tools.index_store import ParsedFile, build_index, reclaim_indexes
+from neo_assets.code_tools.rules import Unit
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
@@ -305,10 +307,54 @@ def _parse(
     settings: Settings,
     env: Envelope,
     paths: list[str],
+    files_out: list[ParsedFile] | None = None,
 ) -> list[DeclaredChunk]:
+    """``files_out``: filled with each file's text and units, for the code index."""
     blob_of = {e.path: e.blob for e in env.entries}
-    rows = parse_rows(parse_identity(ctx, settings), list(read_texts(env, paths)))
+    files = list(read_texts(env, paths))
+    rows = parse_rows(parse_identity(ctx, settings), files)
+    if files_out is not None:
+        files_out.extend(parsed_files(files, rows))
     return fit_to_band(ctx, parsed_chunks(rows, blob_of), band_for(settings))
+
+
+def parsed_files(files: list[tuple[str, str]], rows: list[Row]) -> list[ParsedFile]:
+    """Each file's (path, text, units) from the parser's rows, for the code index."""
+    units: dict[str, list[Unit]] = {path: [] for path, _text in files}
+    for _id, path, kind, name, start, end, _content, _lang, qualified, _p, _r in rows:
+        units[path].append(Unit(kind, name, qualified, start, end))
+    return [(path, text, units[path]) for path, text in files]
+
+
+def index_step(
+    ctx: RepoContext,
+    settings: Settings,
+    ledger: Ledger,
+    envelope: "EnvelopeResult",
+    chunking: str,
+    parsed: list[ParsedFile],
+    now: float,
+) -> float:
+    """Record the code tools' index of the envelope's revision (``code_tools``): symbols,
+    identifiers and the file map; the seconds it took."""
+    env = envelope.listing
+    state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
+
+    def parse_missing(paths: list[str]) -> list[ParsedFile]:
+        files = list(read_texts(env, paths))
+        return parsed_files(files, parse_rows(parse_identity(ctx, settings), files))
+
+    return build_index(
+        ledger,
+        ctx.tenant_id,
+        ctx.repo_slug,
+        env,
+        chunking=chunking,
+        parsed=parsed,
+        parse_missing=parse_missing,
+        serving_revision=state.get("last_ingested_rev"),
+        now=now,
+    )
 
 
 def _sent_text(ctx: RepoContext, chunk: DeclaredChunk, content: str, name: str) -> str:
@@ -471,6 +517,8 @@ class ChunkGeneration:
     reused_paths: int = 0
     # Parsed files windowed instead of read by their structure, per reason.
     fallback_files: Mapping[str, int] = field(default_factory=dict)
+    # Seconds of the chunk stage spent on the code tools' index (code_tools.index_store).
+    index_s: float = 0.0
 
     def __len__(self) -> int:
         return len(self.chunks)
@@ -494,12 +542,16 @@ def chunk_step(
     every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
     if plan is None:
         plan = plan_chunks(ctx, settings, ledger, envelope)
-    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse)
+    files: list[ParsedFile] = []
+    parsed = _parse(ctx, settings, envelope.listing, plan.to_parse, files)
+    index_s = index_step(ctx, settings, ledger, envelope, plan.chunking, files, now)
+    del files
     chunks = ChunkGeneration(
         chunks=parsed + plan.kept,
         parsed_paths=len(plan.to_parse),
         reused_paths=len(plan.reused),
         fallback_files=fallback_counts(parsed),
+        index_s=index_s,
     )
     previous = plan.previous
     unchanged = (
@@ -944,6 +996,10 @@ def census_step(
     if verdict.advance_checkpoint:
         state["last_ingested_rev"] = envelope.revision
     ledger.record_sweep_result(ctx.tenant_id, ctx.repo_slug, state=state)
+    # The code index follows the checkpoint: kept at the revision served and the one this
+    # sweep declared (served once complete), reclaimed at any other.
+    served = state.get("last_ingested_rev", previous.get("last_ingested_rev"))
+    reclaim_indexes(ledger, ctx.tenant_id, ctx.repo_slug, {envelope.revision, served})
     if summary.generation:
         counts = summary.counts
         record_repo_generation(

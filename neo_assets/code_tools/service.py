@@ -1,0 +1,381 @@
+"""The code tools over one service process: find_symbol, find_references, grep,
+read_file, list_files. Every answer is the caller's tenant's, limited to the repos its
+token may read (``QueryService.scope``: another repo is a 403), and read at the revision
+the repo is indexed at (the ledger's checkpoint: the revision ``list_repos`` and
+``search_code`` answer from), from that revision's index (``index_store``).
+
+A file is named only by a path the index holds (looked up as a key, never joined to a
+directory), and read by the blob the index recorded: from git's object store for a git
+repo, from the directory for a plain one (checked against its recorded digest: a file
+changed since is reported, not served). grep runs RE2 (linear time: no catastrophic
+backtracking), line by line, under a time budget and a result bound.
+"""
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import re2
+
+from neo_assets.code_tools import rules
+from neo_assets.code_tools.index_store import index_head, read_payload
+from neo_assets.code_tools.rules import RepoIndex, clip
+from neo_assets.core import codes
+from neo_assets.core.query.request import QueryInputError
+from neo_assets.services.query.search import QueryService
+from neo_assets.sources.envelope import read_texts
+from neo_assets.sources.model import Envelope, FileEntry, SourceError
+
+INDEX_CACHE = 32  # repo indexes kept decoded
+TEXT_CACHE_BYTES = 128 * 1024 * 1024  # file texts kept, by blob
+RE2_MAX_MEM = 32 * 1024 * 1024  # a pattern whose automaton needs more is refused
+
+
+def not_indexed(repo: str, revision: str | None) -> QueryInputError:
+    at = f" at its indexed revision {revision}" if revision else ""
+    return QueryInputError(
+        codes.QUERY_NOT_INDEXED,
+        f"repo {repo!r} has no code index{at} yet: a sweep builds it (neo-assets sweep "
+        f"--repo {repo} --force); search_code answers meanwhile",
+        "repo",
+        status=503,
+    )
+
+
+def no_file(repo: str, path: str, revision: str) -> QueryInputError:
+    return QueryInputError(
+        codes.QUERY_NOT_FOUND,
+        f"no file {path[:200]!r} in repo {repo!r} at revision {revision}; list_files lists "
+        "its paths",
+        "path",
+        status=404,
+    )
+
+
+class TextCache:
+    """File texts by blob id (a blob never changes), least recently used out past a byte
+    budget."""
+
+    def __init__(self, budget: int = TEXT_CACHE_BYTES) -> None:
+        self.budget = budget
+        self.used = 0
+        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, blob: str) -> str | None:
+        with self._lock:
+            text = self._texts.get(blob)
+            if text is not None:
+                self._texts.move_to_end(blob)
+            return text
+
+    def put(self, blob: str, text: str) -> None:
+        with self._lock:
+            if blob in self._texts or len(text) > self.budget:
+                return
+            self._texts[blob] = text
+            self.used += len(text)
+            while self.used > self.budget:
+                _old, dropped = self._texts.popitem(last=False)
+                self.used -= len(dropped)
+
+
+class CodeTools:
+    """The tools over a ``QueryService`` (its resident ledger and tenants file)."""
+
+    def __init__(self, service: QueryService, grep_timeout_s: float) -> None:
+        self.service = service
+        self.grep_timeout_s = grep_timeout_s
+        self.texts = TextCache()
+        self._indexes: OrderedDict[tuple[str, str, str, str], RepoIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ indexes
+    def _repo_path(self, tenant_id: str, slug: str) -> str:
+        tenant = self.service.resident.tenants().tenant(tenant_id)
+        repo = next((r for r in tenant.repos if r.slug == slug), None) if tenant else None
+        if repo is None:  # scope() let it through, so it is declared: a race with a reload
+            raise not_indexed(slug, None)
+        return str(Path(repo.path).resolve())
+
+    def index(self, tenant_id: str, slug: str) -> RepoIndex | None:
+        """The repo's index at the revision it is served at, or None (none built yet)."""
+        ledger = self.service.resident.ledger
+        state = ledger.repo_state(tenant_id, slug) or {}
+        revision = state.get("last_ingested_rev")
+        if not revision:
+            return None
+        head = index_head(ledger, tenant_id, slug, revision)
+        if head is None:
+            return None
+        key = (tenant_id, slug, revision, head[0])
+        with self._lock:
+            found = self._indexes.get(key)
+            if found is not None:
+                self._indexes.move_to_end(key)
+                return found
+        payload = read_payload(ledger, tenant_id, slug, revision)
+        if payload is None:
+            return None
+        index = RepoIndex.from_payload(slug, payload)
+        with self._lock:
+            self._indexes[key] = index
+            while len(self._indexes) > INDEX_CACHE:
+                self._indexes.popitem(last=False)
+        return index
+
+    def _indexes_for(
+        self, tenant_id: str, token_repos: Sequence[str], repo: str | None
+    ) -> tuple[list[RepoIndex], list[str]]:
+        """The indexes of the repos a request reads (403 for a repo the token may not
+        read), and the repos among them without one."""
+        found, missing = [], []
+        for slug in self.service.scope(tenant_id, token_repos, repo):
+            index = self.index(tenant_id, slug)
+            if index is None:
+                missing.append(slug)
+            else:
+                found.append(index)
+        return found, missing
+
+    def _one_index(self, tenant_id: str, token_repos: Sequence[str], repo: str) -> RepoIndex:
+        found, _missing = self._indexes_for(tenant_id, token_repos, repo)
+        if not found:
+            state = self.service.resident.ledger.repo_state(tenant_id, repo) or {}
+            raise not_indexed(repo, state.get("last_ingested_rev"))
+        return found[0]
+
+    # ------------------------------------------------------------------ texts
+    def _texts(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> Callable[[], Any]:
+        """An iterator of (path, text or None: unreadable now) over ``paths`` of the
+        index, cached texts first, the rest read in one pass."""
+
+        def run() -> Any:
+            wanted = []
+            for path in paths:
+                text = self.texts.get(index.files[path].blob)
+                if text is None:
+                    wanted.append(path)
+            read: dict[str, str | None] = {}
+            if wanted:
+                read = self._read(tenant_id, index, wanted)
+            for path in paths:
+                info = index.files[path]
+                yield path, self.texts.get(info.blob) if path not in read else read[path]
+
+        return run
+
+    def _read(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> dict[str, Any]:
+        entries = tuple(
+            FileEntry(p, index.files[p].size, index.files[p].blob, True, None, None)
+            for p in sorted(paths)
+        )
+        env = Envelope(
+            kind="git" if index.kind == "git" else "dir",
+            root=self._repo_path(tenant_id, index.repo),
+            revision=index.revision,
+            entries=entries,
+        )
+        out: dict[str, str | None] = {}
+        try:
+            for path, text in read_texts(env, [e.path for e in entries]):
+                out[path] = text
+                self.texts.put(index.files[path].blob, text)
+        except SourceError:
+            # One unreadable file (a directory changed since its sweep, a pruned blob):
+            # read the rest one by one so only that one is missing.
+            for e in entries:
+                if e.path in out:
+                    continue
+                one = Envelope(env.kind, env.root, env.revision, (e,))
+                try:
+                    for path, text in read_texts(one, [e.path]):
+                        out[path] = text
+                        self.texts.put(e.blob, text)
+                except SourceError:
+                    out[e.path] = None
+        return out
+
+    # ------------------------------------------------------------------ tools
+    def find_symbol(
+        self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
+        symbols, truncated = rules.find_symbols(
+            indexes,
+            args["name"],
+            kind=args["kind"],
+            language=args["language"],
+            limit=args["max_results"],
+        )
+        return {
+            "symbols": symbols,
+            "truncated": truncated,
+            "revisions": {i.repo: i.revision for i in indexes},
+            "notIndexed": missing,
+        }
+
+    def find_references(
+        self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
+        hits, truncated = rules.find_references(indexes, args["name"], limit=args["max_results"])
+        texts: dict[tuple[str, str], list[str] | None] = {}
+        for index in indexes:
+            paths = sorted({p for i, p, _l, _u in hits if i is index})
+            for path, text in self._texts(tenant_id, index, paths)():
+                texts[(index.repo, path)] = None if text is None else rules.split_lines(text)
+        refs = []
+        for index, path, line, unit in hits:
+            lines = texts.get((index.repo, path))
+            refs.append(
+                {
+                    "repo": index.repo,
+                    "path": path,
+                    "line": line,
+                    "text": clip(lines[line - 1]) if lines and line <= len(lines) else "",
+                    "unit": None if unit is None else unit.unit_json(),
+                }
+            )
+        return {
+            "references": refs,
+            "truncated": truncated,
+            "revisions": {i.repo: i.revision for i in indexes},
+            "notIndexed": missing,
+        }
+
+    def grep(
+        self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        matcher = compile_pattern(args["pattern"], args["case_sensitive"])
+        whole = rules.prefilter_pattern(args["pattern"])
+        prefilter = None if whole is None else compile_pattern(whole, args["case_sensitive"])
+        indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
+        limit, glob = args["max_results"], args["path"]
+        deadline = time.monotonic() + self.grep_timeout_s
+        matches: list[dict[str, Any]] = []
+        truncated_by: str | None = None
+        searched = 0
+        for index in indexes:
+            paths = [p for p in index.files if rules.path_matches(p, glob)]
+            for path, text in self._texts(tenant_id, index, paths)():
+                if time.monotonic() > deadline:
+                    truncated_by = "time"
+                    break
+                searched += 1
+                if text is None or (prefilter is not None and prefilter.search(text) is None):
+                    continue
+                syms = index.symbols.get(path, [])
+                for number, line in enumerate(rules.split_lines(text), start=1):
+                    if matcher.search(line) is None:
+                        continue
+                    if len(matches) >= limit:
+                        truncated_by = "max_results"
+                        break
+                    unit = rules.enclosing_unit(syms, number)
+                    matches.append(
+                        {
+                            "repo": index.repo,
+                            "path": path,
+                            "line": number,
+                            "text": clip(line),
+                            "unit": None if unit is None else unit.unit_json(),
+                        }
+                    )
+                if truncated_by:
+                    break
+            if truncated_by:
+                break
+        return {
+            "matches": matches,
+            "truncated": truncated_by is not None,
+            "truncatedBy": truncated_by,
+            "filesSearched": searched,
+            "revisions": {i.repo: i.revision for i in indexes},
+            "notIndexed": missing,
+        }
+
+    def read_file(
+        self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        index = self._one_index(tenant_id, token_repos, args["repo"])
+        path = args["path"]
+        info = index.files.get(path)
+        if info is None:
+            raise no_file(index.repo, path, index.revision)
+        text = dict(self._texts(tenant_id, index, [path])())[path]
+        if text is None:
+            raise QueryInputError(
+                codes.QUERY_NOT_INDEXED,
+                f"{path[:200]!r} of repo {index.repo!r} can no longer be read as indexed at "
+                f"revision {index.revision} (changed or gone since its sweep); the next "
+                "sweep indexes it anew",
+                "path",
+                status=503,
+            )
+        lines = rules.split_lines(text)
+        first, last, more = rules.line_window(len(lines), args["start_line"], args["end_line"])
+        units = [
+            s.as_json()
+            for s in index.symbols.get(path, [])
+            if s.start_line <= last and s.end_line >= first
+        ]
+        return {
+            "repo": index.repo,
+            "path": path,
+            "revision": index.revision,
+            "language": info.language,
+            "startLine": first,
+            "endLine": last,
+            "totalLines": len(lines),
+            "truncated": more,
+            "text": "\n".join(lines[first - 1 : last]),
+            "units": units,
+        }
+
+    def list_files(
+        self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
+    ) -> dict[str, Any]:
+        index = self._one_index(tenant_id, token_repos, args["repo"])
+        glob = args["path_glob"]
+        files = [
+            {"path": f.path, "language": f.language, "size": f.size, "lines": f.lines}
+            for f in index.files.values()
+            if rules.path_matches(f.path, glob)
+        ]
+        return {
+            "repo": index.repo,
+            "revision": index.revision,
+            "files": files[: rules.MAX_LIST_FILES],
+            "truncated": len(files) > rules.MAX_LIST_FILES,
+        }
+
+    def call(
+        self, tool: str, tenant_id: str, token_repos: Sequence[str], body: Any
+    ) -> dict[str, Any]:
+        """One tool call: arguments checked (``rules.parse_args``), then answered."""
+        args = rules.parse_args(tool, body)
+        return getattr(self, tool)(tenant_id, token_repos, args)
+
+
+def compile_pattern(pattern: str, case_sensitive: bool) -> Any:
+    """The RE2 program of ``pattern``, or a 400 naming what RE2 refused."""
+    options = re2.Options()
+    options.max_mem = RE2_MAX_MEM
+    options.case_sensitive = case_sensitive
+    options.log_errors = False
+    try:
+        return re2.compile(pattern, options)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode("utf-8", "replace")
+        raise QueryInputError(
+            codes.QUERY_INVALID,
+            f"pattern: not a regular expression RE2 runs ({str(detail)[:200]}); RE2 has no "
+            "backreferences or lookaround, and a pattern's program is bounded in size",
+            "pattern",
+        ) from None
