@@ -25,6 +25,7 @@ from neo_assets.code_tools.index_store import index_head, read_payload
 from neo_assets.code_tools.rules import RepoIndex, clip
 from neo_assets.core import codes
 from neo_assets.core.query.request import QueryInputError
+from neo_assets.secrets.rules import is_prose, redact
 from neo_assets.services.query.search import QueryService
 from neo_assets.sources.envelope import read_texts
 from neo_assets.sources.model import Envelope, FileEntry, SourceError
@@ -32,6 +33,17 @@ from neo_assets.sources.model import Envelope, FileEntry, SourceError
 INDEX_CACHE = 32  # repo indexes kept decoded
 TEXT_CACHE_BYTES = 128 * 1024 * 1024  # file texts kept, by blob
 RE2_MAX_MEM = 32 * 1024 * 1024  # a pattern whose automaton needs more is refused
+
+
+def shown(path: str, text: str | None) -> str | None:
+    """What the tools may show of a file: every line holding a secret redacted (the
+    sweep fences those chunks; a file read or a grep must not serve them either)."""
+    return None if text is None else redact(text, path)[0]
+
+
+def text_key(blob: str, path: str) -> str:
+    # Prose and code are scanned by different rules: one blob may show two ways.
+    return f"{blob}:{'prose' if is_prose(path) else 'code'}"
 
 
 def not_indexed(repo: str, revision: str | None) -> QueryInputError:
@@ -156,7 +168,7 @@ class CodeTools:
         def run() -> Any:
             wanted = []
             for path in paths:
-                text = self.texts.get(index.files[path].blob)
+                text = self.texts.get(text_key(index.files[path].blob, path))
                 if text is None:
                     wanted.append(path)
             read: dict[str, str | None] = {}
@@ -164,7 +176,8 @@ class CodeTools:
                 read = self._read(tenant_id, index, wanted)
             for path in paths:
                 info = index.files[path]
-                yield path, self.texts.get(info.blob) if path not in read else read[path]
+                cached = self.texts.get(text_key(info.blob, path))
+                yield path, cached if path not in read else read[path]
 
         return run
 
@@ -182,8 +195,8 @@ class CodeTools:
         out: dict[str, str | None] = {}
         try:
             for path, text in read_texts(env, [e.path for e in entries]):
-                out[path] = text
-                self.texts.put(index.files[path].blob, text)
+                out[path] = shown(path, text)
+                self.texts.put(text_key(index.files[path].blob, path), out[path])
         except SourceError:
             # One unreadable file (a directory changed since its sweep, a pruned blob):
             # read the rest one by one so only that one is missing.
@@ -193,8 +206,8 @@ class CodeTools:
                 one = Envelope(env.kind, env.root, env.revision, (e,))
                 try:
                     for path, text in read_texts(one, [e.path]):
-                        out[path] = text
-                        self.texts.put(e.blob, text)
+                        out[path] = shown(path, text)
+                        self.texts.put(text_key(e.blob, path), out[path])
                 except SourceError:
                     out[e.path] = None
         return out
