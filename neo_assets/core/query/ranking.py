@@ -300,12 +300,15 @@ def part_of(name: str) -> tuple[str, int] | None:
     return (m.group(1), int(m.group(2))) if m else None
 
 
+# Code under doc/ or docs/ can be source (cobra's doc/ package generates the docs), so a
+# docs folder marks only its prose; tests, examples and benchmarks are secondary as code.
 _SECONDARY_PATH = re.compile(
-    r"(?:^|/)(?:tests?|testing|__tests__|spec|specs|e2e|examples?|docs?|benchmarks?|"
+    r"(?:^|/)(?:tests?|testing|__tests__|spec|specs|e2e|examples?|benchmarks?|"
     r"fixtures?|testdata)/|(?:^|/)(?:test_[^/]*|[^/]*_test\.[a-z]+|[^/]*\.(?:test|spec)\.[a-z]+|"
     r"conftest\.py)$",
     re.IGNORECASE,
 )
+_PROSE_PATH = re.compile(r"\.(?:md|mdx|rst|txt|adoc|asciidoc)$", re.IGNORECASE)
 _DOC_LANGUAGES = frozenset({"markdown", "rst", "text", "restructuredtext", "asciidoc"})
 _ASKS_SECONDARY = re.compile(
     r"\b(?:tests?|testing|spec|specs|docs?|documentation|examples?|readme|changelog|"
@@ -315,9 +318,13 @@ _ASKS_SECONDARY = re.compile(
 
 
 def is_test_or_doc(path: str, language: str = "") -> bool:
-    """A test, doc, example or benchmark file: under such a folder, named as a test file,
-    or written in a prose language."""
-    return bool(_SECONDARY_PATH.search(path)) or language.lower() in _DOC_LANGUAGES
+    """A test, example or benchmark file (under such a folder, or named as a test file),
+    or prose (Markdown, reST, text): docs. Code under a doc/ folder is source."""
+    return (
+        bool(_SECONDARY_PATH.search(path))
+        or language.lower() in _DOC_LANGUAGES
+        or bool(_PROSE_PATH.search(path))
+    )
 
 
 def asks_for_secondary(query: str) -> bool:

@@ -75,7 +75,10 @@ def test_parts_of_a_unit_answer_as_its_first_part() -> None:
 def test_tests_and_docs_rank_below_source_unless_asked_for() -> None:
     assert is_test_or_doc("tests/test_app.py") and is_test_or_doc("command_test.go")
     assert is_test_or_doc("README.md", "markdown") and is_test_or_doc("docs/api.rst")
+    assert is_test_or_doc("examples/tutorial/app.py")
     assert not is_test_or_doc("src/flask/app.py")
+    # cobra's doc/ package is Go source that generates the docs: not demoted.
+    assert not is_test_or_doc("doc/md_docs.go", "go")
     assert asks_for_secondary("which test covers the retry") and not asks_for_secondary(
         "how are retries delayed"
     )
