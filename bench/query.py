@@ -399,6 +399,7 @@ def definition_name(definition: str) -> str | None:
 def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
     from bench.retrieval import QUESTIONS, corpus, load_model
     from neo_assets.config.settings import load_settings
+    from neo_assets.core.query.ranking import DEFAULT_RANKING, LEGACY
     from neo_assets.core.query.request import SearchRequest
     from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
@@ -407,7 +408,10 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
 
     sets = json.loads(QUESTIONS.read_text(encoding="utf-8"))["repos"]
     out: dict[str, Any] = {"k": K, "repos": {}}
-    totals = {"natural": {"hybrid": 0, "vector": 0}, "identifier": {"hybrid": 0, "vector": 0}}
+    # "hybrid_legacy": the ranking before issue 38 (names only, parts apart, no source
+    # prior), measured on the same rows in the same run.
+    modes = ("hybrid", "hybrid_legacy", "vector")
+    totals = {p: dict.fromkeys(modes, 0) for p in ("natural", "identifier")}
     asked = 0
     with tempfile.TemporaryDirectory(prefix="bench-recall-") as tmp:
         root = Path(tmp)
@@ -460,7 +464,10 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                 "embed_s": round(embed_s, 1),
                             }
                             for phrasing in ("natural", "identifier"):
-                                for mode in ("hybrid", "vector"):
+                                for mode in modes:
+                                    svc.ranking = (
+                                        LEGACY if mode == "hybrid_legacy" else DEFAULT_RANKING
+                                    )
                                     hits = 0
                                     for q in spec["questions"]:
                                         ident = definition_name(q["definition"])
@@ -472,7 +479,7 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                         got = await svc.search(
                                             "bench",
                                             SearchRequest(query=text, k=K, repo=name),
-                                            hybrid=mode == "hybrid",
+                                            hybrid=mode != "vector",
                                         )
                                         hits += any(
                                             r["path"] == q["path"]

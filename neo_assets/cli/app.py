@@ -289,8 +289,11 @@ def query(
         if not as_json:
             for r in doc["results"]:
                 m = r["metadata"]
+                # The cosine similarity reads as "how close" (the fused score is a rank sum).
+                sim = r.get("similarity")
                 err.print(
-                    f"{r['score']:.3f} {m.get('repoSlug')}:{m.get('sourcePath')}"
+                    f"{'  -  ' if sim is None else f'{sim:.2f}'} "
+                    f"{m.get('repoSlug')}:{m.get('sourcePath')}"
                     f":{m.get('startLine')}-{m.get('endLine')} {m.get('kind')} "
                     f"{m.get('qualifiedName') or m.get('name')}",
                     highlight=False,

@@ -99,6 +99,7 @@ def repo_question_set(
     max_commits: int = DEFAULT_MAX_COMMITS,
     max_questions: int = DEFAULT_MAX_QUESTIONS,
     paths: Sequence[str] = (),
+    skip: int = 0,
 ) -> tuple[str, QuestionSet]:
     """(indexed revision, question set) of a declared, swept git repo."""
     tenant = service.resident.tenants().tenant(tenant_id)
@@ -125,6 +126,7 @@ def repo_question_set(
             max_questions=max_questions,
             paths=paths,
             served_paths=served_paths,
+            skip=skip,
         )
     except HistoryUnavailable as exc:
         raise QualityUnavailable(f"{tenant_id}/{repo_slug}: {exc}") from None

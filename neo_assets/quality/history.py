@@ -107,6 +107,7 @@ def read_commits(
     *,
     max_commits: int = DEFAULT_MAX_COMMITS,
     paths: Sequence[str] = (),
+    skip: int = 0,
 ) -> list[Commit]:
     """The last ``max_commits`` commits reachable from ``revision`` (touching ``paths``
     when given), newest first, each with the units its changes touched in code files.
@@ -115,6 +116,7 @@ def read_commits(
         root,
         "log",
         f"--max-count={max_commits}",
+        f"--skip={skip}",
         "--relative",
         "--no-renames",
         "-U0",
@@ -154,10 +156,14 @@ def build_question_set(
     max_questions: int = DEFAULT_MAX_QUESTIONS,
     paths: Sequence[str] = (),
     served_paths: frozenset[str] | None = None,
+    skip: int = 0,
 ) -> QuestionSet:
-    """The repo's question set at ``revision`` (``rules.question_set`` over the window);
-    an answer's file must be among ``served_paths`` when given."""
-    commits = read_commits(root, revision, parser_version, max_commits=max_commits, paths=paths)
+    """The repo's question set at ``revision`` (``rules.question_set`` over the window,
+    which starts ``skip`` commits back: an older, disjoint window for tuning); an
+    answer's file must be among ``served_paths`` when given."""
+    commits = read_commits(
+        root, revision, parser_version, max_commits=max_commits, paths=paths, skip=skip
+    )
     wanted = {k for c in commits if skip_reason(c) is None for k in c.touched}
     indexed: dict[tuple[str, str], Unit] = {}
     for path in sorted({p for p, _ in wanted}):

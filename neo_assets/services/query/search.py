@@ -22,7 +22,15 @@ import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.core.query.freshness import freshness
-from neo_assets.core.query.ranking import fuse, query_terms
+from neo_assets.core.query.ranking import (
+    DEFAULT_RANKING,
+    RankingOptions,
+    asks_for_secondary,
+    fuse,
+    fuse_lists,
+    query_terms,
+    query_tokens,
+)
 from neo_assets.core.query.readiness import (
     RepoHolding,
     missing_from_store,
@@ -122,6 +130,8 @@ class QueryService:
         self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
         self.heads = HeadCache()
         self.vectors = VectorCache(int(resident.settings.serve.vector_cache_mb * 1024 * 1024))
+        # The ranking steps every search takes (bench/self_eval.py compares them).
+        self.ranking: RankingOptions = DEFAULT_RANKING
         # The served ids a request's filters keep, per truth view (a new view, a new map):
         # building the list walks every served facet (~4 ms at 30,000 rows).
         self._served_lists: dict[str, tuple[TruthView, dict[tuple[Any, ...], list[str]]]] = {}
@@ -328,7 +338,9 @@ class QueryService:
         )
         vector_ids = sorted(similarity, key=lambda rid: -similarity[rid])
         lexical: dict[str, float] = {}
-        if hybrid:
+        options = self.ranking
+        parts: dict[str, list[str]] = {}
+        if hybrid and options == RankingOptions():
             scored = view.index.scores(query_terms(request.query))
             best = heapq.nsmallest(
                 LEXICAL_CANDIDATES,
@@ -337,6 +349,8 @@ class QueryService:
             )
             lexical = {rid: scored[rid] for rid in best}
             ranked = fuse(vector_ids, lexical, request.k)
+        elif hybrid:
+            ranked, lexical, parts = self._fused(view, request, keep, vector_ids, options)
         else:
             ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
         wanted = [rid for rid, _ in ranked]
@@ -353,8 +367,51 @@ class QueryService:
             sim = similarity.get(rid)
             if sim is None and row.get("embedding") is not None:
                 sim = _cosine(vector, row["embedding"])
-            out.append(_result(row, score, sim, lexical.get(rid, 0.0)))
+            result = _result(row, score, sim, lexical.get(rid, 0.0))
+            if rid in parts:  # a unit stored as parts: the parts that matched, best first
+                result["matchedParts"] = parts[rid]
+            out.append(result)
         return out
+
+    def _fused(
+        self,
+        view: TruthView,
+        request: SearchRequest,
+        keep: Any,
+        vector_ids: list[str],
+        options: RankingOptions,
+    ) -> tuple[list[tuple[str, float]], dict[str, float], dict[str, list[str]]]:
+        """(ranked ids with fused scores, lexical scores, matched parts per unit result):
+        the vector list fused with exact name matches and, with ``options.bm25``, BM25 over
+        the chunk text; tests/docs demoted unless asked for; parts of a unit as one."""
+        index = view.index
+        scored = index.scores(query_terms(request.query))
+        names = heapq.nsmallest(
+            LEXICAL_CANDIDATES,
+            (rid for rid in scored if keep(rid)),
+            key=lambda rid: (-scored[rid], rid),
+        )
+        lists: list[list[str]] = [vector_ids, names]
+        lexical = {rid: scored[rid] for rid in names}
+        if options.bm25:
+            bm = index.bm25(query_tokens(request.query))
+            lists.append(
+                heapq.nsmallest(
+                    LEXICAL_CANDIDATES,
+                    (rid for rid in bm if keep(rid)),
+                    key=lambda rid: (-bm[rid], rid),
+                )
+            )
+        demoted: set[str] = set()
+        if options.source_prior and request.path is None and not asks_for_secondary(request.query):
+            demoted = index.secondary
+        heads = index.unit_heads if options.units else None
+        vector_rank = {rid: i for i, rid in enumerate(vector_ids)}
+        fused = fuse_lists(lists, request.k, demoted=demoted, unit_head=heads, tiebreak=vector_rank)
+        parts = {
+            head: matched for head, _s, matched in fused if heads is not None and head in heads
+        }
+        return [(head, score) for head, score, _m in fused], lexical, parts
 
     def _served_list(
         self, view: TruthView, repos: list[str], request: SearchRequest, keep: Any

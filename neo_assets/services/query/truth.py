@@ -142,7 +142,9 @@ def compute_truth(
                 row["id"],
                 str(md.get("name") or ""),
                 str(md.get("qualifiedName") or ""),
-                row["document"],
+                row["document"] or "",
+                path=str(md.get("sourcePath", "")),
+                language=str(md.get("language", "")),
             )
     return TruthView(tenant_id, ids, served, marker, len(rows), facets, index)
 

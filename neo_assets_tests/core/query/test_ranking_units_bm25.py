@@ -1,0 +1,89 @@
+"""The ranking steps over plain data: identifier-aware BM25 over chunk text, the parts of
+one unit answering as one result (its first part), tests/docs below source."""
+
+from neo_assets.core.query.ranking import (
+    SECONDARY_WEIGHT,
+    LexicalIndex,
+    asks_for_secondary,
+    fuse_lists,
+    is_test_or_doc,
+    lexical_tokens,
+    part_of,
+    query_tokens,
+)
+
+
+def test_tokens_split_identifiers_and_keep_short_and_qualified_ones() -> None:
+    toks = lexical_tokens("if errors.Is(err, ErrNotFound) { parseHTTPHeader(max_split) }")
+    for t in ("errors.is", "error", "is", "err", "errnotfound", "not", "found"):
+        assert t in toks
+    assert {"parsehttpheader", "parse", "http", "header", "max_split", "max", "split"} <= set(toks)
+    assert "headers" not in lexical_tokens("headers") and "header" in lexical_tokens("headers")
+
+
+def test_query_tokens_drop_english_stop_words_but_not_identifiers() -> None:
+    assert query_tokens("how is the header parsed") == ["header", "parsed"]
+    assert "is" in query_tokens("where is errors.Is used")
+    assert query_tokens("a Retry b retry") == ["retry"]
+
+
+def index_of(rows: dict[str, tuple[str, str, str, str]]) -> LexicalIndex:
+    index = LexicalIndex()
+    for rid, (name, qualified, doc, path) in rows.items():
+        index.add(rid, name, qualified, doc, path=path)
+    return index
+
+
+def test_bm25_finds_a_plain_word_of_the_body_and_prefers_rare_terms() -> None:
+    index = index_of(
+        {
+            "split": (
+                "split_once",
+                "m.split_once",
+                "def split_once(s):\n  return s.split(maxsplit=1)",
+                "m.py",
+            ),
+            "other": ("join", "m.join", "def join(parts):\n  return ','.join(parts)", "m.py"),
+            "third": ("walk", "m.walk", "def walk(tree):\n  return tree", "n.py"),
+        }
+    )
+    scores = index.bm25(query_tokens("split on the first separator only with maxsplit"))
+    assert max(scores, key=scores.get) == "split"
+    assert "third" not in scores
+    # The name-only index (the old lexical side) never saw the body's plain word.
+    assert index.scores(["maxsplit"]) == {}
+
+
+def test_parts_of_a_unit_answer_as_its_first_part() -> None:
+    index = index_of(
+        {
+            "p1": ("Flask.run [part 1/3]", "app.Flask.run", "def run(self, host=None):", "app.py"),
+            "p2": ("Flask.run [part 2/3]", "app.Flask.run", "    reloader = ...", "app.py"),
+            "p3": ("Flask.run [part 3/3]", "app.Flask.run", "    run_simple(host)", "app.py"),
+            "x": ("other", "app.other", "def other(): pass", "app.py"),
+        }
+    )
+    assert part_of("Flask.run [part 2/3]") == ("Flask.run", 2)
+    assert part_of("Flask.run") is None
+    assert index.unit_heads == {"p1": "p1", "p2": "p1", "p3": "p1"}
+    got = fuse_lists([["p3", "x", "p2"]], 10, unit_head=index.unit_heads)
+    assert [(rid, matched) for rid, _s, matched in got] == [("p1", ["p3", "p2"]), ("x", ["x"])]
+    # Without the unit map the parts stand alone (the legacy ranking).
+    assert [rid for rid, _s, _m in fuse_lists([["p3", "x", "p2"]], 10)] == ["p3", "x", "p2"]
+
+
+def test_tests_and_docs_rank_below_source_unless_asked_for() -> None:
+    assert is_test_or_doc("tests/test_app.py") and is_test_or_doc("command_test.go")
+    assert is_test_or_doc("README.md", "markdown") and is_test_or_doc("docs/api.rst")
+    assert is_test_or_doc("examples/tutorial/app.py")
+    assert not is_test_or_doc("src/flask/app.py")
+    # cobra's doc/ package is Go source that generates the docs: not demoted.
+    assert not is_test_or_doc("doc/md_docs.go", "go")
+    assert asks_for_secondary("which test covers the retry") and not asks_for_secondary(
+        "how are retries delayed"
+    )
+    lists = [["t", "s"], ["t", "s"]]
+    assert [r for r, _s, _m in fuse_lists(lists, 2)] == ["t", "s"]
+    got = fuse_lists(lists, 2, demoted={"t"})
+    assert [r for r, _s, _m in got] == ["s", "t"]
+    assert got[1][1] == (2 / 61) * SECONDARY_WEIGHT
