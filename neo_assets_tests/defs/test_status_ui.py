@@ -11,8 +11,6 @@ saved in the test's tmp dir, and with NEO_UPDATE_UI_SCREENSHOT=1 in
 
 import os
 import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,12 +23,11 @@ from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
 from neo_assets_tests.defs.test_ui import (
     CHROMIUM,
-    LOCATION,
     _chromium,
-    _free_port,
     _png_size,
     _visible_text,
-    _wait_loaded,
+    dagster_webserver,
+    instance_env,
 )
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
@@ -85,20 +82,7 @@ def failed_world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str,
     tenants = base / "tenants.yaml"
     write_tenants(tenants, {"acme": [repo_entry("widgets", repo.path, ref="main")]})
     home = base / "neo"
-    (home / "dagster").mkdir(parents=True)
-    (home / "dagster" / "dagster.yaml").write_text(
-        "nux:\n  enabled: false\ntelemetry:\n  enabled: false\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO_")}
-    env.update(
-        {
-            "NEO_HOME": str(home),
-            "DAGSTER_HOME": str(home / "dagster"),
-            "NEO_TENANTS_FILE": str(tenants),
-            "DAGSTER_DISABLE_TELEMETRY": "1",
-            "ANONYMIZED_TELEMETRY": "False",
-        }
-    )
+    env = instance_env(home, tenants)
     with pytest.MonkeyPatch.context() as mp:
         for name in list(os.environ):
             if name.startswith("NEO_"):
@@ -150,21 +134,8 @@ def test_kb_status_is_refreshed_after_a_sensor_driven_failure_and_says_the_fix(
 )
 def test_chromium_shows_the_failure_and_its_fix_on_kb_status(failed_world) -> None:
     base: Path = failed_world["base"]
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = base / "webserver.log"
-    webserver_bin = Path(sys.executable).parent / "dagster-webserver"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(webserver_bin), "-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT,
-            env=failed_world["env"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_loaded(url, proc, log)
+    with dagster_webserver(failed_world["env"], base) as running:
+        url = running["url"]
         page = url + STATUS_PAGE
         text = ""
         for attempt, budget in enumerate((30_000, 90_000)):
@@ -183,10 +154,3 @@ def test_chromium_shows_the_failure_and_its_fix_on_kb_status(failed_world) -> No
         if os.environ.get("NEO_UPDATE_UI_SCREENSHOT") == "1":
             DOCS_SCREENSHOT.parent.mkdir(exist_ok=True)
             shutil.copyfile(shot, DOCS_SCREENSHOT)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)

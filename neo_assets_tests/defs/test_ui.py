@@ -6,6 +6,7 @@ The screenshot is saved in the test's tmp dir; with NEO_UPDATE_UI_SCREENSHOT=1 i
 refreshes ``docs/ui-asset-graph.png``.
 """
 
+import contextlib
 import os
 import re
 import shutil
@@ -114,17 +115,10 @@ def _wait_loaded(url: str, proc: subprocess.Popen, log: Path) -> dict[str, Any]:
     )
 
 
-@pytest.fixture(scope="module")
-def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    base = tmp_path_factory.mktemp("ui")
-    repo = GitRepo(base / "widgets")
-    repo.write("widgets/core.py", "class Widget:\n    def render(self):\n        return 'w'\n")
-    repo.write("README.md", "# Widgets\n\n## Use\n\nCall render.\n")
-    repo.commit("initial", when=1_700_000_000)
-    tenants = write_tenants(base / "tenants.yaml", {"acme": [repo_entry("widgets", repo.path)]})
-    home = base / "neo"
-    (home / "dagster").mkdir(parents=True)
-    # The instance an operator would run: no first-visit community pop-up over the graph.
+def instance_env(home: Path, tenants: Path, **extra: str) -> dict[str, str]:
+    """The environment of an operator's instance under ``home``: Dagster's home beside
+    the data, no first-visit community pop-up over the pages, no telemetry."""
+    (home / "dagster").mkdir(parents=True, exist_ok=True)
     (home / "dagster" / "dagster.yaml").write_text(
         "nux:\n  enabled: false\ntelemetry:\n  enabled: false\n"
     )
@@ -136,10 +130,16 @@ def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
             "NEO_TENANTS_FILE": str(tenants),
             "DAGSTER_DISABLE_TELEMETRY": "1",
             "ANONYMIZED_TELEMETRY": "False",
+            **extra,
         }
     )
-    _sweep_once(env)
+    return env
 
+
+@contextlib.contextmanager
+def dagster_webserver(env: dict[str, str], base: Path) -> Iterator[dict[str, Any]]:
+    """A real ``dagster-webserver`` on loopback over ``env``'s instance, loaded; stopped
+    after."""
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     log = base / "webserver.log"
@@ -163,6 +163,20 @@ def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, An
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def webserver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    base = tmp_path_factory.mktemp("ui")
+    repo = GitRepo(base / "widgets")
+    repo.write("widgets/core.py", "class Widget:\n    def render(self):\n        return 'w'\n")
+    repo.write("README.md", "# Widgets\n\n## Use\n\nCall render.\n")
+    repo.commit("initial", when=1_700_000_000)
+    tenants = write_tenants(base / "tenants.yaml", {"acme": [repo_entry("widgets", repo.path)]})
+    env = instance_env(base / "neo", tenants)
+    _sweep_once(env)
+    with dagster_webserver(env, base) as running:
+        yield running
 
 
 def test_graphql_shows_the_asset_graph_checks_sensors_and_schedules(webserver) -> None:

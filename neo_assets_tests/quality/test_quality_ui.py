@@ -15,7 +15,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -30,10 +29,9 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets_tests.defs.test_ui import (
     CHROMIUM,
-    LOCATION,
-    _free_port,
     _png_size,
-    _wait_loaded,
+    dagster_webserver,
+    instance_env,
 )
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.quality.test_quality_gate_e2e import TOPICS, source
@@ -92,21 +90,11 @@ def quality_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         base / "tenants.yaml", {"acme": [repo_entry("tools", repo.path, version="2.0.0")]}
     )
     home = base / "neo"
-    (home / "dagster").mkdir(parents=True)
-    (home / "dagster" / "dagster.yaml").write_text(
-        "nux:\n  enabled: false\ntelemetry:\n  enabled: false\n"
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO_")}
-    env.update(
-        {
-            "NEO_HOME": str(home),
-            "DAGSTER_HOME": str(home / "dagster"),
-            "NEO_TENANTS_FILE": str(tenants),
-            "NEO_CHROMA_LOCAL": "embedded",
-            "NEO_SERVE_HYBRID": "false",  # the vectors alone answer
-            "DAGSTER_DISABLE_TELEMETRY": "1",
-            "ANONYMIZED_TELEMETRY": "False",
-        }
+    env = instance_env(
+        home,
+        tenants,
+        NEO_CHROMA_LOCAL="embedded",
+        NEO_SERVE_HYBRID="false",  # the vectors alone answer
     )
     first = _sweep(env)
     first_rev = repo.head()
@@ -147,30 +135,8 @@ def test_two_sweeps_plot_two_evaluations_and_the_worse_generation_fails_the_gate
 
 @pytest.fixture(scope="module")
 def webserver(quality_world) -> Iterator[dict[str, Any]]:
-    base: Path = quality_world["base"]
-    port = _free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = base / "webserver.log"
-    webserver_bin = Path(sys.executable).parent / "dagster-webserver"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [str(webserver_bin), "-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)],
-            cwd=ROOT,
-            env=quality_world["env"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait_loaded(url, proc, log)
-        yield {"url": url, "base": base}
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=20)
+    with dagster_webserver(quality_world["env"], quality_world["base"]) as running:
+        yield running
 
 
 class _Browser:
@@ -349,7 +315,13 @@ def test_chromium_shows_the_quality_gate_check_failed_with_its_reason(webserver)
     browser = _Browser(base / "profile-checks")
     try:
         browser.goto(webserver["url"] + _page("checks") + "&checkDetail=quality_gate")
-        text = browser.wait_text("Latest execution", "refused")
+        # The list of checks loads apart from the detail: wait for both.
+        text = browser.wait_text(
+            "Latest execution",
+            "refused",
+            "quality_gate\nFailed",
+            "retrieval_quality_drop\nSucceeded",
+        )
         assert "quality_gate\nFailed" in text, text[:3000]
         assert "retrieval_quality_drop\nSucceeded" in text, text[:3000]
         assert browser.click("button, a, span", "[Show Markdown]"), text[:3000]
