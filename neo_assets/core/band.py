@@ -12,6 +12,7 @@ from neo_assets.core.embedding import estimate_tokens
 SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
 SOURCE_CONFIGURED = "configured"  # NEO_EMBEDDING_CONTEXT_TOKENS, estimated from chars
 SOURCE_SERVER = "server-tokenizer"  # NEO_EMBEDDING_CONTEXT_TOKENS, counted by the server
+SOURCE_DISCOVERED = "discovered"  # the server's own limit, estimated from chars
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -93,6 +94,58 @@ class BandOverProviderLimitError(ValueError):
             f"{limit.tokens} tokens per input ({limit.source}): set "
             f"{SETTING_CONTEXT_TOKENS}={limit.tokens} (or raise the server's limit)"
         )
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one contact with a provider found, as the ledger keeps it: its limit per
+    input (None: it does not say) and the tokenizer that counts its way (an endpoint name
+    of ``embedding/server_tokens.ENDPOINTS``, ``bundled`` for the in-process model, None:
+    nothing counts, the estimate applies)."""
+
+    limit_tokens: int | None
+    source: str
+    tokenizer: str | None
+
+
+TOKENIZER_BUNDLED = "bundled"
+
+
+def discovery_changed(recorded: Discovery | None, found: Discovery | None) -> bool:
+    """Whether a contact's findings replace the recorded ones: something was found and it
+    differs in limit or tokenizer (a server restarted with another context is a new
+    generation). A contact that found nothing (the server is down, or says nothing)
+    keeps what was recorded."""
+    if found is None:
+        return False
+    if recorded is None:
+        return True
+    return (found.limit_tokens, found.tokenizer) != (recorded.limit_tokens, recorded.tokenizer)
+
+
+def discovered_limit(
+    configured_tokens: int, band_set: bool, found: Discovery | None
+) -> tuple[int, bool]:
+    """The band's limit and whether it is the server's own: ``NEO_EMBEDDING_CONTEXT_TOKENS``
+    when set (an override), else the recorded discovery's limit, else the configured
+    default."""
+    if band_set or found is None or found.limit_tokens is None:
+        return configured_tokens, False
+    return found.limit_tokens, True
+
+
+def counting_tokenizer(mode: str, found: Discovery | None) -> str | None:
+    """Which server tokenizer counts inputs under ``NEO_EMBEDDING_TOKENIZER`` (``auto``:
+    the recorded one, when the server has one; ``estimate``: none; ``server``: the
+    recorded one, else the counter finds it itself, ``""``)."""
+    if mode == "estimate":
+        return None
+    recorded = (
+        found.tokenizer if found is not None and found.tokenizer != TOKENIZER_BUNDLED else None
+    )
+    if mode == "server":
+        return recorded or ""
+    return recorded
 
 
 def headroom_notice(band: Band, limit: ProviderLimit | None) -> str | None:

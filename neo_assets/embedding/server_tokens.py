@@ -106,6 +106,7 @@ class ServerTokenCounter:
         timeout_s: float = 30.0,
         wait_s: float = 300.0,
         sleep: Any = time.sleep,
+        endpoint: str | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
@@ -114,7 +115,9 @@ class ServerTokenCounter:
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        self.endpoint: _Endpoint | None = None
+        # The endpoint the provider's first contact found (embedding/discovery.py), else
+        # found by trying them at first use.
+        self.endpoint: _Endpoint | None = next((e for e in ENDPOINTS if e.name == endpoint), None)
         self._cache: dict[bytes, int] = {}
         self.asked = 0  # requests that counted a text (the bench and tests read it)
 
@@ -232,9 +235,10 @@ def counter_for(
     api_key: str | None,
     timeout_s: float,
     wait_s: float,
+    endpoint: str | None = None,
 ) -> ServerTokenCounter:
     """One counter (and cache) per server and band in this process."""
-    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s)
+    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s, endpoint)
     counter = _COUNTERS.get(key)
     if counter is None:
         counter = _COUNTERS[key] = ServerTokenCounter(
@@ -244,5 +248,6 @@ def counter_for(
             api_key=api_key,
             timeout_s=timeout_s,
             wait_s=wait_s,
+            endpoint=endpoint,
         )
     return counter

@@ -20,6 +20,7 @@ from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.sweep.report import SweepReport
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.embedding.discovery import discover_and_record, fit_provider
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
@@ -139,6 +140,11 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[1:]))
         mark = time.perf_counter()
+        # First contact, before anything is split: the provider's limit and tokenizer, kept
+        # in the ledger (a change is a new generation); a provider that does not answer
+        # leaves the record as it was, and the lane meets it.
+        found, _ = discover_and_record(cfg, book, inputs.clock())
+        fit_provider(inputs.provider, cfg, found)
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED, envelope):
             plan = plan_chunks(ctx, cfg, book, envelope)
             try:

@@ -335,6 +335,11 @@ def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> li
             out.append(chunk)
             continue
         widest = part_name(chunk.name, 999, 999)  # the header a part's count may need
+        if not band.fits(_sent_text(ctx, chunk, "", widest)):
+            # Its header alone (a name longer than the window) is over the band: no part
+            # could fit, so it stays whole and is fenced once, not character by character.
+            out.append(chunk)
+            continue
         pieces = fit_parts(
             chunk.content or "",
             lambda text, c=chunk, w=widest: band.fits(_sent_text(ctx, c, text, w)),
