@@ -88,13 +88,15 @@ def band_for(settings: Settings, found: object = _UNREAD) -> Band:
     tokenizer = counting_tokenizer(emb.tokenizer, found)
     if tokenizer is not None and emb.base_url:
         return server_band(settings, limit_tokens, tokenizer or None)
-    if not discovered:
-        return configured_band(settings)
+    # Characters per token: the set one, else what this provider's refusals taught.
+    cpt = emb.resolved_chars_per_token
+    if "chars_per_token" not in emb.model_fields_set and found and found.chars_per_token:
+        cpt = found.chars_per_token
     return Band(
         limit_tokens=limit_tokens,
         safety=emb.admission_safety,
-        source=SOURCE_DISCOVERED,
-        chars_per_token=emb.resolved_chars_per_token,
+        source=SOURCE_DISCOVERED if discovered else SOURCE_CONFIGURED,
+        chars_per_token=cpt,
     )
 
 

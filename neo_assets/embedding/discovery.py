@@ -23,20 +23,34 @@ that does not answer now leaves the record as it was (the lane then meets it).
 """
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.band import TOKENIZER_BUNDLED, Discovery, discovery_changed
+from neo_assets.core.band import (
+    TOKENIZER_BUNDLED,
+    Discovery,
+    SizeRefusal,
+    discovery_changed,
+    learn_from_refusals,
+)
 from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.provider_limits import record_discovery, recorded_discovery
 
 # The llama-cpp-python probe: far longer than any embedding window it could be cut at.
 PROBE = "def ping(): return 'pong'\n" * 1024
+# The probe embeds one window's worth of tokens: longer than a question about limits.
+PROBE_TIMEOUT_S = 60.0
 REMOTE_KINDS = ("openai_compatible", "ollama")
+
+
+class NoAnswerNow(Exception):
+    """The server is there but did not answer what it would have to (a failed probe):
+    this contact found nothing, and the record stays as it was."""
 
 
 class _Client:
@@ -50,9 +64,16 @@ class _Client:
         self.http = httpx.Client(timeout=timeout_s, headers=headers)
         self.reached = False
 
-    def call(self, method: str, path: str, payload: Any = None) -> Any:
+    def call(
+        self, method: str, path: str, payload: Any = None, timeout_s: float | None = None
+    ) -> Any:
         try:
-            response = self.http.request(method, join_url(self.base_url, path), json=payload)
+            response = self.http.request(
+                method,
+                join_url(self.base_url, path),
+                json=payload,
+                timeout=timeout_s if timeout_s is not None else self.http.timeout,
+            )
         except httpx.HTTPError:
             return None
         self.reached = True
@@ -109,16 +130,21 @@ def llama_cpp_python(client: _Client, model: str | None) -> Discovery | None:
     if count is None:
         return None
     body = client.call(
-        "POST", "/v1/embeddings", {"input": [PROBE], "encoding_format": "float", **named}
+        "POST",
+        "/v1/embeddings",
+        {"input": [PROBE], "encoding_format": "float", **named},
+        timeout_s=PROBE_TIMEOUT_S,
     )
     usage = body.get("usage") if isinstance(body, dict) else None
     embedded = _int(usage.get("prompt_tokens")) if isinstance(usage, dict) else None
+    if embedded is None:
+        raise NoAnswerNow  # the probe failed (busy, loading): not a reason to forget the limit
     if embedded is not None and embedded < count:
         source = "llama-cpp-python: a probe of {count} tokens was embedded as {embedded}"
         return Discovery(
             embedded, source.format(count=count, embedded=embedded), "llama-cpp-python"
         )
-    # Nothing cut (or the probe failed): the limit is not known, the counting is.
+    # Nothing cut: the limit is not known, the counting is.
     return Discovery(None, "llama-cpp-python /extras/tokenize/count", "llama-cpp-python")
 
 
@@ -157,7 +183,10 @@ def discover(settings: Settings, timeout_s: float = DISCOVERY_TIMEOUT_S) -> Disc
     client = _Client(emb.base_url, emb.api_key, timeout_s)
     try:
         for ask in askers:
-            found = ask(client, emb.model)
+            try:
+                found = ask(client, emb.model)
+            except NoAnswerNow:
+                return None
             if found is not None:
                 return found
             if not client.reached:
@@ -199,3 +228,60 @@ def fit_provider(provider: object, settings: Settings, found: Discovery | None) 
         inner.num_ctx = found.limit_tokens
     if hasattr(inner, "token_limit"):
         inner.token_limit = found.limit_tokens
+
+
+def size_refusals(errors: Sequence[Mapping[str, Any]]) -> list[SizeRefusal]:
+    """The size refusals among a lane's rows recorded this sweep (their fence receipts)."""
+    out = []
+    for row in errors:
+        details = row.get("details") if isinstance(row, Mapping) else None
+        if not isinstance(details, Mapping) or not details.get("recordedThisSweep"):
+            continue
+        receipt = details.get("receipt")
+        if not isinstance(receipt, Mapping) or not receipt.get("sizeRefusal"):
+            continue
+        suspect = receipt.get("suspect")
+        chars = suspect.get("chars") if isinstance(suspect, Mapping) else None
+        if not isinstance(chars, int):
+            continue
+        out.append(
+            SizeRefusal(
+                chars=chars,
+                input_tokens=_int(receipt.get("inputTokens")),
+                limit_tokens=_int(receipt.get("providerLimitTokens")),
+            )
+        )
+    return out
+
+
+def learn_and_record(
+    settings: Settings, ledger: Ledger, errors: Sequence[Mapping[str, Any]], now: float
+) -> str | None:
+    """Record what this sweep's size refusals taught about the provider (``core/band``'s
+    ``learn_from_refusals``); a notice saying so, None when they taught nothing (what is
+    set by hand is not overridden: a set band keeps its limit, a set estimate its ratio)."""
+    emb = settings.embedding
+    refusals = size_refusals(errors)
+    if not refusals or emb.provider not in REMOTE_KINDS:
+        return None
+    if "context_tokens" in emb.model_fields_set:
+        # The band is set by hand: a named limit is not taken over it (the lane's first
+        # contact already checks it), but the estimate may still learn.
+        refusals = [replace(r, limit_tokens=None) for r in refusals]
+    from neo_assets.embedding.band import band_for  # noqa: PLC0415 - band imports the store
+
+    recorded = recorded_discovery(ledger, emb.provider, emb.base_url, emb.model)
+    band = band_for(settings, recorded)
+    exact = band.exact or "chars_per_token" in emb.model_fields_set
+    learned = learn_from_refusals(
+        recorded, band.limit_tokens, exact, band.chars_per_token, refusals
+    )
+    if learned is None:
+        return None
+    record_discovery(ledger, emb.provider, emb.base_url, emb.model, learned, now)
+    after = band_for(settings, learned)
+    return (
+        f"{len(refusals)} input(s) refused for their size: the band is now "
+        f"{after.limit_tokens} tokens at {after.chars_per_token} characters per token "
+        f"(was {band.limit_tokens} at {band.chars_per_token}); split smaller and sent again"
+    )

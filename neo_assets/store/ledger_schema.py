@@ -177,5 +177,7 @@ provider_limits = sa.Table(
     sa.Column("limit_tokens", sa.Integer),
     sa.Column("limit_source", sa.Text, nullable=False),
     sa.Column("tokenizer", sa.String(64)),
+    sa.Column("learned_limit", sa.Integer),
+    sa.Column("chars_per_token", sa.Float),
     sa.Column("discovered_at", sa.Float, nullable=False),
 )

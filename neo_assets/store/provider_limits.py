@@ -52,7 +52,13 @@ def _read(
         row = conn.execute(sa.select(t.provider_limits).where(c.provider_key == key)).first()
     if row is None:
         return None
-    return Discovery(row.limit_tokens, row.limit_source, row.tokenizer)
+    return Discovery(
+        row.limit_tokens,
+        row.limit_source,
+        row.tokenizer,
+        learned_limit=row.learned_limit,
+        chars_per_token=row.chars_per_token,
+    )
 
 
 def record_discovery(
@@ -76,6 +82,8 @@ def record_discovery(
                 limit_tokens=found.limit_tokens,
                 limit_source=found.source[:500],
                 tokenizer=found.tokenizer,
+                learned_limit=found.learned_limit,
+                chars_per_token=found.chars_per_token,
                 discovered_at=now,
             )
         )

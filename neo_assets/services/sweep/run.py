@@ -20,7 +20,7 @@ from neo_assets.core import codes
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.sweep.report import SweepReport
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
-from neo_assets.embedding.discovery import discover_and_record, fit_provider
+from neo_assets.embedding.discovery import discover_and_record, fit_provider, learn_and_record
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
@@ -42,6 +42,7 @@ from neo_assets.services.sweep.steps import (
 )
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.provider_limits import recorded_discovery
 
 # The four stages, in order: each is one asset of the sweep in the Dagster UI.
 SWEEP_STAGES = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")
@@ -179,6 +180,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 # Record the sweep as the lane left it (deferred, cause aborted), then end.
                 census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
                 raise aborted.interrupt from None
+            summary = _resplit_refused(inputs, lease, envelope, summary)
         del chunks  # the declared generation is in the ledger; the census needs no chunk
         embed_s = time.monotonic() - started
         summary = replace(summary, seconds=embed_s)
@@ -200,6 +202,49 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         )
         report = replace(report, timings=timings, lease=lease.info)
     return SweepResult(report, embed_seconds=embed_s, errors=len(summary.errors))
+
+
+# Rounds of split-smaller-and-send-again after size refusals, per sweep (bounded: each
+# round's refusals either teach a tighter band or end it).
+MAX_RESPLITS = 2
+
+
+def _resplit_refused(
+    inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, summary: LaneSummary
+) -> LaneSummary:
+    """Inputs the provider refused for their size teach a tighter band where they can (a
+    limit the server named, or fewer characters per token than estimated:
+    ``embedding/discovery.learn_and_record``); the repo is then split again by it and what
+    is missing sent again, at most ``MAX_RESPLITS`` times. What they cannot teach (the
+    server counted exactly and named nothing smaller) stays fenced. Inside the embedding
+    stage: the stages' events stay one per stage."""
+    ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
+    notices: list[str] = []
+    for _ in range(MAX_RESPLITS):
+        if not lease.held:
+            break
+        notice = learn_and_record(cfg, book, summary.errors, inputs.clock())
+        if notice is None:
+            break
+        notices.append(notice)
+        found = recorded_discovery(
+            book, cfg.embedding.provider, cfg.embedding.base_url, cfg.embedding.model
+        )
+        fit_provider(inputs.provider, cfg, found)
+        plan = plan_chunks(ctx, cfg, book, envelope)
+        chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
+        summary = embed_step(
+            ctx,
+            cfg,
+            inputs.open_store(),
+            book,
+            envelope,
+            chunks,
+            EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
+        )
+    if notices:
+        summary = replace(summary, notices=(*notices, *summary.notices))
+    return summary
 
 
 def run_sweep(

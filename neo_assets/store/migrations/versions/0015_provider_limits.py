@@ -29,6 +29,8 @@ def upgrade() -> None:
         sa.Column("limit_tokens", sa.Integer),
         sa.Column("limit_source", sa.Text, nullable=False),
         sa.Column("tokenizer", sa.String(64)),
+        sa.Column("learned_limit", sa.Integer),
+        sa.Column("chars_per_token", sa.Float),
         sa.Column("discovered_at", sa.Float, nullable=False),
     )
 
