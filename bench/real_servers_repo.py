@@ -54,10 +54,16 @@ def _token_count(client: httpx.Client, server: str, text: str) -> int:
     return int(got.json()["count"])
 
 
-def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "auto") -> dict[str, Any]:
+def one_sweep(
+    repo: Path,
+    base_url: str,
+    server: str,
+    tokenizer: str = "auto",
+    ceiling_ms: int | None = None,
+) -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
-    return sweep_in(home, repo, base_url, server, tokenizer=tokenizer)
+    return sweep_in(home, repo, base_url, server, tokenizer=tokenizer, ceiling_ms=ceiling_ms)
 
 
 def sweep_in(
@@ -69,6 +75,7 @@ def sweep_in(
     progress: Callable[[int, int, int], None] | None = None,
     watch_provider: Callable[[Any], None] | None = None,
     tokenizer: str = "auto",
+    ceiling_ms: int | None = None,
 ) -> dict[str, Any]:
     """A sweep of ``repo`` in ``home`` (fresh when empty, incremental after an earlier one):
     its counts, and the ledger's strikes and fences at the sweep's generation.
@@ -95,7 +102,12 @@ def sweep_in(
         "NEO_EMBEDDING_TOKENIZER": tokenizer,
         "NEO_EMBEDDING_BATCH_SIZE": "32",
     }
+    if ceiling_ms:  # a loaded machine embeds slower than the default ceiling assumes
+        band["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
+        os.environ["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
     for name, value in band.items():
+        if name == "NEO_EMBEDDING_CALL_CEILING_MS":
+            continue
         if tokenizer == "auto":
             os.environ.pop(name, None)
         else:
@@ -167,6 +179,8 @@ def main() -> None:
     # How the split counts: ``auto`` (nothing set: what the server says), or the band set
     # by hand with the server's tokenizer or the estimate.
     parser.add_argument("--tokenizer", choices=["auto", "server", "estimate"], default="auto")
+    # NEO_EMBEDDING_CALL_CEILING_MS for a machine loaded by other work (unset: 60 s).
+    parser.add_argument("--ceiling-ms", type=int, default=None)
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -184,6 +198,7 @@ def main() -> None:
         "repo": str(repo),
         "commit": commit,
         "tokenizer": args.tokenizer,
+        "ceiling_ms": args.ceiling_ms,
     }
     for name in args.servers.split(","):
         server = (
@@ -194,7 +209,7 @@ def main() -> None:
         sweeps = []
         with running(server) as up:
             for i in range(args.sweeps):
-                got = one_sweep(repo, up.base_url, name, args.tokenizer)
+                got = one_sweep(repo, up.base_url, name, args.tokenizer, args.ceiling_ms)
                 print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
                 sweeps.append(got)
         judged = [
