@@ -862,9 +862,10 @@ async def _embed(
 ) -> LaneSummary:
     try:
         notice = None
-        if items:
-            # First contact: a server that says it takes less than the band is told so;
-            # one that takes more is named, with the setting that would use it.
+        if items and "context_tokens" in settings.embedding.model_fields_set:
+            # A band set by hand, at first contact: a server that says it takes less is
+            # told so; one that takes more is named, with the setting that would use it.
+            # (Unset, the band is what the server said: embedding/discovery.py.)
             band = band_for(settings)
             limit = await provider_limit(getattr(provider, "inner", provider), run.cancel_scope)
             check_band(provider.name, band, limit)
