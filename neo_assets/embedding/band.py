@@ -127,6 +127,7 @@ def server_band(settings: Settings, limit_tokens: int, endpoint: str | None = No
         emb.request_timeout_ms / 1000.0,
         emb.loading_max_wait_s,
         endpoint,
+        emb.unreachable_wait_s,
     )
     return Band(
         limit_tokens=limit_tokens,

@@ -4,6 +4,7 @@ digests read them without the network; a server restarted with another context i
 generation at the next sweep (``embedding/discovery.py``). Both real servers serve the
 bundled model (``neo_assets_tests/real_servers.py``)."""
 
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,24 @@ def test_a_server_restarted_with_a_larger_context_is_a_new_generation_that_deliv
     assert second["embeddingGeneration"] != first["embeddingGeneration"]
     assert second["undeliverableChunks"]["count"] == 0, second["undeliverableChunks"]
     assert second["contentPoisonChunks"]["count"] == 0
+
+
+def test_a_server_gone_after_its_tokenizer_was_recorded_is_named_within_seconds(
+    neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The split counts with the recorded tokenizer: a server that is gone by the next
+    # sweep is named as the lane names it (the URL, the setting), not waited for as loading.
+    (tmp_path / "server").mkdir()
+    with running(LlamaServer(tmp_path / "server")) as server:
+        ctx = _ctx(tmp_path, monkeypatch, server.base_url)
+        assert sweep_once(ctx)["outcome"] == codes.OUTCOME_COMPLETE
+    monkeypatch.setenv("NEO_EMBEDDING_LOADING_MAX_WAIT_S", "300")
+    repo = GitRepo(tmp_path / "r", init=False)
+    repo.write("pkg/more.py", DENSE.replace("dense", "denser"))
+    repo.commit("two", when=1_700_000_100)
+    started = time.monotonic()
+    doc = sweep_once(ctx)
+    assert time.monotonic() - started < 30
+    assert doc["outcome"] == codes.OUTCOME_DEFERRED, doc
+    assert doc["deferredCauseCode"] == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+    assert server.base_url in doc["error"] and "NEO_EMBEDDING_BASE_URL" in doc["error"]

@@ -17,6 +17,7 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
+from neo_assets.core.provider_requirements import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.sweep.report import SweepReport
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
@@ -153,8 +154,18 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             except CountUnavailable as unavailable:
                 # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
                 # the generation was recorded; defer, as the lane would without its server.
+                code, message = unavailable.code, str(unavailable)
+                if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED:
+                    # Nothing listens where the provider was: named at once, like the lane.
+                    code = codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+                    message = unreachable_message(
+                        cfg.embedding.provider,
+                        cfg.embedding.base_url,
+                        UNREACHABLE_REFUSED,
+                        cfg.embedding.unreachable_wait_s,
+                    )
                 report = record_deferred_before_lane(
-                    ctx, cfg, book, envelope, unavailable.code, str(unavailable), inputs.clock()
+                    ctx, cfg, book, envelope, code, message, inputs.clock()
                 )
                 return SweepResult(replace(report, lease=lease.info), errors=1)
         chunks_s = time.perf_counter() - mark

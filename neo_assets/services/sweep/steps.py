@@ -1102,6 +1102,7 @@ def record_deferred_before_lane(
         undeliverable_chunks=_census_or_empty(done.previous.get("undeliverable_census")),
         embedding_generation=done.generation,
         errors=(row,),
+        error=message if code == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE else None,
     )
 
 
