@@ -102,9 +102,10 @@ def sweep_in(
         "NEO_EMBEDDING_TOKENIZER": tokenizer,
         "NEO_EMBEDDING_BATCH_SIZE": "32",
     }
-    if ceiling_ms:  # a loaded machine embeds slower than the default ceiling assumes
+    if ceiling_ms:  # a loaded machine embeds slower than the default ceilings assume
         band["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
         os.environ["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
+        os.environ["NEO_EMBEDDING_REQUEST_TIMEOUT_MS"] = str(ceiling_ms)
     for name, value in band.items():
         if name == "NEO_EMBEDDING_CALL_CEILING_MS":
             continue
@@ -179,7 +180,8 @@ def main() -> None:
     # How the split counts: ``auto`` (nothing set: what the server says), or the band set
     # by hand with the server's tokenizer or the estimate.
     parser.add_argument("--tokenizer", choices=["auto", "server", "estimate"], default="auto")
-    # NEO_EMBEDDING_CALL_CEILING_MS for a machine loaded by other work (unset: 60 s).
+    # NEO_EMBEDDING_CALL_CEILING_MS and _REQUEST_TIMEOUT_MS for a machine loaded by other
+    # work (unset: 60 s each).
     parser.add_argument("--ceiling-ms", type=int, default=None)
     args = parser.parse_args()
     repo = args.repo.resolve()

@@ -130,7 +130,9 @@ def test_a_server_down_at_split_time_defers_the_sweep_and_records_nothing(
     ctx = _ctx(tmp_path, monkeypatch, f"http://127.0.0.1:{port}", "server")
     doc = sweep_once(ctx)
     assert doc["outcome"] == codes.OUTCOME_DEFERRED, doc
-    assert doc["deferredCauseCode"] == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    # Nothing listens: named as the lane names a dead provider (the URL, the setting).
+    assert doc["deferredCauseCode"] == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+    assert "NEO_EMBEDDING_BASE_URL" in doc["error"]
     kb = KbHandles()
     try:
         state = kb.ledger.repo_state("acme", "w") or {}
