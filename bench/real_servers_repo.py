@@ -6,20 +6,26 @@ Needs ``.ci/build-llama``'s artifacts (``llama-server``, the llama-cpp-python wh
 installed, ``minilm-f16.gguf``). Each server serves the bundled model converted to GGUF
 with 512 tokens per input (llama-server: ``-c 1024 --parallel 2``; llama-cpp-python:
 ``--n_ctx 512``, one request at a time, silent truncation). Each sweep starts from an
-empty ``NEO_HOME`` through ``run_sweep`` with the OpenAI-compatible provider and
-``NEO_EMBEDDING_CONTEXT_TOKENS=512``, and is judged by counts, not times:
+empty ``NEO_HOME`` through ``run_sweep`` with the OpenAI-compatible provider and only its
+URL, model and dimensions set (``--tokenizer auto``, the default: the limit and the
+tokenizer are what the server's first contact says; ``server``/``estimate`` set
+``NEO_EMBEDDING_CONTEXT_TOKENS=512``, batches of 32 and that tokenizer), and is judged by
+counts, not times:
 
 - the outcome and the counts (offered, embedded, requests, fenced) of every sweep of one
   server must be equal (``deterministic``);
 - no stored row's embedding input is over the server's limit, counted by the server's
   own tokenizer (``over_limit``: an input the server would have cut);
-- no chunk fenced ``proven-content-poison``.
+- no chunk fenced ``proven-content-poison``;
+- ``requests`` against ``ceil(embedded / batch)`` (``requests_over_ideal``: the share of
+  requests beyond one per full batch).
 
 Human lines go to stderr; the last stdout line is one JSON object.
 """
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -48,10 +54,16 @@ def _token_count(client: httpx.Client, server: str, text: str) -> int:
     return int(got.json()["count"])
 
 
-def one_sweep(repo: Path, base_url: str, server: str, tokenizer: str = "server") -> dict[str, Any]:
+def one_sweep(
+    repo: Path,
+    base_url: str,
+    server: str,
+    tokenizer: str = "auto",
+    ceiling_ms: int | None = None,
+) -> dict[str, Any]:
     """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
-    return sweep_in(home, repo, base_url, server, tokenizer=tokenizer)
+    return sweep_in(home, repo, base_url, server, tokenizer=tokenizer, ceiling_ms=ceiling_ms)
 
 
 def sweep_in(
@@ -62,13 +74,15 @@ def sweep_in(
     *,
     progress: Callable[[int, int, int], None] | None = None,
     watch_provider: Callable[[Any], None] | None = None,
-    tokenizer: str = "server",
+    tokenizer: str = "auto",
+    ceiling_ms: int | None = None,
 ) -> dict[str, Any]:
     """A sweep of ``repo`` in ``home`` (fresh when empty, incremental after an earlier one):
     its counts, and the ledger's strikes and fences at the sweep's generation.
     ``progress`` hears the lane's (batches done, batches, embedded); ``watch_provider`` is
     handed the sweep's provider before it runs (to wrap its calls); ``tokenizer`` is how
-    the split counts (NEO_EMBEDDING_TOKENIZER)."""
+    the split counts (NEO_EMBEDDING_TOKENIZER; ``auto``: nothing but the URL, model and
+    dimensions set, as a new user would)."""
     tenants = home / "tenants.yaml"
     if not tenants.exists():
         _write_tenants(tenants, repo, "2.0.0")
@@ -80,12 +94,25 @@ def sweep_in(
             "NEO_EMBEDDING_BASE_URL": base_url,
             "NEO_EMBEDDING_MODEL": "minilm-f16",
             "NEO_EMBEDDING_DIMENSIONS": "384",
-            "NEO_EMBEDDING_CONTEXT_TOKENS": str(LIMIT),
-            "NEO_EMBEDDING_TOKENIZER": tokenizer,
-            "NEO_EMBEDDING_BATCH_SIZE": "32",
             "NEO_PROVIDER_SLOTS_DIR": str(home / "slots"),
         }
     )
+    band = {
+        "NEO_EMBEDDING_CONTEXT_TOKENS": str(LIMIT),
+        "NEO_EMBEDDING_TOKENIZER": tokenizer,
+        "NEO_EMBEDDING_BATCH_SIZE": "32",
+    }
+    if ceiling_ms:  # a loaded machine embeds slower than the default ceilings assume
+        band["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
+        os.environ["NEO_EMBEDDING_CALL_CEILING_MS"] = str(ceiling_ms)
+        os.environ["NEO_EMBEDDING_REQUEST_TIMEOUT_MS"] = str(ceiling_ms)
+    for name, value in band.items():
+        if name == "NEO_EMBEDDING_CALL_CEILING_MS":
+            continue
+        if tokenizer == "auto":
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
     from neo_assets.core.ids.stamps import tenant_filter  # noqa: PLC0415
     from neo_assets.services.generations import (  # noqa: PLC0415
         configured_generation,
@@ -105,6 +132,8 @@ def sweep_in(
             if _token_count(client, server, stored_input(doc, meta)) > LIMIT:
                 over += 1
     counts = result.counts.to_doc()
+    batch = settings.embedding.resolved_batch_size
+    ideal = math.ceil(int(counts.get("embedded") or 0) / batch)
     generation = result.report.embedding_generation or configured_generation(settings)
     strikes = ledger.strikes(ctx.tenant_id, ctx.repo_slug, generation)
     state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
@@ -125,6 +154,8 @@ def sweep_in(
         "offered": counts.get("offered"),
         "embedded": counts.get("embedded"),
         "requests": counts.get("requests"),
+        "requests_ideal": ideal,
+        "requests_over_ideal": round((int(counts.get("requests") or 0) - ideal) / max(ideal, 1), 3),
         "poison": int(counts.get("fencedPoison", 0)),
         "undeliverable": int(counts.get("fencedUndeliverable", 0)),
         "deferred": int(counts.get("deferred", 0)),
@@ -146,8 +177,12 @@ def main() -> None:
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
     parser.add_argument("--sweeps", type=int, default=3)
     parser.add_argument("--servers", default="llama-server,llama_cpp.server")
-    # How the split counts: the server's own tokenizer (the default) or the estimate.
-    parser.add_argument("--tokenizer", choices=["server", "estimate"], default="server")
+    # How the split counts: ``auto`` (nothing set: what the server says), or the band set
+    # by hand with the server's tokenizer or the estimate.
+    parser.add_argument("--tokenizer", choices=["auto", "server", "estimate"], default="auto")
+    # NEO_EMBEDDING_CALL_CEILING_MS and _REQUEST_TIMEOUT_MS for a machine loaded by other
+    # work (unset: 60 s each).
+    parser.add_argument("--ceiling-ms", type=int, default=None)
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -165,6 +200,7 @@ def main() -> None:
         "repo": str(repo),
         "commit": commit,
         "tokenizer": args.tokenizer,
+        "ceiling_ms": args.ceiling_ms,
     }
     for name in args.servers.split(","):
         server = (
@@ -175,7 +211,7 @@ def main() -> None:
         sweeps = []
         with running(server) as up:
             for i in range(args.sweeps):
-                got = one_sweep(repo, up.base_url, name, args.tokenizer)
+                got = one_sweep(repo, up.base_url, name, args.tokenizer, args.ceiling_ms)
                 print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
                 sweeps.append(got)
         judged = [

@@ -134,11 +134,13 @@ class EmbeddingSettings(_Section):
     # admission margin ~0.4 % of chunks are undercounted (bench/chars_per_token.py,
     # docs/performance.md); 3.0 for the offline hashing embedder, which has no tokens.
     chars_per_token: float | None = Field(None, gt=0)
-    # How a remote provider's inputs are counted when splitting to fit: ``estimate`` (from
-    # characters, above) or ``server``: the server's own tokenize endpoint (llama.cpp
-    # /tokenize, llama-cpp-python /extras/tokenize/count, vLLM /tokenize, TEI /tokenize),
-    # exact, so the band is the limit itself with no margin (embedding/server_tokens.py).
-    tokenizer: Literal["estimate", "server"] = "estimate"
+    # How a remote provider's inputs are counted when splitting to fit: ``auto`` (the server's
+    # own tokenize endpoint where its first contact found one: llama.cpp /tokenize,
+    # llama-cpp-python /extras/tokenize/count, vLLM /tokenize, TEI /tokenize; exact, so the
+    # band is the limit itself with no margin; else the estimate), ``server`` (always the
+    # server's; a server without one is a configuration error) or ``estimate`` (from
+    # characters, above) (embedding/band.py, embedding/server_tokens.py).
+    tokenizer: Literal["auto", "estimate", "server"] = "auto"
     call_ceiling_ms: int = Field(60_000, ge=1)
     strike_threshold: int = Field(2, ge=1)
     circuit_threshold: int = Field(5, ge=1)

@@ -4,7 +4,7 @@ larger). Which band is in force for a provider is ``embedding/band.band_for``.""
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neo_assets.core import codes
 from neo_assets.core.embedding import estimate_tokens
@@ -12,6 +12,7 @@ from neo_assets.core.embedding import estimate_tokens
 SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
 SOURCE_CONFIGURED = "configured"  # NEO_EMBEDDING_CONTEXT_TOKENS, estimated from chars
 SOURCE_SERVER = "server-tokenizer"  # NEO_EMBEDDING_CONTEXT_TOKENS, counted by the server
+SOURCE_DISCOVERED = "discovered"  # the server's own limit, estimated from chars
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 
@@ -93,6 +94,121 @@ class BandOverProviderLimitError(ValueError):
             f"{limit.tokens} tokens per input ({limit.source}): set "
             f"{SETTING_CONTEXT_TOKENS}={limit.tokens} (or raise the server's limit)"
         )
+
+
+@dataclass(frozen=True)
+class Discovery:
+    """What one contact with a provider found, as the ledger keeps it: its limit per
+    input (None: it does not say) and the tokenizer that counts its way (an endpoint name
+    of ``embedding/server_tokens.ENDPOINTS``, ``bundled`` for the in-process model, None:
+    nothing counts, the estimate applies)."""
+
+    limit_tokens: int | None
+    source: str
+    tokenizer: str | None
+    # Learned from the provider's size refusals (``learn_from_refusals``), kept while the
+    # server says the same: a smaller limit it named, and the characters per token of the
+    # estimate where nothing counts (None: none learned; the configured estimate).
+    learned_limit: int | None = None
+    chars_per_token: float | None = None
+
+    @property
+    def effective_limit(self) -> int | None:
+        """The limit in force: what the server said, or less when a refusal named less."""
+        said = [t for t in (self.limit_tokens, self.learned_limit) if t is not None]
+        return min(said) if said else None
+
+
+TOKENIZER_BUNDLED = "bundled"
+
+
+def discovery_changed(recorded: Discovery | None, found: Discovery | None) -> bool:
+    """Whether a contact's findings replace the recorded ones: something was found and it
+    differs in limit or tokenizer (a server restarted with another context is a new
+    generation). A contact that found nothing (the server is down, or says nothing)
+    keeps what was recorded."""
+    if found is None:
+        return False
+    if recorded is None:
+        return True
+    return (found.limit_tokens, found.tokenizer) != (recorded.limit_tokens, recorded.tokenizer)
+
+
+@dataclass(frozen=True)
+class SizeRefusal:
+    """What one size refusal of one input said (from its fence receipt; no text)."""
+
+    chars: int
+    input_tokens: int | None  # the count the server named ("input (902 tokens)")
+    limit_tokens: int | None  # the limit the server named
+
+
+# A learned estimate keeps this share of what the refused inputs showed, so the re-split
+# lands under the limit rather than on it.
+LEARNED_MARGIN = 0.9
+
+
+def learn_from_refusals(
+    found: Discovery | None,
+    limit_tokens: int,
+    exact: bool,
+    chars_per_token: float,
+    refusals: Sequence[SizeRefusal],
+) -> Discovery | None:
+    """What size refusals teach about a provider, as the discovery to record (None: they
+    teach nothing, and the refused inputs stay fenced):
+
+    - a limit the server named under the band's is the limit (llama.cpp's physical batch
+      under its context): a new generation, split to it;
+    - else, where tokens are estimated, each refused input had more tokens than the limit,
+      so fewer characters per token than its length over the limit: the estimate drops to
+      the smallest such ratio (under ``LEARNED_MARGIN``), and the next split cuts smaller.
+    Counted exactly and no smaller limit named: nothing is learned."""
+    if not refusals:
+        return None
+    base = found or Discovery(None, "configured", None)
+    named = [r.limit_tokens for r in refusals if r.limit_tokens and r.limit_tokens < limit_tokens]
+    if named:
+        return replace(base, learned_limit=min(named))
+    if exact:
+        return None
+    ratios = [
+        r.chars / max(r.input_tokens or 0, (r.limit_tokens or limit_tokens) + 1)
+        for r in refusals
+        if r.chars > 0
+    ]
+    if not ratios:
+        return None
+    cpt = round(min(ratios) * LEARNED_MARGIN, 3)
+    if cpt >= chars_per_token or cpt <= 0:
+        return None
+    return replace(base, chars_per_token=cpt)
+
+
+def discovered_limit(
+    configured_tokens: int, band_set: bool, found: Discovery | None
+) -> tuple[int, bool]:
+    """The band's limit and whether it is the server's own: ``NEO_EMBEDDING_CONTEXT_TOKENS``
+    when set (an override), else the recorded discovery's limit, else the configured
+    default."""
+    limit = found.effective_limit if found is not None else None
+    if band_set or limit is None:
+        return configured_tokens, False
+    return limit, True
+
+
+def counting_tokenizer(mode: str, found: Discovery | None) -> str | None:
+    """Which server tokenizer counts inputs under ``NEO_EMBEDDING_TOKENIZER`` (``auto``:
+    the recorded one, when the server has one; ``estimate``: none; ``server``: the
+    recorded one, else the counter finds it itself, ``""``)."""
+    if mode == "estimate":
+        return None
+    recorded = (
+        found.tokenizer if found is not None and found.tokenizer != TOKENIZER_BUNDLED else None
+    )
+    if mode == "server":
+        return recorded or ""
+    return recorded
 
 
 def headroom_notice(band: Band, limit: ProviderLimit | None) -> str | None:

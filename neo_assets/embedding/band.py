@@ -7,28 +7,40 @@ tokenizer). Otherwise the limit is the configured ``NEO_EMBEDDING_CONTEXT_TOKENS
 tokens are estimated from characters (``NEO_EMBEDDING_CHARS_PER_TOKEN``, calibrated on
 real code: docs/performance.md) under the ``NEO_EMBEDDING_ADMISSION_SAFETY`` margin.
 
-A remote server that reports its own limit is asked once per sweep, before the first
-request (``provider_limit``: llama.cpp's ``/props``, Ollama's ``/api/show``). A band over
-what the server takes is a configuration error naming ``NEO_EMBEDDING_CONTEXT_TOKENS``
-and the server's answer (``check_band``), at first contact, instead of a sweep of size
-refusals; a band under it is kept (it is the configured, stable one) and the server's
-limit is named with the setting that would use it (``headroom_notice``). The band and
-those rules are plain data and functions in ``core/band.py``.
+A remote server is asked at each sweep's first contact, before its chunks are split
+(``embedding/discovery.py``): its limit per input (llama.cpp ``/props``, TEI ``/info``,
+vLLM ``/v1/models``, llama-cpp-python's cut, Ollama ``/api/show``) and its tokenizer. The
+ledger keeps what it said (``store/provider_limits.py``); the band is the recorded limit,
+counted by the server's tokenizer where it has one (``NEO_EMBEDDING_TOKENIZER=auto``, the
+default; exact, no margin), else estimated under the margin. ``NEO_EMBEDDING_CONTEXT_TOKENS``
+and ``NEO_EMBEDDING_TOKENIZER`` set explicitly override; a set band over what the server
+takes is a configuration error naming the setting and the server's answer
+(``check_band``), and one under it is kept and the larger limit named
+(``headroom_notice``). The band and those rules are plain data and functions in
+``core/band.py``.
 
 The band in tokens is part of the embedding generation (``services/sweep/steps.py``), so
-a provider whose limit changes re-offers what the old limit could not take. It is
-resolved from the settings and the provider's static answer only, never from the
-network, so the sweep, the due check and reconciliation compute the same generation.
+a provider whose limit changes (a server restarted with another context) is a new
+generation that re-offers what the old limit could not take. It is resolved from the
+settings, the model's files and the ledger's record, never from the network, so the
+sweep, the due check and reconciliation compute the same generation.
 """
 
 from neo_assets.config.settings import Settings
 from neo_assets.core.band import (
     SOURCE_CONFIGURED,
+    SOURCE_DISCOVERED,
     SOURCE_SERVER,
     SOURCE_TOKENIZER,
     Band,
+    Discovery,
     ProviderLimit,
+    counting_tokenizer,
+    discovered_limit,
 )
+
+REMOTE_KINDS = ("openai_compatible", "ollama")
+_UNREAD = object()  # band_for reads the ledger's record itself
 
 
 def configured_band(settings: Settings) -> Band:
@@ -42,18 +54,22 @@ def configured_band(settings: Settings) -> Band:
     )
 
 
-def band_for(settings: Settings) -> Band:
-    """The band in force (module docstring), from the settings and the provider's static
-    answer, never the network: the in-process model's ``max_seq_length`` from its files,
-    counted by its own tokenizer; else ``NEO_EMBEDDING_CONTEXT_TOKENS`` under the margin.
-    An explicitly set ``NEO_EMBEDDING_CONTEXT_TOKENS`` caps a provider's own limit."""
+def band_for(settings: Settings, found: object = _UNREAD) -> Band:
+    """The band in force (module docstring), from the settings and the ledger's record of
+    the provider's last contact (``found``: that record, read here when not given), never
+    the network: the in-process model's ``max_seq_length`` from its files, counted by its
+    own tokenizer; else the server's recorded limit, counted by its tokenizer where it
+    has one (``NEO_EMBEDDING_TOKENIZER=auto``), else estimated under the margin; else
+    ``NEO_EMBEDDING_CONTEXT_TOKENS``. An explicitly set ``NEO_EMBEDDING_CONTEXT_TOKENS``
+    overrides (and caps the in-process model's own limit)."""
     emb = settings.embedding
+    band_set = "context_tokens" in emb.model_fields_set
     if emb.provider == "sentence_transformers":
         from neo_assets.embedding.providers import sentence_transformers as st  # noqa: PLC0415
 
         limit = st.static_input_limit(emb.model)
         if limit is not None:
-            if "context_tokens" in emb.model_fields_set:
+            if band_set:
                 limit = min(limit, emb.context_tokens)
             model = emb.model
             return Band(
@@ -63,15 +79,42 @@ def band_for(settings: Settings) -> Band:
                 chars_per_token=emb.resolved_chars_per_token,
                 counter=lambda texts: st.count_tokens(model, texts),
             )
-    if emb.tokenizer == "server" and emb.base_url:
-        return server_band(settings)
-    return configured_band(settings)
+    if emb.provider not in REMOTE_KINDS:
+        return configured_band(settings)
+    if found is _UNREAD:
+        found = recorded_for(settings)
+    assert found is None or isinstance(found, Discovery)
+    limit_tokens, discovered = discovered_limit(emb.context_tokens, band_set, found)
+    tokenizer = counting_tokenizer(emb.tokenizer, found)
+    if tokenizer is not None and emb.base_url:
+        return server_band(settings, limit_tokens, tokenizer or None)
+    # Characters per token: the set one, else what this provider's refusals taught.
+    cpt = emb.resolved_chars_per_token
+    if "chars_per_token" not in emb.model_fields_set and found and found.chars_per_token:
+        cpt = found.chars_per_token
+    return Band(
+        limit_tokens=limit_tokens,
+        safety=emb.admission_safety,
+        source=SOURCE_DISCOVERED if discovered else SOURCE_CONFIGURED,
+        chars_per_token=cpt,
+    )
 
 
-def server_band(settings: Settings) -> Band:
-    """``NEO_EMBEDDING_CONTEXT_TOKENS`` exactly, counted by the server's own tokenizer
-    (``embedding/server_tokens.py``): no margin, since nothing is estimated. The counter
-    is built here but asks the server only when a text could be over the band."""
+def recorded_for(settings: Settings) -> Discovery | None:
+    """The ledger's record of the configured provider's last contact (no network)."""
+    from neo_assets.store.provider_limits import recorded_discovery_at  # noqa: PLC0415
+
+    emb = settings.embedding
+    return recorded_discovery_at(
+        settings.store.resolved_ledger_url, emb.provider, emb.base_url, emb.model
+    )
+
+
+def server_band(settings: Settings, limit_tokens: int, endpoint: str | None = None) -> Band:
+    """``limit_tokens`` exactly, counted by the server's own tokenizer
+    (``embedding/server_tokens.py``; ``endpoint``: the one discovery found, else it is
+    found at first use): no margin, since nothing is estimated. The counter is built here
+    but asks the server only when a text could be over the band."""
     from neo_assets.embedding.server_tokens import counter_for  # noqa: PLC0415
 
     emb = settings.embedding
@@ -79,13 +122,15 @@ def server_band(settings: Settings) -> Band:
     counter = counter_for(
         emb.base_url,
         emb.model,
-        emb.context_tokens,
+        limit_tokens,
         emb.api_key,
         emb.request_timeout_ms / 1000.0,
         emb.loading_max_wait_s,
+        endpoint,
+        emb.unreachable_wait_s,
     )
     return Band(
-        limit_tokens=emb.context_tokens,
+        limit_tokens=limit_tokens,
         safety=1.0,
         source=SOURCE_SERVER,
         chars_per_token=emb.resolved_chars_per_token,

@@ -94,6 +94,8 @@ _LIMIT_IN_MESSAGE = (
     re.compile(r"less than (\d+) tokens", re.IGNORECASE),
     re.compile(r"context (?:length|size|window) (?:of |is )?\(?(\d+)", re.IGNORECASE),
     re.compile(r"limit of (\d+)", re.IGNORECASE),
+    # llama.cpp: an input must fit its physical batch (``-ub``), which may be under n_ctx.
+    re.compile(r"current batch size: (\d+)", re.IGNORECASE),
 )
 _INPUT_TOKENS_IN_MESSAGE = (
     re.compile(r"input \((\d+) tokens\)", re.IGNORECASE),

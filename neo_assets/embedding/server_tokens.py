@@ -106,15 +106,22 @@ class ServerTokenCounter:
         timeout_s: float = 30.0,
         wait_s: float = 300.0,
         sleep: Any = time.sleep,
+        endpoint: str | None = None,
+        refused_wait_s: float | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.band_tokens = band_tokens
         self.wait_s = wait_s
+        # A port that refuses is waited for this long (a server starting), not the loading
+        # wait: a dead server is named within seconds, as the lane names it.
+        self.refused_wait_s = wait_s if refused_wait_s is None else min(wait_s, refused_wait_s)
         self._sleep = sleep
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._client = httpx.Client(timeout=timeout_s, headers=headers)
-        self.endpoint: _Endpoint | None = None
+        # The endpoint the provider's first contact found (embedding/discovery.py), else
+        # found by trying them at first use.
+        self.endpoint: _Endpoint | None = next((e for e in ENDPOINTS if e.name == endpoint), None)
         self._cache: dict[bytes, int] = {}
         self.asked = 0  # requests that counted a text (the bench and tests read it)
 
@@ -173,7 +180,8 @@ class ServerTokenCounter:
     def _post(self, path: str, payload: dict[str, Any]) -> Any:
         """POST and decode; waits out a server that is starting or loading (bounded)."""
         url = self.base_url + path
-        deadline = time.monotonic() + self.wait_s
+        started = time.monotonic()
+        deadline = started + self.wait_s
         delay = 0.25
         while True:
             try:
@@ -205,7 +213,12 @@ class ServerTokenCounter:
                         return response.json()
                     except ValueError:
                         raise _NotThere from None
-            if time.monotonic() + delay > deadline:
+            bound = (
+                started + self.refused_wait_s
+                if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+                else deadline
+            )
+            if time.monotonic() + delay > bound:
                 raise CountUnavailable(
                     code,
                     f"{why}: the sweep counts inputs with the server's tokenizer "
@@ -232,9 +245,11 @@ def counter_for(
     api_key: str | None,
     timeout_s: float,
     wait_s: float,
+    endpoint: str | None = None,
+    refused_wait_s: float | None = None,
 ) -> ServerTokenCounter:
     """One counter (and cache) per server and band in this process."""
-    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s)
+    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s, endpoint, refused_wait_s)
     counter = _COUNTERS.get(key)
     if counter is None:
         counter = _COUNTERS[key] = ServerTokenCounter(
@@ -244,5 +259,7 @@ def counter_for(
             api_key=api_key,
             timeout_s=timeout_s,
             wait_s=wait_s,
+            endpoint=endpoint,
+            refused_wait_s=refused_wait_s,
         )
     return counter

@@ -165,3 +165,20 @@ provider_batch_caps = sa.Table(
     sa.Column("learned_at", sa.Float, nullable=False),
     sa.Column("evidence", sa.Text),
 )
+
+# What a provider said about itself at its last contact (store/provider_limits.py): its
+# limit per input and its tokenizer, part of the embedding generation (embedding/band.py).
+provider_limits = sa.Table(
+    "provider_limits",
+    metadata,
+    sa.Column("provider_key", sa.String(64), primary_key=True),
+    sa.Column("provider", sa.String(32), nullable=False),
+    sa.Column("base_url", sa.Text, nullable=False),
+    sa.Column("model", sa.Text, nullable=False),
+    sa.Column("limit_tokens", sa.Integer),
+    sa.Column("limit_source", sa.Text, nullable=False),
+    sa.Column("tokenizer", sa.String(64)),
+    sa.Column("learned_limit", sa.Integer),
+    sa.Column("chars_per_token", sa.Float),
+    sa.Column("discovered_at", sa.Float, nullable=False),
+)

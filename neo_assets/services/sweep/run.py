@@ -17,9 +17,11 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
+from neo_assets.core.provider_requirements import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.sweep.report import SweepReport
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.embedding.discovery import discover_and_record, fit_provider, learn_and_record
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.server_tokens import CountUnavailable
@@ -41,6 +43,7 @@ from neo_assets.services.sweep.steps import (
 )
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.provider_limits import recorded_discovery
 
 # The four stages, in order: each is one asset of the sweep in the Dagster UI.
 SWEEP_STAGES = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")
@@ -139,6 +142,11 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         if not lease.held:
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[1:]))
         mark = time.perf_counter()
+        # First contact, before anything is split: the provider's limit and tokenizer, kept
+        # in the ledger (a change is a new generation); a provider that does not answer
+        # leaves the record as it was, and the lane meets it.
+        found, _ = discover_and_record(cfg, book, inputs.clock())
+        fit_provider(inputs.provider, cfg, found)
         with failure_recorded(ctx, cfg, book, codes.PARSE_FAILED, envelope):
             plan = plan_chunks(ctx, cfg, book, envelope)
             try:
@@ -146,8 +154,18 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             except CountUnavailable as unavailable:
                 # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
                 # the generation was recorded; defer, as the lane would without its server.
+                code, message = unavailable.code, str(unavailable)
+                if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED:
+                    # Nothing listens where the provider was: named at once, like the lane.
+                    code = codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+                    message = unreachable_message(
+                        cfg.embedding.provider,
+                        cfg.embedding.base_url,
+                        UNREACHABLE_REFUSED,
+                        cfg.embedding.unreachable_wait_s,
+                    )
                 report = record_deferred_before_lane(
-                    ctx, cfg, book, envelope, unavailable.code, str(unavailable), inputs.clock()
+                    ctx, cfg, book, envelope, code, message, inputs.clock()
                 )
                 return SweepResult(replace(report, lease=lease.info), errors=1)
         chunks_s = time.perf_counter() - mark
@@ -174,6 +192,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
                 # Record the sweep as the lane left it (deferred, cause aborted), then end.
                 census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
                 raise aborted.interrupt from None
+            summary = _resplit_refused(inputs, lease, envelope, summary)
         del chunks  # the declared generation is in the ledger; the census needs no chunk
         embed_s = time.monotonic() - started
         summary = replace(summary, seconds=embed_s)
@@ -196,6 +215,49 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         )
         report = replace(report, timings=timings, lease=lease.info)
     return SweepResult(report, embed_seconds=embed_s, errors=len(summary.errors))
+
+
+# Rounds of split-smaller-and-send-again after size refusals, per sweep (bounded: each
+# round's refusals either teach a tighter band or end it).
+MAX_RESPLITS = 2
+
+
+def _resplit_refused(
+    inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, summary: LaneSummary
+) -> LaneSummary:
+    """Inputs the provider refused for their size teach a tighter band where they can (a
+    limit the server named, or fewer characters per token than estimated:
+    ``embedding/discovery.learn_and_record``); the repo is then split again by it and what
+    is missing sent again, at most ``MAX_RESPLITS`` times. What they cannot teach (the
+    server counted exactly and named nothing smaller) stays fenced. Inside the embedding
+    stage: the stages' events stay one per stage."""
+    ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
+    notices: list[str] = []
+    for _ in range(MAX_RESPLITS):
+        if not lease.held:
+            break
+        notice = learn_and_record(cfg, book, summary.errors, inputs.clock())
+        if notice is None:
+            break
+        notices.append(notice)
+        found = recorded_discovery(
+            book, cfg.embedding.provider, cfg.embedding.base_url, cfg.embedding.model
+        )
+        fit_provider(inputs.provider, cfg, found)
+        plan = plan_chunks(ctx, cfg, book, envelope)
+        chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
+        summary = embed_step(
+            ctx,
+            cfg,
+            inputs.open_store(),
+            book,
+            envelope,
+            chunks,
+            EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
+        )
+    if notices:
+        summary = replace(summary, notices=(*notices, *summary.notices))
+    return summary
 
 
 def run_sweep(

@@ -383,6 +383,11 @@ def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> li
             out.append(chunk)
             continue
         widest = part_name(chunk.name, 999, 999)  # the header a part's count may need
+        if not band.fits(_sent_text(ctx, chunk, "", widest)):
+            # Its header alone (a name longer than the window) is over the band: no part
+            # could fit, so it stays whole and is fenced once, not character by character.
+            out.append(chunk)
+            continue
         pieces = fit_parts(
             chunk.content or "",
             lambda text, c=chunk, w=widest: band.fits(_sent_text(ctx, c, text, w)),
@@ -927,9 +932,10 @@ async def _embed(
 ) -> LaneSummary:
     try:
         notice = None
-        if items:
-            # First contact: a server that says it takes less than the band is told so;
-            # one that takes more is named, with the setting that would use it.
+        if items and "context_tokens" in settings.embedding.model_fields_set:
+            # A band set by hand, at first contact: a server that says it takes less is
+            # told so; one that takes more is named, with the setting that would use it.
+            # (Unset, the band is what the server said: embedding/discovery.py.)
             band = band_for(settings)
             limit = await provider_limit(getattr(provider, "inner", provider), run.cancel_scope)
             check_band(provider.name, band, limit)
@@ -1186,6 +1192,7 @@ def record_deferred_before_lane(
         secret_chunks=_census_or_empty(done.previous.get("secret_census")),
         embedding_generation=done.generation,
         errors=(row,),
+        error=message if code == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE else None,
     )
 
 

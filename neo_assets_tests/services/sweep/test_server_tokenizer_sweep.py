@@ -108,17 +108,19 @@ def test_dense_code_is_split_by_the_servers_count_and_delivered(
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_the_estimate_fences_the_dense_code_that_the_servers_count_delivers(
+def test_the_estimate_refused_for_size_learns_a_smaller_ratio_splits_again_and_delivers(
     kind: str, neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The gap the server's count closes: with the estimate, the same repo leaves parts of
-    # the dense function undelivered (refused for size, fenced as geometry, never poison).
+    # The gap the server's count closes, closed by the refusals too: with the estimate,
+    # parts of the dense function are refused for their size (never poison); the ratio
+    # they show is recorded, the repo split again by it, and every part delivered.
     (tmp_path / "server").mkdir()
     with running(_server(kind, tmp_path)) as server:
         doc = sweep_once(_ctx(tmp_path, monkeypatch, server.base_url, "estimate"))
     assert doc["outcome"] == codes.OUTCOME_COMPLETE, doc
-    assert doc["undeliverableChunks"]["count"] >= 1
+    assert doc["undeliverableChunks"]["count"] == 0
     assert doc["contentPoisonChunks"]["count"] == 0
+    assert any("refused for their size" in n for n in doc.get("notices", [])), doc
 
 
 def test_a_server_down_at_split_time_defers_the_sweep_and_records_nothing(
@@ -128,7 +130,9 @@ def test_a_server_down_at_split_time_defers_the_sweep_and_records_nothing(
     ctx = _ctx(tmp_path, monkeypatch, f"http://127.0.0.1:{port}", "server")
     doc = sweep_once(ctx)
     assert doc["outcome"] == codes.OUTCOME_DEFERRED, doc
-    assert doc["deferredCauseCode"] == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED
+    # Nothing listens: named as the lane names a dead provider (the URL, the setting).
+    assert doc["deferredCauseCode"] == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+    assert "NEO_EMBEDDING_BASE_URL" in doc["error"]
     kb = KbHandles()
     try:
         state = kb.ledger.repo_state("acme", "w") or {}

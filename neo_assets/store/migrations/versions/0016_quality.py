@@ -5,14 +5,14 @@ history) per embedding generation, and the operators' recorded decisions that le
 generation serve past the quality gate. Added when missing.
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0016"
-down_revision = "0014"
+down_revision = "0015"
 
 
 def upgrade() -> None:

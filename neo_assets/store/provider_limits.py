@@ -1,0 +1,89 @@
+"""The ledger's record of what each provider said about itself at its last contact
+(``ledger_schema.provider_limits``): its limit per input and its tokenizer.
+
+Written by the sweep's first contact (``embedding/discovery.py``) when something changed;
+read by every digest of the embedding generation (``embedding/band.band_for``: the sweep,
+the due check, reconciliation, status), so they agree without asking the network. The
+read opens the ledger at its URL without migrating it and answers None for a ledger (or
+a table) that does not exist yet: nothing discovered.
+"""
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from neo_assets.core.band import Discovery
+from neo_assets.core.batch_caps import provider_cap_key
+from neo_assets.store import ledger_schema as t
+from neo_assets.store.ledger import Ledger, _engine
+
+_READERS: dict[str, sa.Engine] = {}
+
+
+def recorded_discovery(
+    ledger: Ledger, provider: str, base_url: str | None, model: str | None
+) -> Discovery | None:
+    return _read(ledger.engine, provider, base_url, model)
+
+
+def recorded_discovery_at(
+    url: str, provider: str, base_url: str | None, model: str | None
+) -> Discovery | None:
+    """``recorded_discovery`` of the ledger at ``url`` (module docstring)."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[-1]
+        if not path or path == ":memory:" or not Path(path).exists():
+            return None  # a private or not yet created ledger has nothing recorded
+    engine = _READERS.get(url)
+    if engine is None:
+        engine = _READERS[url] = _engine(url)
+    try:
+        return _read(engine, provider, base_url, model)
+    except sa.exc.SQLAlchemyError:
+        return None  # not migrated yet (no table): nothing discovered
+
+
+def _read(
+    engine: sa.Engine, provider: str, base_url: str | None, model: str | None
+) -> Discovery | None:
+    c = t.provider_limits.c
+    key = provider_cap_key(provider, base_url or "", model or "")
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(t.provider_limits).where(c.provider_key == key)).first()
+    if row is None:
+        return None
+    return Discovery(
+        row.limit_tokens,
+        row.limit_source,
+        row.tokenizer,
+        learned_limit=row.learned_limit,
+        chars_per_token=row.chars_per_token,
+    )
+
+
+def record_discovery(
+    ledger: Ledger,
+    provider: str,
+    base_url: str | None,
+    model: str | None,
+    found: Discovery,
+    now: float,
+) -> None:
+    key = provider_cap_key(provider, base_url or "", model or "")
+    c = t.provider_limits.c
+    with ledger.engine.begin() as conn:
+        conn.execute(sa.delete(t.provider_limits).where(c.provider_key == key))
+        conn.execute(
+            sa.insert(t.provider_limits).values(
+                provider_key=key,
+                provider=provider,
+                base_url=(base_url or "").rstrip("/"),
+                model=model or "",
+                limit_tokens=found.limit_tokens,
+                limit_source=found.source[:500],
+                tokenizer=found.tokenizer,
+                learned_limit=found.learned_limit,
+                chars_per_token=found.chars_per_token,
+                discovered_at=now,
+            )
+        )
