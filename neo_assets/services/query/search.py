@@ -40,6 +40,7 @@ from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_
 from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.secrets.rules import redact
 from neo_assets.services.generations import GenerationUnavailable
 from neo_assets.services.query.deadline import checkpoint
 from neo_assets.services.query.freshness import HeadCache
@@ -103,12 +104,17 @@ def not_found(chunk_id: str) -> QueryInputError:
 
 def _result(row: dict[str, Any], score: float, similarity: float | None, lexical: float):
     md = row["metadata"]
+    # A row stored before secrets were fenced (or under older rules) is never served with
+    # its secret: each line that holds one is redacted on the way out.
+    document = row["document"]
+    if document:
+        document = redact(document, md.get("sourcePath"))[0]
     return {
         "id": row["id"],
         "score": round(float(score), 6),
         "similarity": None if similarity is None else round(float(similarity), 6),
         "lexical": lexical,
-        "document": row["document"],
+        "document": document,
         "metadata": md,
         "repo": md.get("repoSlug"),
         "path": md.get("sourcePath"),
