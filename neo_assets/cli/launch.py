@@ -19,7 +19,7 @@ from neo_assets.core import codes
 from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
 from neo_assets.services.handles import open_ledger, store_kept_open
-from neo_assets.services.reconcile.retirement import revoke_retired_tokens
+from neo_assets.services.reconcile.retirement import apply_retirement
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
 from neo_assets.store.ledger import Ledger
@@ -120,7 +120,7 @@ def run_sweeps(
 
     with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
         sync_partitions(instance, tenants, retained_tenants(ledger, tenants))
-        revoke_retired_tokens(ledger, tenants, time.time())
+        apply_retirement(ledger, tenants, time.time())
         return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
 

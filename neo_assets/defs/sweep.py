@@ -54,7 +54,7 @@ from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
 from neo_assets.services.declaration import misdeclared_for, warning_lines
-from neo_assets.services.reconcile.retirement import revoke_retired_tokens
+from neo_assets.services.reconcile.retirement import apply_retirement
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress
@@ -398,7 +398,7 @@ def sweep_sensor(
     cfg = settings.load()
     the_ledger = ledger.get()
     tenants_file = tenants.load(the_ledger)
-    revoke_retired_tokens(the_ledger, tenants_file, time.time())
+    apply_retirement(the_ledger, tenants_file, time.time())
     # What the tenants file gets wrong, on every tick: the misdeclared entry keeps its
     # last good declaration (or is withheld), and every other repo is evaluated as usual.
     for line in warning_lines(tenants_file):

@@ -3,6 +3,7 @@
 
 import sqlalchemy as sa
 
+from neo_assets.code_tools.index_store import forget_repo, indexed_revisions
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.reconcile.retirement import Retired, retired, scope_label
@@ -52,6 +53,28 @@ def revoke_retired_tokens(ledger: Ledger, tenants: TenantsFile, now: float) -> i
     """The API tokens of retired tenants are revoked (for good: a tenant declared later
     with the same id is another tenant). Returns how many were revoked now."""
     return revoke_tenant_tokens(ledger, retired_tenant_ids(ledger, tenants), now)
+
+
+def forget_retired_code_indexes(ledger: Ledger, tenants: TenantsFile) -> int:
+    """The code tools' indexes of retired tenants and repos are dropped (derived data,
+    never served once retired; a repo declared again is indexed by its next sweep).
+    Returns how many repos' indexes were dropped."""
+    found = read_retired(ledger, tenants)
+    gone = [(tid, slug) for tid in sorted(found.tenants) for slug in indexed_revisions(ledger, tid)]
+    gone += [
+        (tid, slug) for tid, slug in sorted(found.repos) if slug in indexed_revisions(ledger, tid)
+    ]
+    for tid, slug in gone:
+        forget_repo(ledger, tid, slug)
+    return len(gone)
+
+
+def apply_retirement(ledger: Ledger, tenants: TenantsFile, now: float) -> None:
+    """What follows a tenant or repo out of the declaration at once, at every sweep
+    launch and sensor tick: its tokens revoked, its code indexes dropped (its rows wait
+    for reconciliation)."""
+    revoke_retired_tokens(ledger, tenants, now)
+    forget_retired_code_indexes(ledger, tenants)
 
 
 def rows_waiting(store: ChromaStore, found: Retired) -> dict[str, int]:
