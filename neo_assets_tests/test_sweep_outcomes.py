@@ -381,6 +381,7 @@ def test_both_families_beside_a_live_failure_defer_then_complete_and_cost_no_run
     assert metadata["censuses"] == {
         "contentPoisonChunks": census_of([poison]),
         "undeliverableChunks": census_of([big, dies]),
+        "secretChunks": {"count": 0, "ids": [], "locations": []},
     }
 
     # A day later, nothing changed: three sensor ticks launch nothing.

@@ -151,8 +151,9 @@ def gate(
             serving,
             PENDING,
             f"embedding generation {candidate} waits for the self-evaluation of "
-            f"{', '.join(waiting)} at both generations (the retrieval_quality asset, or "
-            f"`neo-assets eval`); {serving} keeps serving ({fix})",
+            f"{', '.join(waiting)} at both generations (measured by the sweep that "
+            f"completes it, or now with `neo-assets quality evaluate --tenant <tenant>`); "
+            f"{serving} keeps serving ({fix})",
             (),
             tuple(waiting),
         )

@@ -16,6 +16,75 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(quality_app, name="quality")
 
+    @quality_app.command("evaluate")
+    def evaluate(
+        tenant: Annotated[str, typer.Option(help="the tenant whose due evaluations run")],
+        as_json: Annotated[
+            bool, typer.Option("--json", help="one JSON document on stdout")
+        ] = False,
+    ) -> None:
+        """Run and record the tenant's due self-evaluations now (what the sweep step does
+        after a sweep): the serving generation's at each repo's indexed revision, and a
+        new generation's the quality gate waits on."""
+
+        def go() -> int:
+            import anyio
+
+            from neo_assets.quality.measure import evaluate_due
+            from neo_assets.services.handles import open_ledger, open_store
+            from neo_assets.services.query import QueryService, Resident
+
+            settings, tenants = common.load_config()
+            if tenants.tenant(tenant) is None:
+                raise common.UsageError(
+                    f"no tenant {tenant!r} in {tenants.path}; name a declared tenant"
+                )
+            with open_ledger(settings) as ledger, open_store(settings) as store:
+                resident = Resident(settings, store, ledger)
+                try:
+                    measured = anyio.run(evaluate_due, QueryService(resident), tenant)
+                finally:
+                    anyio.run(resident.aclose)
+            doc = {
+                "tenantId": tenant,
+                "evaluations": [
+                    {
+                        "repoSlug": m.due.repo_slug,
+                        "generation": m.due.generation,
+                        "reason": m.due.reason,
+                        "problem": m.problem,
+                        **(
+                            {
+                                "questions": m.score.questions,
+                                "recallAt10": m.score.recall_at_10,
+                                "mrrAt10": m.score.mrr_at_10,
+                            }
+                            if m.score
+                            else {}
+                        ),
+                    }
+                    for m in measured
+                ],
+            }
+            common.emit(doc, as_json)
+            if not as_json:
+                for e in doc["evaluations"]:
+                    common.err.print(
+                        f"{tenant}/{e['repoSlug']} at {e['generation']}: "
+                        + (
+                            f"MRR@10 {e['mrrAt10']:.3f} recall@10 {e['recallAt10']:.3f} "
+                            f"over {e['questions']} questions"
+                            if "mrrAt10" in e
+                            else f"not evaluated ({e['problem']})"
+                        ),
+                        highlight=False,
+                    )
+                if not measured:
+                    common.err.print(f"{tenant}: no evaluation is due", highlight=False)
+            return common.EXIT_OK
+
+        common.run(go, as_json)
+
     @quality_app.command("allow")
     def allow(
         tenant: Annotated[str, typer.Argument(help="the tenant whose switch is held")],

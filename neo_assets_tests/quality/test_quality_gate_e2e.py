@@ -155,3 +155,38 @@ def test_a_worse_generation_is_refused_by_the_gate_until_an_operator_allows_it(
         assert snap["servingGeneration"] == worse and snap["qualityGate"]["state"] == "overridden"
     finally:
         instance.dispose()
+
+
+def test_a_switch_the_gate_waits_on_is_decided_by_quality_evaluate(
+    neo_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sweeps through the library (no sweep step, so no self-evaluation): the new
+    generation waits (pending); `neo-assets quality evaluate` measures both and the
+    gate decides."""
+    from neo_assets.services.sweep.steps import RepoContext
+    from neo_assets_tests.kb_handles import sweep_once
+
+    repo = history(tmp_path)
+    tenants_path = write_tenants(
+        tmp_path / "tenants.yaml", {"acme": [repo_entry("tools", repo.path, version="2.0.0")]}
+    )
+    monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants_path))
+    monkeypatch.setenv("NEO_SERVE_HYBRID", "false")
+    tenants = load_tenants(tenants_path)
+    ctx = RepoContext(tenant=tenants.tenants[0], repo=tenants.tenants[0].repos[0])
+    good = configured_generation(load_settings())
+    assert sweep_once(ctx)["outcome"] == "complete"
+    monkeypatch.setenv("NEO_EMBEDDING_DIMENSIONS", "4")
+    settings = load_settings()
+    assert sweep_once(ctx)["outcome"] == "complete"
+    snap = status(settings, tenants)
+    assert snap["servingGeneration"] == good
+    assert snap["qualityGate"]["state"] == "pending" and snap["qualityGate"]["waiting"] == ["tools"]
+    assert "neo-assets quality evaluate" in snap["qualityGate"]["reason"]
+
+    res = CliRunner().invoke(app, ["quality", "evaluate", "--tenant", "acme", "--json"])
+    assert res.exit_code == 0, res.output
+    snap = status(settings, tenants)
+    assert snap["servingGeneration"] == good and snap["qualityGate"]["state"] == "refused"
+    again = CliRunner().invoke(app, ["quality", "evaluate", "--tenant", "acme"])
+    assert "no evaluation is due" in again.output

@@ -83,8 +83,12 @@ def with_deprecated_spellings(counts: Mapping[str, Any]) -> dict[str, Any]:
 
 def metric_name(key: str) -> str:
     """The name a count is plotted under in the Dagster UI (``count_<name>``): the old
-    spelling, so the plots' history of each count goes on under the same name."""
-    return DEPRECATED_SPELLINGS.get(key, key)
+    spelling, so the plots' history of each count goes on under the same name; a count
+    added since has no old spelling and is plotted in snake_case like the others."""
+    old = DEPRECATED_SPELLINGS.get(key)
+    if old is not None:
+        return old
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in key).lstrip("_")
 
 
 def _count(value: object) -> int:
