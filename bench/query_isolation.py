@@ -73,10 +73,9 @@ def service_classes() -> tuple[Any, Any]:
                 if len(repos) == 1
                 else {"repoSlug": {"$in": list(repos)}},
             ]
-            if request.language is not None:
-                clauses.append({"language": {"$eq": request.language}})
-            if request.kind is not None:
-                clauses.append({"kind": {"$eq": request.kind}})
+            for name in ("language", "kind"):  # the pre-33 path's equality filters
+                if (wanted := request.wants(name)) is not None:
+                    clauses.append({name: {"$eq": wanted}})
             return {"$and": clauses}
 
         def _vector_candidates(  # type: ignore[override]

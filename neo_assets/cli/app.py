@@ -19,6 +19,7 @@ from neo_assets.cli.common import (
     load_config,
     run,
 )
+from neo_assets.cli.filter_options import with_filter_options
 from neo_assets.cli.health import register as register_health
 from neo_assets.cli.reconcile import register as register_reconcile
 from neo_assets.cli.serve import register as register_serve
@@ -226,22 +227,15 @@ def snippet(document: str, lines: int = SNIPPET_LINES) -> list[str]:
 
 
 @app.command()
+@with_filter_options
 def query(
     text: Annotated[str, typer.Argument(help="what to look for")],
     tenant: Annotated[str, typer.Option(help="the tenant whose rows are searched")],
     repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
     k: Annotated[int, typer.Option("-k", min=1, max=100, help="results")] = 5,
     expand: Annotated[bool, typer.Option("--expand", help="add linked chunks")] = False,
-    path: Annotated[
-        str | None, typer.Option(help="only paths matching this glob, e.g. 'src/*.py'")
-    ] = None,
-    language: Annotated[
-        str | None, typer.Option(help="only this language (python, go, typescript, ...)")
-    ] = None,
-    kind: Annotated[
-        str | None, typer.Option(help="only this chunk kind (function, method, class, ...)")
-    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    **filters: str | None,
 ) -> None:
     """Tenant-scoped retrieval over the shared collection."""
 
@@ -273,7 +267,7 @@ def query(
                         k=k,
                         expand=expand,
                         repo_slugs=[r.slug for r in declared.repos],
-                        filters={"path": path, "language": language, "kind": kind},
+                        filters=filters,
                     )
                 )
         except QueryUnavailable as exc:

@@ -5,12 +5,10 @@ and each tool's output schema, in plain text. Declared with the code tools' ``Ar
 
 from typing import Any
 
-from neo_assets.code_tools.rules import LANGUAGES, Arg, ToolSpec
+from neo_assets.code_tools.rules import Arg, ToolSpec
+from neo_assets.core.query.filters import FILTERS
 from neo_assets.core.query.request import DEFAULT_K, MAX_FILTER_CHARS, MAX_K, MAX_QUERY_CHARS
-from neo_assets.sources.parsers.neo_code_v1 import CHUNK_KINDS
-from neo_assets.sources.parsers.units import CHUNK_KINDS_V2
 
-CHUNK_KIND_VALUES = tuple(sorted(CHUNK_KINDS | CHUNK_KINDS_V2))
 MAX_RELATED = 50
 DEFAULT_RELATED = 10
 
@@ -67,15 +65,17 @@ SEARCH_TOOLS: dict[str, ToolSpec] = {
                     "Only this repo (a slug that list_repos names).",
                     max_length=MAX_FILTER_CHARS,
                 ),
-                Arg(
-                    "path",
-                    "string",
-                    "Only chunks whose source path matches this glob (src/**/*.py; * also "
-                    "crosses folders).",
-                    max_length=MAX_FILTER_CHARS,
+                *(
+                    Arg(
+                        f.name,
+                        "string",
+                        f.description,
+                        enum=f.values or None,
+                        max_length=MAX_FILTER_CHARS,
+                        examples=(f.example,) if f.example else (),
+                    )
+                    for f in FILTERS
                 ),
-                Arg("language", "string", "Only chunks in this language.", enum=LANGUAGES),
-                Arg("kind", "string", "Only chunks of this kind.", enum=CHUNK_KIND_VALUES),
                 Arg(
                     "expand",
                     "boolean",

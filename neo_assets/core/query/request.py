@@ -6,18 +6,21 @@ the field and the fix. Every surface (HTTP, MCP, CLI) builds its request here.
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from neo_assets.core import codes
+from neo_assets.core.query.filters import (  # noqa: F401 (glob_matches_everything re-exported)
+    FILTER_NAMES,
+    glob_matches_everything,
+    refusal,
+)
 
 MAX_QUERY_CHARS = 4000
 MAX_K = 100
 DEFAULT_K = 10
 MAX_FILTER_CHARS = 256
-FIELDS = ("query", "k", "repo", "path", "language", "kind", "expand")
-# A glob made only of these matches every path: it narrows nothing, so it is refused.
-_WILDCARD_ONLY = frozenset("*?/")
+FIELDS = ("query", "k", "repo", *FILTER_NAMES, "expand")
 
 
 class QueryInputError(ValueError):
@@ -42,10 +45,12 @@ class SearchRequest:
     query: str
     k: int = DEFAULT_K
     repo: str | None = None
-    path: str | None = None
-    language: str | None = None
-    kind: str | None = None
+    # name -> wanted value, for the filters of ``core.query.filters`` a request names
+    filters: Mapping[str, str] = field(default_factory=dict)
     expand: bool = False
+
+    def wants(self, name: str) -> str | None:
+        return self.filters.get(name)
 
 
 def _bad(field: str, message: str) -> QueryInputError:
@@ -61,10 +66,6 @@ def _filter(body: Mapping[str, Any], field: str) -> str | None:
     if len(value) > MAX_FILTER_CHARS or "\x00" in value:
         raise _bad(field, f"must be at most {MAX_FILTER_CHARS} characters, without NUL")
     return value
-
-
-def glob_matches_everything(glob: str) -> bool:
-    return set(glob) <= _WILDCARD_ONLY
 
 
 def parse_search(body: Any) -> SearchRequest:
@@ -93,18 +94,15 @@ def parse_search(body: Any) -> SearchRequest:
     expand = body.get("expand", False)
     if type(expand) is not bool:
         raise _bad("expand", "must be true or false")
-    path = _filter(body, "path")
-    if path is not None and glob_matches_everything(path):
-        raise _bad("path", f"the glob {path!r} matches every path; leave path out instead")
-    return SearchRequest(
-        query=query,
-        k=k,
-        repo=_filter(body, "repo"),
-        path=path,
-        language=_filter(body, "language"),
-        kind=_filter(body, "kind"),
-        expand=expand,
-    )
+    filters: dict[str, str] = {}
+    for name in FILTER_NAMES:
+        value = _filter(body, name)
+        if value is not None:
+            if (why := refusal(name, value)) is not None:
+                raise _bad(name, why)
+            filters[name] = value
+    repo = _filter(body, "repo")
+    return SearchRequest(query=query, k=k, repo=repo, filters=filters, expand=expand)
 
 
 CHUNK_ID = re.compile(r"[0-9a-f]{64}", re.ASCII)

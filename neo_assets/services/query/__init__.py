@@ -30,7 +30,8 @@ async def run_query(
     filters: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """One query through a short-lived ``QueryService`` (its provider closed after);
-    ``filters`` (path, language, kind) are checked by the same rules as HTTP's and MCP's.
+    ``filters`` (``core.query.filters``) are checked by the same rules as HTTP's and
+    MCP's.
     Each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
     name) when ``expand``."""
     # The library's own bound; the tenant's declared repos come from the tenants file.

@@ -12,7 +12,6 @@ and fuses both rankings (``core.query.ranking``). Rows are read by id, re-checke
 the caller's, only for the results.
 """
 
-import fnmatch
 import heapq
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +20,7 @@ import anyio
 import numpy as np
 
 from neo_assets.core import codes
+from neo_assets.core.query.filters import kept
 from neo_assets.core.query.freshness import freshness
 from neo_assets.core.query.ranking import (
     DEFAULT_RANKING,
@@ -324,18 +324,13 @@ class QueryService:
         if missing:  # never an empty answer that looks like a true one
             raise self.store_missing(tenant_id, missing)
         repo_set = set(repos)
+        wanted = request.filters
 
         def keep(rid: str) -> bool:
             # Served ids are the tenant's own (read tenantId-filtered, re-checked): a
             # foreign id has no facet and is dropped here, before anything is read of it.
             facet = view.facets.get(rid)
-            return (
-                facet is not None
-                and facet.repo in repo_set
-                and (request.language is None or facet.language == request.language)
-                and (request.kind is None or facet.kind == request.kind)
-                and (request.path is None or fnmatch.fnmatchcase(facet.path, request.path))
-            )
+            return facet is not None and facet.repo in repo_set and kept(facet.values, wanted)
 
         served = self._served_list(view, repos, request, keep)
         checkpoint("the vector query")
@@ -409,7 +404,8 @@ class QueryService:
                 )
             )
         demoted: set[str] = set()
-        if options.source_prior and request.path is None and not asks_for_secondary(request.query):
+        asks = request.wants("path") is not None or asks_for_secondary(request.query)
+        if options.source_prior and not asks:
             demoted = index.secondary
         heads = index.unit_heads if options.units else None
         vector_rank = {rid: i for i, rid in enumerate(vector_ids)}
@@ -428,7 +424,7 @@ class QueryService:
         if memo is None or memo[0] is not view:  # a tenant's new view drops its old lists
             memo = (view, {})
             self._served_lists[view.tenant_id] = memo
-        key = (tuple(sorted(repos)), request.language, request.kind, request.path)
+        key = (tuple(sorted(repos)), tuple(sorted(request.filters.items())))
         found = memo[1].get(key)
         if found is None:
             found = [rid for rid in view.facets if keep(rid)]

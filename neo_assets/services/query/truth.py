@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.core.query.filters import facet_values
 from neo_assets.core.query.ranking import LexicalIndex
 from neo_assets.core.query.truth import RepoServing, tenant_serving
 from neo_assets.services.reconcile.reading import (
@@ -38,12 +39,11 @@ log = logging.getLogger("neo_assets.serve")
 
 
 class Facet(NamedTuple):
-    """What a filter reads of a served row, kept beside its id."""
+    """What a filter reads of a served row, kept beside its id: its repo and its value of
+    each search filter (``core.query.filters.facet_values``)."""
 
     repo: str
-    path: str
-    language: str
-    kind: str
+    values: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -132,12 +132,7 @@ def compute_truth(
     for row in rows:
         if row["id"] in ids:
             md = row["metadata"]
-            facets[row["id"]] = Facet(
-                str(md.get("repoSlug", "")),
-                str(md.get("sourcePath", "")),
-                str(md.get("language", "")),
-                str(md.get("kind", "")),
-            )
+            facets[row["id"]] = Facet(str(md.get("repoSlug", "")), facet_values(md))
             index.add(
                 row["id"],
                 str(md.get("name") or ""),

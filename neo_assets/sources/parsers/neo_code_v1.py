@@ -34,19 +34,18 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from neo_assets.core.sources.chunk_kinds import CHUNK_KINDS_V1 as CHUNK_KINDS  # noqa: F401
+from neo_assets.core.sources.chunk_kinds import (
+    KIND_CLASS,
+    KIND_FUNCTION,
+    KIND_METHOD,
+    KIND_MODULE,
+    KIND_SECTION,
+    KIND_TEXT,
+)
 from neo_assets.core.sources.parser_versions import NEO_CODE
 
 PARSER_ID = NEO_CODE  # declared in the parser registry (core/sources/parser_versions.py)
-
-KIND_MODULE = "module"
-KIND_CLASS = "class"
-KIND_FUNCTION = "function"
-KIND_METHOD = "method"
-KIND_SECTION = "section"
-KIND_TEXT = "text"
-CHUNK_KINDS = frozenset(
-    {KIND_MODULE, KIND_CLASS, KIND_FUNCTION, KIND_METHOD, KIND_SECTION, KIND_TEXT}
-)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 MARKDOWN_SUFFIXES = (".md", ".markdown")

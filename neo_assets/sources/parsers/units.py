@@ -11,22 +11,21 @@ own line range, cut at line boundaries; only a single longer line is cut mid-lin
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from neo_assets.core.sources.line_parts import pack_lines, part_name, slice_line
-
-KIND_MODULE = "module"
-KIND_CLASS = "class"  # class, struct, interface, trait, impl, enum, union, module (Ruby)
-KIND_TYPE = "type"  # a type alias or a type declaration without members
-KIND_FUNCTION = "function"
-KIND_METHOD = "method"
-KIND_CLASS_CONFIG = "class-config"  # a JavaScript class's ``static config = {...}``
-KIND_SECTION = "section"  # a docs section by heading
-KIND_KEY = "key"  # a data file's top-level key (JSON, YAML, TOML)
-KIND_RULE = "rule"  # a stylesheet rule block
-KIND_TEXT = "text"  # a line window
-CODE_UNIT_KINDS = frozenset({KIND_CLASS, KIND_TYPE, KIND_FUNCTION, KIND_METHOD, KIND_CLASS_CONFIG})
-CHUNK_KINDS_V2 = frozenset(
-    {KIND_MODULE, KIND_SECTION, KIND_KEY, KIND_RULE, KIND_TEXT, *CODE_UNIT_KINDS}
+from neo_assets.core.sources.chunk_kinds import (  # noqa: F401 (re-exported)
+    CHUNK_KINDS_V2,
+    CODE_UNIT_KINDS,
+    KIND_CLASS,
+    KIND_CLASS_CONFIG,
+    KIND_FUNCTION,
+    KIND_KEY,
+    KIND_METHOD,
+    KIND_MODULE,
+    KIND_RULE,
+    KIND_SECTION,
+    KIND_TEXT,
+    KIND_TYPE,
 )
+from neo_assets.core.sources.line_parts import pack_lines, part_name, slice_line
 
 
 @dataclass(frozen=True)

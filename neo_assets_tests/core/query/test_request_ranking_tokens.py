@@ -18,14 +18,12 @@ from neo_assets.core.tokens import TokenRecord, format_token, token_hash, verify
 
 def test_parse_search_accepts_a_full_request():
     got = parse_search(
-        {"query": "q", "k": 3, "repo": "w", "path": "src/*.py", "language": "go", "kind": "f"}
+        {"query": "q", "k": 3, "repo": "w", "path": "src/*.py", "language": "go", "kind": "method"}
     )
-    assert (got.k, got.repo, got.path, got.language, got.kind, got.expand) == (
+    assert (got.k, got.repo, got.filters, got.expand) == (
         3,
         "w",
-        "src/*.py",
-        "go",
-        "f",
+        {"path": "src/*.py", "language": "go", "kind": "method"},
         False,
     )
 
