@@ -48,7 +48,9 @@ def test_every_vector_query_is_limited_to_the_tenants_served_rows_of_the_request
             asyncio.run(
                 svc.search(
                     "acme",
-                    SearchRequest(query="validator", k=2, filters={"language": "go", "kind": "function"}),
+                    SearchRequest(
+                        query="validator", k=2, filters={"language": "go", "kind": "function"}
+                    ),
                     ["widgets"],
                 )
             )
