@@ -77,6 +77,13 @@ def test_healthz_and_search_results_carry_where_and_what(served: Served, tokens:
     assert {h["language"] for h in filtered.json()["results"]} == {"go"}
     globbed = search(served, tokens["acme"]["token"], query="power", path="gadget*", k=5).json()
     assert globbed["results"] and {h["path"] for h in globbed["results"]} == {"gadget.py"}
+    unit = search(served, tokens["acme"]["token"], query="dispatch", unit="*dispatch_request")
+    assert unit.status_code == 200, unit.text
+    assert {h["qualifiedName"] for h in unit.json()["results"]} == {
+        "widgets.dispatch.dispatch_request"
+    }
+    typo = search(served, tokens["acme"]["token"], query="dispatch", kind="fucntion")
+    assert typo.status_code == 400 and "'fucntion' is not one of" in typo.text
 
 
 HOSTILE_BODIES = [
@@ -85,6 +92,7 @@ HOSTILE_BODIES = [
     {"query": FOREIGN_MARK, "k": 100, "path": "*vault.py"},
     {"query": FOREIGN_MARK, "k": 100, "kind": "function"},
     {"query": FOREIGN_MARK, "k": 100, "language": "python"},
+    {"query": FOREIGN_MARK, "k": 100, "unit": "*"},
     {"query": FOREIGN_MARK, "k": 100, "expand": True},
 ]
 

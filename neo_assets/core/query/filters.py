@@ -79,6 +79,14 @@ FILTERS: tuple[QueryFilter, ...] = (
         values=ALL_CHUNK_KINDS,
         example="function",
     ),
+    QueryFilter(
+        "unit",
+        "qualifiedName",
+        "Only chunks of units whose qualified name matches this glob (Ky.* for a class's "
+        "members, *.retry for every retry).",
+        matches=_glob,
+        example="Ky.*",
+    ),
 )
 FILTER_NAMES = tuple(f.name for f in FILTERS)
 BY_NAME = {f.name: f for f in FILTERS}

@@ -46,3 +46,10 @@ def test_the_mcp_schema_and_the_cli_options_come_from_the_declaration() -> None:
     import inspect
 
     assert set(FILTER_NAMES) <= set(inspect.signature(query).parameters)
+
+
+def test_the_unit_filter_globs_the_qualified_name() -> None:
+    method = facet_values({"qualifiedName": "Ky.retry", "kind": "method"})
+    assert kept(method, {"unit": "Ky.*"}) and kept(method, {"unit": "*.retry"})
+    assert not kept(method, {"unit": "Other.*"})
+    assert parse_search({"query": "q", "unit": "Ky.*"}).filters == {"unit": "Ky.*"}
