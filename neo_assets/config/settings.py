@@ -16,15 +16,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from neo_assets.core import codes
-from neo_assets.core.provider_requirements import provider_problem
+from neo_assets.core.provider_requirements import PROVIDER_KINDS, provider_problem
 from neo_assets.core.store_urls import chroma_address
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The example shipped with the checkout (one tenant is the checkout itself).
 BUNDLED_TENANTS_FILE = PACKAGE_DIR.parent / "examples" / "tenants.yaml"
 
-ProviderKind = Literal[codes.PROVIDER_KINDS]  # type: ignore[valid-type]
+ProviderKind = Literal[PROVIDER_KINDS]  # type: ignore[valid-type]
 
 
 class SettingsError(ValueError):

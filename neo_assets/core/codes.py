@@ -97,9 +97,7 @@ PROVIDER_DEADLINE_CODES = frozenset(
 # Every cause that means "a deadline fired": a provider's own, or the consumer's probe's.
 DEADLINE_CAUSE_CODES = PROVIDER_DEADLINE_CODES | {EMBEDDING_PROBE_TIMEOUT}
 
-# --- Embedding provider kinds (NEO_EMBEDDING_PROVIDER): each is one module in
-# neo_assets/embedding/providers/ and one entry of embedding/factory.PROVIDERS.
-PROVIDER_KINDS = ("hashing", "openai_compatible", "ollama", "gemini", "sentence_transformers")
+# (The embedding provider kinds are one table: core/provider_requirements.KINDS.)
 
 # --- Fence dispositions (closed vocabulary of the fence gate).
 DISPOSITION_PROVEN_CONTENT_POISON = "proven-content-poison"

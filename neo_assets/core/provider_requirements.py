@@ -1,28 +1,68 @@
-"""What each embedding provider needs from the settings, as one rule for both the settings
-(refused at load, before anything runs) and the factory (refused at construction)."""
+"""The embedding provider kinds, one row each (``KINDS``): what a kind needs from the
+settings (one rule for the settings, refused at load, and the factory, refused at
+construction), whether it is reached over HTTP (its limit discovered, an unreachable URL
+named), the code its own request deadline fails with, and the fix to suggest when nothing
+answers. A new provider is its module in ``embedding/providers/`` plus its row here."""
+
+from dataclasses import dataclass
+
+from neo_assets.core import codes
 
 SETTING_PROVIDER = "NEO_EMBEDDING_PROVIDER"
 SETTING_BASE_URL = "NEO_EMBEDDING_BASE_URL"
 SETTING_MODEL = "NEO_EMBEDDING_MODEL"
 SETTING_API_KEY = "NEO_EMBEDDING_API_KEY"
 
-# The settings each provider cannot run without (gemini's base URL has a default).
-REQUIRED: dict[str, tuple[str, ...]] = {
-    "openai_compatible": (SETTING_BASE_URL, SETTING_MODEL),
-    "ollama": (SETTING_BASE_URL, SETTING_MODEL),
-    "gemini": (SETTING_API_KEY, SETTING_MODEL),
-}
+_START_IT = "is the provider running there? Start it"
+
+
+@dataclass(frozen=True)
+class ProviderKind:
+    name: str  # NEO_EMBEDDING_PROVIDER's value and the module under embedding/providers/
+    needs: tuple[str, ...] = ()  # the settings it cannot run without
+    remote: bool = False  # an HTTP server at NEO_EMBEDDING_BASE_URL whose limit is asked
+    timeout_code: str = codes.PROVIDER_TIMEOUT  # what its own request deadline fails with
+    start_hint: str = _START_IT  # the likely fix when nothing accepts connections
+
+
+KINDS: tuple[ProviderKind, ...] = (
+    ProviderKind("hashing"),
+    ProviderKind(
+        "openai_compatible",
+        needs=(SETTING_BASE_URL, SETTING_MODEL),
+        remote=True,
+        timeout_code=codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
+        start_hint="is the embeddings server running there? Start it",
+    ),
+    # Ollama keeps the generic PROVIDER_TIMEOUT (the compatibility contract inherited).
+    ProviderKind(
+        "ollama",
+        needs=(SETTING_BASE_URL, SETTING_MODEL),
+        remote=True,
+        start_hint="is Ollama running? Start it with `ollama serve`",
+    ),
+    # Gemini's base URL has a default.
+    ProviderKind(
+        "gemini", needs=(SETTING_API_KEY, SETTING_MODEL), timeout_code=codes.GEMINI_REQUEST_TIMEOUT
+    ),
+    ProviderKind("sentence_transformers"),
+)
+BY_KIND = {k.name: k for k in KINDS}
+PROVIDER_KINDS = tuple(BY_KIND)
+REMOTE_KINDS = tuple(k.name for k in KINDS if k.remote)
+REQUIRED: dict[str, tuple[str, ...]] = {k.name: k.needs for k in KINDS if k.needs}
+
+
+def timeout_code(kind: str) -> str:
+    """The code a request of ``kind`` that hit its own deadline fails with."""
+    known = BY_KIND.get(kind)
+    return known.timeout_code if known else codes.PROVIDER_TIMEOUT
 
 
 # Why a provider that never answered counts as not there (core/embedding.first_contact).
 UNREACHABLE_REFUSED = "refused"
 UNREACHABLE_UNRESOLVED = "unresolved"
 UNREACHABLE_WRONG_PATH = "wrong-path"
-
-_START_HINTS = {
-    "ollama": "is Ollama running? Start it with `ollama serve`",
-    "openai_compatible": "is the embeddings server running there? Start it",
-}
 
 
 def unreachable_message(kind: str, url: str | None, why: str, waited_s: float) -> str:
@@ -40,7 +80,7 @@ def unreachable_message(kind: str, url: str | None, why: str, waited_s: float) -
             f"the {kind} provider's host in {where} cannot be reached (the name does not "
             f"resolve or the connection fails): check {SETTING_BASE_URL}"
         )
-    hint = _START_HINTS.get(kind, "is the provider running there? Start it")
+    hint = BY_KIND[kind].start_hint if kind in BY_KIND else _START_IT
     return (
         f"nothing accepts connections at {where} (the {kind} provider, {SETTING_BASE_URL}; "
         f"waited {waited_s:.0f} s): {hint}, or set {SETTING_BASE_URL} to where it listens"

@@ -38,8 +38,8 @@ from neo_assets.core.band import (
     counting_tokenizer,
     discovered_limit,
 )
+from neo_assets.core.provider_requirements import REMOTE_KINDS
 
-REMOTE_KINDS = ("openai_compatible", "ollama")
 _UNREAD = object()  # band_for reads the ledger's record itself
 
 

@@ -37,6 +37,7 @@ from neo_assets.core.band import (
     discovery_changed,
     learn_from_refusals,
 )
+from neo_assets.core.provider_requirements import REMOTE_KINDS
 from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.provider_limits import record_discovery, recorded_discovery
@@ -45,7 +46,6 @@ from neo_assets.store.provider_limits import record_discovery, recorded_discover
 PROBE = "def ping(): return 'pong'\n" * 1024
 # The probe embeds one window's worth of tokens: longer than a question about limits.
 PROBE_TIMEOUT_S = 60.0
-REMOTE_KINDS = ("openai_compatible", "ollama")
 
 
 class NoAnswerNow(Exception):

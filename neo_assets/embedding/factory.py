@@ -1,26 +1,23 @@
 """Settings -> one embedding provider. A wrong or missing setting fails here, by its name.
 
 A new provider is one module in ``embedding/providers/`` named by its kind, with a
-``build(ProviderArgs)``, and its kind added to ``codes.PROVIDER_KINDS`` (plus, when it cannot
-run without a URL, model or key, its row in ``core/provider_requirements.REQUIRED``).
-Modules are imported when their kind is asked for: an optional extra is needed only when
+``build(ProviderArgs)`` (an HTTP one posts through ``providers/http.py``), and its row in
+``core/provider_requirements.KINDS`` (what it needs, whether it is remote, its timeout
+code). Modules are imported when their kind is asked for: an optional extra is needed only when
 used.
 """
 
 import importlib
 
-from neo_assets.core import codes
-from neo_assets.core.provider_requirements import SETTING_PROVIDER, provider_problem
+from neo_assets.core.provider_requirements import PROVIDER_KINDS, SETTING_PROVIDER, provider_problem
 from neo_assets.embedding.provider import EmbeddingProvider, ProviderArgs
-
-PROVIDER_KINDS = codes.PROVIDER_KINDS
 
 # Setting names as users write them (CONTRACT.md); errors quote these, not arguments.
 SETTING_DIMENSIONS = "NEO_EMBEDDING_DIMENSIONS"
 SETTING_TIMEOUT = "NEO_EMBEDDING_REQUEST_TIMEOUT_MS"
 
 
-# The registry: each kind of codes.PROVIDER_KINDS is the module of that name under
+# The registry: each kind of provider_requirements.KINDS is the module of that name under
 # neo_assets.embedding.providers, whose ``build(ProviderArgs)`` makes the provider.
 PROVIDERS: dict[str, str] = {
     kind: f"neo_assets.embedding.providers.{kind}" for kind in PROVIDER_KINDS

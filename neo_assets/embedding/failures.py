@@ -36,17 +36,8 @@ import httpx
 
 from neo_assets.core import codes
 from neo_assets.core.embedding import batch_cap_from_message as batch_cap_of
+from neo_assets.core.provider_requirements import timeout_code
 from neo_assets.embedding.cancel import Cancelled
-
-# Provider deadline codes by provider name. Ollama keeps the generic PROVIDER_TIMEOUT
-# (the compatibility contract this project inherits); the others have their own.
-_PROVIDER_TIMEOUT_CODES: dict[str, str] = {
-    "openai_compatible": codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
-    "ollama": codes.PROVIDER_TIMEOUT,
-    "gemini": codes.GEMINI_REQUEST_TIMEOUT,
-    "sentence_transformers": codes.PROVIDER_TIMEOUT,
-    "hashing": codes.PROVIDER_TIMEOUT,
-}
 
 # Every cause code that means "a deadline fired" (a provider's own, or a probe's).
 TIMEOUT_CAUSES = codes.DEADLINE_CAUSE_CODES
@@ -168,7 +159,7 @@ class EmbedFailure(Exception):
 
 def provider_timeout_code(provider_name: str) -> str:
     """The code a provider's own request deadline cancels with."""
-    return _PROVIDER_TIMEOUT_CODES.get(provider_name, codes.PROVIDER_TIMEOUT)
+    return timeout_code(provider_name)
 
 
 def is_size_message(message: str) -> bool:
