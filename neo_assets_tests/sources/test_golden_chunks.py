@@ -83,17 +83,23 @@ def test_the_rules_digest_moves_with_a_table_or_a_grammar_version(
     compute = rules_digest.parser_rules_digest.__wrapped__
     now = compute()
     assert now == rules_digest.parser_rules_digest() and len(now) == 16
-    # A copy of the parser's modules with one table entry changed.
-    for path in rules_digest.rule_sources():
-        (tmp_path / path.name).write_bytes(path.read_bytes())
-    monkeypatch.setattr(rules_digest, "PARSERS_DIR", tmp_path)
+    # A copy of the parser's modules and the core's source rules, one table changed.
+    copies = []
+    for index, folder in enumerate(rules_digest.rule_dirs()):
+        (tmp_path / str(index)).mkdir()
+        for path in folder.glob("*.py"):
+            (tmp_path / str(index) / path.name).write_bytes(path.read_bytes())
+        copies.append(tmp_path / str(index))
+    # The copy of the digest's own module is skipped like the original.
+    monkeypatch.setattr(rules_digest, "OWN", copies[0] / "rules_digest.py")
+    monkeypatch.setattr(rules_digest, "rule_dirs", lambda: tuple(copies))
     assert compute() == now
-    table = tmp_path / "code_languages.py"
-    original = table.read_text()
-    table.write_text(original + "\n# one more extension\n")
-    assert compute() != now
-    table.write_text(original)
-    assert compute() == now
+    for table in (copies[0] / "code_languages.py", copies[1] / "chunk_kinds.py"):
+        original = table.read_text()
+        table.write_text(original + "\n# one more entry\n")
+        assert compute() != now, table
+        table.write_text(original)
+        assert compute() == now
     # A grammar package at another version.
     real = rules_digest._version
     monkeypatch.setattr(

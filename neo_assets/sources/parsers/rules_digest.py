@@ -1,5 +1,6 @@
 """One digest of everything besides the declared version that decides a file's chunks: the
-parser's own modules (language tables, unit rules, section rules) and the versions of
+parser's own modules (language tables, unit rules, section rules), the pure source rules
+they read (core/sources: languages, chunk kinds, line parts, windows) and the versions of
 tree-sitter and every grammar package. It is part of the chunking identity, so an upgrade
 that changes any of them re-parses the files it could change instead of keeping their
 recorded chunks until a tenant bumps the declared parser version; where the output is the
@@ -10,15 +11,21 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
+from neo_assets.core import sources as core_sources
 from neo_assets.sources.parsers.grammars import GRAMMARS
 
 PARSERS_DIR = Path(__file__).resolve().parent
-# The parser's modules: every .py file in this package except this one.
-OWN = Path(__file__).name
+CORE_SOURCES_DIR = Path(core_sources.__file__).resolve().parent
+# Every .py file of the parser package (but this one) and of the core's source rules.
+OWN = Path(__file__).resolve()
+
+
+def rule_dirs() -> tuple[Path, ...]:
+    return (PARSERS_DIR, CORE_SOURCES_DIR)
 
 
 def rule_sources() -> list[Path]:
-    return sorted(p for p in PARSERS_DIR.glob("*.py") if p.name != OWN)
+    return [p for d in rule_dirs() for p in sorted(d.glob("*.py")) if p.resolve() != OWN]
 
 
 def _version(distribution: str) -> str:
@@ -32,8 +39,11 @@ def _version(distribution: str) -> str:
 def parser_rules_digest() -> str:
     """16 hex: the parser modules' bytes, then tree-sitter's and each grammar's version."""
     digest = hashlib.sha256()
-    for path in rule_sources():
-        digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for index, folder in enumerate(rule_dirs()):
+        for path in sorted(folder.glob("*.py")):
+            if path.resolve() != OWN:
+                name = f"{index}/{path.name}".encode()
+                digest.update(name + b"\0" + path.read_bytes() + b"\0")
     for distribution in sorted({"tree-sitter", *(g.package for g in GRAMMARS.values())}):
         digest.update(f"{distribution}=={_version(distribution)}\0".encode())
     return digest.hexdigest()[:16]
