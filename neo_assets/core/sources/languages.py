@@ -10,6 +10,8 @@ too, ``.bashrc`` is bash).
 
 from dataclasses import dataclass
 
+from neo_assets.core.sources.code_languages import CODE_LANGUAGES
+
 FAMILY_CODE = "code"
 FAMILY_PYTHON = "python"
 FAMILY_DOCS = "docs"
@@ -33,18 +35,8 @@ def _add(family: str, language: str, *suffixes: str) -> None:
 
 
 _add(FAMILY_PYTHON, "python", ".py", ".pyi")
-_add(FAMILY_CODE, "javascript", ".js", ".mjs", ".cjs", ".jsx")
-_add(FAMILY_CODE, "typescript", ".ts", ".mts", ".cts")
-_add(FAMILY_CODE, "tsx", ".tsx")
-_add(FAMILY_CODE, "go", ".go")
-_add(FAMILY_CODE, "rust", ".rs")
-_add(FAMILY_CODE, "java", ".java")
-_add(FAMILY_CODE, "c", ".c", ".h")
-_add(FAMILY_CODE, "cpp", ".cc", ".cpp", ".cxx", ".c++", ".hh", ".hpp", ".hxx", ".h++", ".ipp")
-_add(FAMILY_CODE, "csharp", ".cs")
-_add(FAMILY_CODE, "ruby", ".rb", ".rake", ".gemspec")
-_add(FAMILY_CODE, "php", ".php")
-_add(FAMILY_CODE, "bash", ".sh", ".bash", ".zsh")
+for _name, _spec in CODE_LANGUAGES.items():
+    _add(FAMILY_CODE, _name, *_spec.suffixes)
 _add(FAMILY_DOCS, "markdown", ".md", ".markdown")
 _add(FAMILY_DOCS, "rst", ".rst", ".rest")
 _add(FAMILY_DOCS, "asciidoc", ".adoc", ".asciidoc", ".asc")

@@ -8,34 +8,13 @@ grammar (cached per process).
 
 import functools
 import importlib
-from dataclasses import dataclass
 
 import tree_sitter
 
+from neo_assets.core.sources.code_languages import CODE_LANGUAGES, Grammar
 
-@dataclass(frozen=True)
-class Grammar:
-    package: str  # the pip name
-    module: str  # the import name
-    function: str  # the module's function returning the language pointer
-
-
-GRAMMARS: dict[str, Grammar] = {
-    "javascript": Grammar("tree-sitter-javascript", "tree_sitter_javascript", "language"),
-    "typescript": Grammar(
-        "tree-sitter-typescript", "tree_sitter_typescript", "language_typescript"
-    ),
-    "tsx": Grammar("tree-sitter-typescript", "tree_sitter_typescript", "language_tsx"),
-    "go": Grammar("tree-sitter-go", "tree_sitter_go", "language"),
-    "rust": Grammar("tree-sitter-rust", "tree_sitter_rust", "language"),
-    "java": Grammar("tree-sitter-java", "tree_sitter_java", "language"),
-    "c": Grammar("tree-sitter-c", "tree_sitter_c", "language"),
-    "cpp": Grammar("tree-sitter-cpp", "tree_sitter_cpp", "language"),
-    "csharp": Grammar("tree-sitter-c-sharp", "tree_sitter_c_sharp", "language"),
-    "ruby": Grammar("tree-sitter-ruby", "tree_sitter_ruby", "language"),
-    "php": Grammar("tree-sitter-php", "tree_sitter_php", "language_php"),
-    "bash": Grammar("tree-sitter-bash", "tree_sitter_bash", "language"),
-}
+# Every code language's grammar (core/sources/code_languages.py holds the table).
+GRAMMARS: dict[str, Grammar] = {name: spec.grammar for name, spec in CODE_LANGUAGES.items()}
 
 
 class GrammarUnavailable(RuntimeError):
