@@ -3,6 +3,7 @@ is wired, and a pure core. Read from the source with ``ast``, so a new module is
 the day it lands."""
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -183,3 +184,53 @@ def test_a_capabilitys_rules_are_pure(name: str) -> None:
     }
     assert not outside, f"{name} imports {sorted(outside)}"
     assert not {m.split(".")[0] for m in imported} & IMPURE, f"{name} imports I/O"
+
+
+# A module named in a docstring or comment (``core.links.due``, ``neo_assets.x.y``,
+# ``services/sweep/run.py``) must exist: a moved module's old name misleads the reader.
+_DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core)(?:\.[a-z_]\w*)+)")
+_PATHS = re.compile(
+    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve)/[\w/]+\.py)"
+)
+
+
+def _named_modules(text: str) -> set[str]:
+    found = {m.group(1) for m in _DOTTED.finditer(text)}
+    found |= {
+        m.group(1).removeprefix("neo_assets/").removesuffix(".py").replace("/", ".")
+        for m in _PATHS.finditer(text)
+    }
+    return {n if n.startswith("neo_assets.") else f"neo_assets.{n}" for n in found}
+
+
+def _names_a_module(name: str) -> bool:
+    """``core.links.due.rule`` names module ``core.links.due`` (its attribute ``rule`` is
+    not checked); after a package, the next part must be its module or a name its
+    ``__init__`` defines."""
+    parts = name.split(".")
+    for i in range(len(parts), 1, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in MODULES:
+            path = MODULES[prefix]
+            if i == len(parts) or path.name != "__init__.py":
+                return True
+            return re.search(rf"\b{re.escape(parts[i])}\b", path.read_text()) is not None
+    return False
+
+
+def test_the_modules_named_in_comments_exist() -> None:
+    stale = sorted(
+        f"{module}: {named}"
+        for module, path in MODULES.items()
+        for named in _named_modules(path.read_text())
+        if not _names_a_module(named)
+    )
+    assert not stale, "\n".join(stale)
+
+
+def test_a_stale_module_name_is_found() -> None:
+    planted = "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due."
+    assert {n for n in _named_modules(planted) if not _names_a_module(n)} == {
+        "neo_assets.core.links_due",
+        "neo_assets.services.sweep.gone",
+    }

@@ -3,7 +3,7 @@
 Links are derived data, so they are off the sweep's critical path: the ``links`` job
 materializes them in a run of its own, requested by ``links_sensor`` when a repo's
 declared generation moved, rows were added, or the link parameters changed
-(``core.links_due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
+(``core.links.due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
 reads them.
 """
 

@@ -30,7 +30,7 @@ runs, so a crash mid-probe cannot turn into a probe storm), then SETTLED
 count is unreadable is contained rather than probed as if it had none.
 
 **What lifts it** (``reprobe_lifts``) — ONLY a probe that answered in time with a valid
-vector of the collection's dimension, decided by ``core.canary.is_healthy``: the same
+vector of the collection's dimension, decided by ``core.health.canary.is_healthy``: the same
 ``judge_vectors`` verdict that the freeze trigger reads. Own-deadline expiry, an upstream
 abort, either provider timeout code, a refused or reset connection and any other provider
 failure carry no vector evidence: inconclusive, the record stays frozen and backs off.
@@ -331,7 +331,7 @@ def claim_reprobe(record: FreezeRecord, now: float, policy: FreezePolicy) -> Fre
 
 def reprobe_lifts(outcome: ProbeOutcome, expected_dimension: int) -> bool:
     """The one outcome that lifts a freeze: answered in time, a valid vector of the
-    collection's dimension (``core.canary.is_healthy``, the verdict the trigger reads)."""
+    collection's dimension (``core.health.canary.is_healthy``, the verdict the trigger reads)."""
     return is_healthy(outcome, expected_dimension)
 
 

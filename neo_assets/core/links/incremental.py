@@ -34,7 +34,7 @@ measures both: the same lists differ between two full passes).
 
 Temporal (``temporal_changes``): a chunk's list in the bounded temporal pass is a function of
 the ``candidate_window`` chunks on either side of it in its kind's (time, id) order (see
-``core.links.temporal_links``). A chunk whose window, before and after the change, holds no
+``core.links.passes.temporal_links``). A chunk whose window, before and after the change, holds no
 added, removed or re-timed chunk has the same window and so the same list; the others are
 recomputed by the temporal pass itself over a slice that holds each one's whole window. That
 is exact, ties included, because the slice gives each recomputed chunk the very candidates

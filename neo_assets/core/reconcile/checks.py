@@ -32,7 +32,7 @@ tenant-scoped query) holds rows of its own tenant only, counted from the rows re
 id, never from the classifier's report.
 
 **Residue.** The share of a tenant's rows carrying a parser identity that is not their
-repo's declared one (``core.reconcile.residue_share``), broken down by repo and pair.
+repo's declared one (``core.reconcile.orphans.residue_share``), broken down by repo and pair.
 """
 
 import re

@@ -2,7 +2,7 @@
 
 ``classify_sweep_outcome(errors)`` reads the summary's error rows and nothing else
 (``LaneSummary.errors``). Each row is ``{"code": str, "message": str, "details": {...}}``.
-It first splits them with the fence gate (``core.fence_gate``): rows that pass are
+It first splits them with the fence gate (``core.sweep.fence_gate``): rows that pass are
 durable fences, every other row is live work. Then:
 
 - **complete** — no live row (no errors at all, or only durable fences of either family).

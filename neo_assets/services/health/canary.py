@@ -79,7 +79,7 @@ async def canary_async(
     force: bool = False,
     upstream: CancelScope | None = None,
 ) -> CanaryResult:
-    """Serve the latest record when it answers for now (``core.canary.reusable``),
+    """Serve the latest record when it answers for now (``core.health.canary.reusable``),
     else probe once and record the result (committed before it is returned)."""
     provider = build_provider(settings)
     identity = provider_identity(settings, provider)

@@ -2,7 +2,7 @@
 
 One cycle (the sensor's tick, or a test):
 
-1. read the freeze record and ask ``core.freeze.reprobe_decision``; anything but
+1. read the freeze record and ask ``core.health.freeze.reprobe_decision``; anything but
    ``probe`` returns without touching the provider (``contain`` writes the contained
    state first);
 2. CLAIM the attempt (``claim_reprobe``: count it, push the next probe back) and commit it

@@ -1,6 +1,6 @@
 """Which declared repos need their links computed again, read from the ledger.
 
-The rule is ``core.links_due``; this module gathers its facts (declared generation,
+The rule is ``core.links.due``; this module gathers its facts (declared generation,
 stored link set, latest sweep) for the links sensor and the CLI's runner.
 """
 

@@ -4,20 +4,20 @@ The chunks are the repo's declared generation (ledger) that are present in the c
 under this tenant and repo, so every link lands on a row a query can show. Times come from
 the envelope (commit time of the last commit touching each file), kinds from the declared
 chunks, vectors from Chroma by id. The rules live in ``core.links``,
-``core.links_incremental`` and ``core.link_records``; this module only reads, calls them,
+``core.links.incremental`` and ``core.links.records``; this module only reads, calls them,
 and stores.
 
 A run is proportional to change. Each run leaves a snapshot file (derived data, see
 ``Snapshot``; by default under ``links-cache/`` beside the SQLite ledger, i.e. in the data
 dir): the rows it linked with their vectors, and the lists it stored. The next run reads
 from Chroma only the vectors of rows the snapshot lacks (or holds under another embedding
-generation), recomputes only the lists the change can reach (``core.links_incremental``)
+generation), recomputes only the lists the change can reach (``core.links.incremental``)
 and writes only the rows that changed (``store.links.update_links``). Whenever the
 snapshot cannot vouch for the stored links (no file, torn, another link set, other
 parameters, another set of embedding generations, a large change) the run recomputes
 everything, as a first run does, and that full path is the reference the tests hold the
 incremental one to: equal bit for bit wherever the full pass is itself reproducible (see
-``core.links_incremental`` on float32 rounding).
+``core.links.incremental`` on float32 rounding).
 """
 
 import math
@@ -411,7 +411,7 @@ def _incremental(
     snapshot: Snapshot, rows: RepoRows, times: Sequence[float], params: LinkParams
 ) -> _Outcome:
     """The links over ``rows`` from the snapshot's stored links over its rows: only the
-    lists the change can reach are recomputed (``core.links_incremental``)."""
+    lists the change can reach are recomputed (``core.links.incremental``)."""
     assert snapshot.lists is not None and snapshot.kinds is not None
     assert snapshot.times is not None
     old_ids, old_gens = snapshot.ids, snapshot.generations

@@ -70,7 +70,7 @@ def no_hole(
     plan_holes: Mapping[str, Any] | None = None,
     departed_paths: Mapping[str, Iterable[str]] | None = None,
 ) -> CheckOutcome:
-    """Every yielded path of the tenant holds a complete set (``core.reconcile_checks``),
+    """Every yielded path of the tenant holds a complete set (``core.reconcile.checks``),
     a repo whose departed paths (``departed_paths``: left the manifest, rows removed by
     this run) lost rows has its whole declared generation complete, and the executed plan
     named no hole-opening path (``plan_holes``: the asset's ``{"count", "ids"}`` of what

@@ -3,7 +3,7 @@ only when ``NEO_RECONCILIATION_ENABLED`` is true — reclaim orphans by id, in b
 
 The order of guards before anything is deleted:
 
-1. the plan is classified from the tenant's rows (``core.reconcile.classify_orphans``);
+1. the plan is classified from the tenant's rows (``core.reconcile.orphans.classify_orphans``);
 2. ``plan_keeps_complete_sets`` must name no path (the plan never removes the last
    complete set of a yielded path), else nothing is deleted;
 3. the plan's rows are re-read by id and counted per tenantId: any row of another tenant
