@@ -346,6 +346,10 @@ def _blob_sizes(top: str, oids: set[str]) -> dict[str, int]:
     return sizes
 
 
+# path -> (raw path, object id, size, skip reason, skip detail)
+_Rows = dict[str, tuple[bytes, str, int, str | None, str | None]]
+
+
 def git_envelope(
     top: str,
     ref: str,
@@ -363,18 +367,47 @@ def git_envelope(
         rules=rules,
     ):
         return replace(previous, root=top, read_ahead={})
-    # Content verdicts of the previous envelope, by object id: a blob's bytes never change.
-    known: dict[str, FileEntry] = {}
-    if previous is not None:
-        known = {
-            e.blob: e for e in previous.entries if e.skip_reason in _CONTENT_REASONS and e.blob
-        }
-    reused_times: dict[bytes, float] = {}
     sizes = _known_sizes(previous)
-    # The recorded envelope, carried to this commit by the tree's changes (what git diff
-    # between the two commits lists) when its rules are these: the paths that did not
-    # change keep their entries, and only the changed ones are listed and classified.
-    delta = None
+    listing, carried, is_delta = _listing(top, ref, sha, previous, rules, sizes)
+    sizes.update(
+        _blob_sizes(top, {oid for _, kind, oid, _ in listing if kind == "blob"} - set(sizes))
+    )
+    rows, to_read = _path_verdicts(listing, sizes, exclude, cap)
+    unread, reused_times = _reuse_content_verdicts(rows, to_read, previous, is_delta)
+    read_ahead = _classify_unread(top, rows, unread)
+    times = dict(reused_times)
+    times.update(
+        _last_change_times(top, sha, {row[0] for row in rows.values()} - set(reused_times))
+    )
+    listed = [
+        FileEntry(
+            path=path,
+            size=size,
+            blob=oid,
+            yielded=reason is None,
+            skip_reason=reason,
+            changed_at=times.get(raw),
+            skip_detail=detail,
+        )
+        for path, (raw, oid, size, reason, detail) in rows.items()
+    ]
+    entries = tuple(sorted([*carried, *listed]))
+    return Envelope(
+        kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead, rules=rules
+    )
+
+
+def _listing(
+    top: str,
+    ref: str,
+    sha: str,
+    previous: Envelope | None,
+    rules: str,
+    sizes: dict[str, int],
+) -> tuple[list[Listed], list[FileEntry], bool]:
+    """What to classify: the commit's whole tree, or (when the recorded envelope's rules
+    are these) only the paths git diff lists as changed since it, with the entries of the
+    paths that did not change carried over. Also whether it is such a delta."""
     if previous is not None and recorded_envelope_extends(
         recorded_revision=previous.revision,
         recorded_rules=previous.rules,
@@ -382,19 +415,19 @@ def git_envelope(
         rules=rules,
     ):
         delta = _tree_delta(top, previous.revision, sha)
-    carried: list[FileEntry] = []
-    if delta is not None:
-        listing, gone = delta
-        assert previous is not None
-        gone.update(_decode_path(raw)[0] for *_, raw in listing)
-        carried = [e for e in previous.entries if e.path not in gone]
-    else:
-        listing = _list_tree(top, ref, sha, sizes)
-    sizes.update(
-        _blob_sizes(top, {oid for _, kind, oid, _ in listing if kind == "blob"} - set(sizes))
-    )
-    # path -> (raw path, object id, size, skip reason, skip detail)
-    rows: dict[str, tuple[bytes, str, int, str | None, str | None]] = {}
+        if delta is not None:
+            listing, gone = delta
+            gone.update(_decode_path(raw)[0] for *_, raw in listing)
+            return listing, [e for e in previous.entries if e.path not in gone], True
+    return _list_tree(top, ref, sha, sizes), [], False
+
+
+def _path_verdicts(
+    listing: list[Listed], sizes: dict[str, int], exclude: tuple[str, ...], cap: int
+) -> tuple[_Rows, list[str]]:
+    """Each listed path's verdict from its name, mode and size alone, and the paths whose
+    content must be classified."""
+    rows: _Rows = {}
     to_read: list[str] = []
     for mode, _kind, oid, raw in listing:
         size = sizes.get(oid, 0)  # 0 for a submodule's commit or a missing object
@@ -419,8 +452,21 @@ def git_envelope(
             reason = None
             to_read.append(path)
         rows[path] = (raw, oid, size, reason, detail)
+    return rows, to_read
 
+
+def _reuse_content_verdicts(
+    rows: _Rows, to_read: list[str], previous: Envelope | None, is_delta: bool
+) -> tuple[list[str], dict[bytes, float]]:
+    """Content verdicts of the previous envelope reused by object id (a blob's bytes never
+    change); the paths still to read, and the change times kept."""
+    known: dict[str, FileEntry] = {}
+    if previous is not None:
+        known = {
+            e.blob: e for e in previous.entries if e.skip_reason in _CONTENT_REASONS and e.blob
+        }
     unread: list[str] = []
+    reused_times: dict[bytes, float] = {}
     for path in to_read:
         raw, oid, size, _reason, _detail = rows[path]
         seen = known.get(oid)
@@ -430,8 +476,14 @@ def git_envelope(
         rows[path] = (raw, oid, size, seen.skip_reason, None)
         # Every path of a delta was touched since (a mode change keeps the blob): dated
         # by git; in a whole listing, the same blob at the same path keeps its date.
-        if seen.changed_at is not None and seen.path == path and delta is None:
+        if seen.changed_at is not None and seen.path == path and not is_delta:
             reused_times[raw] = seen.changed_at
+    return unread, reused_times
+
+
+def _classify_unread(top: str, rows: _Rows, unread: list[str]) -> dict[str, bytes]:
+    """Read and classify the unread paths' blobs (verdicts into ``rows``); the bytes of
+    yielded ones kept up to READ_AHEAD_BYTES, so the chunk stage need not read them again."""
     read_ahead: dict[str, bytes] = {}
     budget = [READ_AHEAD_BYTES]
     kept = threading.Lock()
@@ -450,27 +502,7 @@ def git_envelope(
                     budget[0] -= len(data)
 
     _read_blobs(top, [(path, rows[path][1]) for path in unread], classify)
-
-    times = dict(reused_times)
-    times.update(
-        _last_change_times(top, sha, {row[0] for row in rows.values()} - set(reused_times))
-    )
-    listed = [
-        FileEntry(
-            path=path,
-            size=size,
-            blob=oid,
-            yielded=reason is None,
-            skip_reason=reason,
-            changed_at=times.get(raw),
-            skip_detail=detail,
-        )
-        for path, (raw, oid, size, reason, detail) in rows.items()
-    ]
-    entries = tuple(sorted([*carried, *listed]))
-    return Envelope(
-        kind="git", root=top, revision=sha, entries=entries, read_ahead=read_ahead, rules=rules
-    )
+    return read_ahead
 
 
 def _list_tree(top: str, ref: str, sha: str, sizes: dict[str, int]) -> list[Listed]:
