@@ -88,6 +88,47 @@ def _last_good_repos(last_good: Mapping[str, Any] | None) -> dict[str, Mapping[s
     return {str(r["slug"]): r for r in last_good.get("repos", [])}
 
 
+def _block_in_force(
+    block: TenantBlock,
+    held: Mapping[str, Any] | None,
+    misdeclared: list[Misdeclared],
+    withheld: list[tuple[str, str | None]],
+) -> tuple[dict[str, Any] | None, bool]:
+    """What one named tenant block puts in force (``held``: its last good declaration):
+    the tenant's plain declaration (None when withheld whole) and whether the block is
+    good; its problems go to ``misdeclared`` and what is not served to ``withheld``."""
+    tid = block.tenant_id
+    assert tid is not None
+    if block.problems:
+        stands = STANDS_LAST_GOOD if held is not None else STANDS_NOTHING
+        misdeclared.append(Misdeclared(tid, None, block.problems, stands))
+        if held is None:
+            withheld.append((tid, None))
+            return None, False
+        return _held_tenant(held), False
+    previous = _last_good_repos(held)
+    repos: dict[str, Mapping[str, Any]] = dict(block.repos)
+    for slug, problems in block.repo_problems.items():
+        if slug in previous:
+            repos[slug] = previous[slug]
+            misdeclared.append(Misdeclared(tid, slug, problems, STANDS_LAST_GOOD))
+        else:
+            withheld.append((tid, slug))
+            misdeclared.append(Misdeclared(tid, slug, problems, STANDS_NOTHING))
+    if block.unnamed_repo_problems:
+        # An entry whose slug cannot be read may be any repo the file stopped naming:
+        # each last good one stays in force, and every repo of the tenant counts as
+        # declared (withheld as a whole) so none is retired.
+        withheld.append((tid, None))
+        for slug, repo in previous.items():
+            if slug not in repos and slug not in block.repo_problems:
+                repos[slug] = repo
+        stands = STANDS_LAST_GOOD if held is not None else STANDS_NOTHING
+        misdeclared.append(Misdeclared(tid, None, block.unnamed_repo_problems, stands))
+    is_good = not block.repo_problems and not block.unnamed_repo_problems
+    return {"id": tid, "repos": [dict(r) for _, r in sorted(repos.items())]}, is_good
+
+
 def in_force(
     blocks: Sequence[TenantBlock],
     last_good: Mapping[str, Mapping[str, Any]],
@@ -119,47 +160,16 @@ def in_force(
     named = {b.tenant_id for b in blocks if b.tenant_id is not None}
     unnamed_block = bool(file_problems) or any(b.tenant_id is None for b in blocks)
     for block in blocks:
-        tid = block.tenant_id
-        if tid is None:
+        if block.tenant_id is None:
             misdeclared.append(Misdeclared(None, None, block.problems, STANDS_NOTHING))
             continue
-        held = last_good.get(tid)
-        if block.problems:
-            stands = STANDS_LAST_GOOD if held is not None else STANDS_NOTHING
-            misdeclared.append(Misdeclared(tid, None, block.problems, stands))
-            if held is not None:
-                tenants.append(_held_tenant(held))
-            else:
-                withheld.append((tid, None))
-            continue
-        previous = _last_good_repos(held)
-        repos: dict[str, Mapping[str, Any]] = dict(block.repos)
-        for slug, problems in block.repo_problems.items():
-            if slug in previous:
-                repos[slug] = previous[slug]
-                misdeclared.append(Misdeclared(tid, slug, problems, STANDS_LAST_GOOD))
-            else:
-                withheld.append((tid, slug))
-                misdeclared.append(Misdeclared(tid, slug, problems, STANDS_NOTHING))
-        if block.unnamed_repo_problems:
-            # An entry whose slug cannot be read may be any repo the file stopped naming:
-            # each last good one stays in force, and every repo of the tenant counts as
-            # declared (withheld as a whole) so none is retired.
-            withheld.append((tid, None))
-            for slug, repo in previous.items():
-                if slug not in repos and slug not in block.repo_problems:
-                    repos[slug] = repo
-            misdeclared.append(
-                Misdeclared(
-                    tid,
-                    None,
-                    block.unnamed_repo_problems,
-                    STANDS_LAST_GOOD if held is not None else STANDS_NOTHING,
-                )
-            )
-        if not block.repo_problems and not block.unnamed_repo_problems:
-            good.append(tid)
-        tenants.append({"id": tid, "repos": [dict(r) for _, r in sorted(repos.items())]})
+        tenant, is_good = _block_in_force(
+            block, last_good.get(block.tenant_id), misdeclared, withheld
+        )
+        if tenant is not None:
+            tenants.append(tenant)
+        if is_good:
+            good.append(block.tenant_id)
     if unnamed_block:
         # A block (or the top level) that names no tenant may be any tenant the file
         # stopped naming: each one with a last good declaration stays in force, and is
