@@ -1,6 +1,6 @@
 """The alerts capability in Dagster: the sensor that delivers each failed asset check and
 each failed run once, and the reading of both from the instance's event log, after a
-cursor, as the plain data ``neo_assets.core.alerts`` turns into alerts.
+cursor, as the plain data ``neo_assets.alerts.rules`` turns into alerts.
 
 Both streams are read from the event log's index (the table Dagster mirrors asset-check
 and run-status events into), whose storage ids increase across runs, so one integer per
@@ -14,7 +14,8 @@ from typing import Any
 import dagster as dg
 from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
 
-from neo_assets.core.alerts import (
+from neo_assets.alerts.delivery import deliver_in_order
+from neo_assets.alerts.rules import (
     STREAM_CHECKS,
     STREAM_RUNS,
     AlertCursor,
@@ -29,9 +30,8 @@ from neo_assets.core.alerts import (
     merge_pending,
     parse_cursor,
 )
+from neo_assets.alerts.sinks import sink_from_settings
 from neo_assets.defs.resources import SettingsResource
-from neo_assets.services.alerts.delivery import deliver_in_order
-from neo_assets.services.alerts.sinks import sink_from_settings
 
 PARTITION_TAG = "dagster/partition"
 TENANT_TAG = "neo/tenant"

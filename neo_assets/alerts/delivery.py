@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from neo_assets.core.alerts import Alert, Pending, retry_delays, retry_wait
-from neo_assets.services.alerts.sinks import AlertSink, DeliveryError
+from neo_assets.alerts.rules import Alert, Pending, retry_delays, retry_wait
+from neo_assets.alerts.sinks import AlertSink, DeliveryError
 
 # Four attempts per alert per tick (waits 0.5 s, 1 s, 2 s), and a tick never spends more
 # than TICK_BUDGET_S delivering: the sensor's evaluation must end well inside Dagster's

@@ -16,8 +16,8 @@ from typing import Any, Protocol
 
 import httpx
 
+from neo_assets.alerts.rules import Alert, slack_payload
 from neo_assets.config.settings import Settings
-from neo_assets.core.alerts import Alert, slack_payload
 
 ALERTS_FILE = "alerts.jsonl"
 WEBHOOK_JOURNAL_FILE = "alerts-webhook-sent.jsonl"

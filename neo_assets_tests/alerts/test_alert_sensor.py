@@ -12,11 +12,11 @@ from typing import Any
 import dagster as dg
 import pytest
 
-from neo_assets.core.alerts import STREAM_CHECKS, STREAM_RUNS, parse_cursor
-from neo_assets.defs.alerts import asset_check_alert_sensor
+from neo_assets.alerts.defs import asset_check_alert_sensor
+from neo_assets.alerts.rules import STREAM_CHECKS, STREAM_RUNS, parse_cursor
+from neo_assets.alerts.sinks import ALERTS_FILE, WEBHOOK_JOURNAL_FILE
 from neo_assets.defs.partitions import TENANT_REPOS, tenant_repos
 from neo_assets.defs.resources import default_resources
-from neo_assets.services.alerts.sinks import ALERTS_FILE, WEBHOOK_JOURNAL_FILE
 
 PARTITION = "acme/widgets"
 OFFENDERS = [f"widgets:src/m{i:02d}.py" for i in range(25)]

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from neo_assets.core.alerts import (
+from neo_assets.alerts.rules import (
     ALERT_KIND_CHECK,
     ALERT_KIND_RUN,
     DEFAULT_UI_BASE_URL,

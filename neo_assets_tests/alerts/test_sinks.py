@@ -5,10 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.config.settings import load_settings
-from neo_assets.core.alerts import STREAM_CHECKS, CheckEvaluation, Pending, alert_from_check
-from neo_assets.services.alerts.delivery import deliver_in_order
-from neo_assets.services.alerts.sinks import (
+from neo_assets.alerts.delivery import deliver_in_order
+from neo_assets.alerts.rules import STREAM_CHECKS, CheckEvaluation, Pending, alert_from_check
+from neo_assets.alerts.sinks import (
     ALERTS_FILE,
     WEBHOOK_JOURNAL_FILE,
     DeliveryError,
@@ -18,6 +17,7 @@ from neo_assets.services.alerts.sinks import (
     recent_alert_ids,
     sink_from_settings,
 )
+from neo_assets.config.settings import load_settings
 
 
 def _alert(event_id: int):
