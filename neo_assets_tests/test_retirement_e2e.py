@@ -27,7 +27,7 @@ from neo_assets.core.reconcile.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
-from neo_assets.services.status import build_status
+from neo_assets.status.report import build_status
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

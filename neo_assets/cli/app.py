@@ -161,7 +161,7 @@ def status(
 
     def go() -> int:
         from neo_assets.services.handles import open_ledger, open_store
-        from neo_assets.services.status import build_status
+        from neo_assets.status.report import build_status
 
         settings, tenants = load_config()
         with open_ledger(settings) as ledger, open_store(settings) as store:

@@ -175,7 +175,7 @@ def census_summary(key: str, result: Mapping[str, Any], numbers: Mapping[str, An
 
 
 def status_summary(frame: pd.DataFrame) -> Any:
-    """Per repo what an operator acts on (``core.status.repo_state_line``): complete,
+    """Per repo what an operator acts on (``status.rules.repo_state_line``): complete,
     deferred (cause, next try), failed (the error's first line and its fix), retired."""
     if not len(frame) or "outcome" not in frame.columns:
         return dg.MetadataValue.md("No repo is declared.")

@@ -345,7 +345,7 @@ def remembered_repo_row(
     cause: str | None,
 ) -> dict[str, Any]:
     """The status row of a repo the ledger remembers but no declaration in force sweeps
-    (withheld here, retired in ``services.status``): its last state and its rows."""
+    (withheld here, retired in ``status.report``): its last state and its rows."""
     return {
         "tenantId": tenant_id,
         "repoSlug": repo_slug,

@@ -1,1 +1,2 @@
-"""Status: what a tenant, repo and generation stand at (rules.py pure, report.py reads, defs.py the asset)."""
+"""Status: where each tenant, repo and generation stands (rules.py pure, report.py
+reads the ledger, defs.py the asset and its refresh sensor)."""

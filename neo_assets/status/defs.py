@@ -1,14 +1,13 @@
 """The status capability in Dagster: ``kb_status``, the operator's per-repo snapshot, the
 job that refreshes it, and the sensor that runs that job after every sweep and
 reconciliation run that ended (succeeded, failed or was canceled), however it was
-launched, so the UI's snapshot is never older than the last run (``core.status``)."""
+launched, so the UI's snapshot is never older than the last run (``status.rules``)."""
 
 import datetime
 
 import dagster as dg
 import pandas as pd
 
-from neo_assets.core.status import FinishedRun, refresh_request
 from neo_assets.defs.metadata import preview_table, status_summary
 from neo_assets.defs.reconcile import RECONCILE_JOB
 from neo_assets.defs.resources import (
@@ -18,7 +17,8 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, sweep_job
-from neo_assets.services.status import build_status
+from neo_assets.status.report import build_status
+from neo_assets.status.rules import FinishedRun, refresh_request
 
 
 @dg.asset(

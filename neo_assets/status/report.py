@@ -10,7 +10,6 @@ from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVID
 from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.status import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
@@ -26,6 +25,7 @@ from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
+from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.store import health as health_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger

@@ -19,7 +19,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.query import run_query
-from neo_assets.services.status import build_status
+from neo_assets.status.report import build_status
 from neo_assets.store.quality import latest_scores
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -1,7 +1,7 @@
 """The snapshot in words and when it is refreshed (core/status.py), over plain data."""
 
 from neo_assets.core import codes
-from neo_assets.core.status import (
+from neo_assets.status.rules import (
     DEFAULT_FIX,
     STATE_COMPLETE,
     STATE_DEFERRED,
@@ -70,7 +70,6 @@ def test_a_refresh_is_asked_once_per_batch_of_ended_runs() -> None:
 
 
 def test_behind_says_why_from_the_sensors_due_reason() -> None:
-    from neo_assets.core.status import behind_line
     from neo_assets.core.sweep.scheduling import (
         DUE_BACKOFF_ELAPSED,
         DUE_DECLARATION_MOVED,
@@ -78,6 +77,7 @@ def test_behind_says_why_from_the_sensors_due_reason() -> None:
         DUE_NEVER_SWEPT,
         DUE_REVISION_MOVED,
     )
+    from neo_assets.status.rules import behind_line
 
     a, b = "a" * 40, "b" * 40
     assert behind_line(DUE_REVISION_MOVED, a, b) == (

@@ -23,9 +23,9 @@ from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
 from neo_assets.definitions import defs
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.health.canary import run_canary
-from neo_assets.services.status import build_status
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
+from neo_assets.status.report import build_status
 from neo_assets.store import health as store
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.services.health.conftest import DIM, HealthEnv

@@ -50,7 +50,7 @@ from neo_assets.services.health.freezing import (
     unfreeze,
 )
 from neo_assets.services.health.reprobe import ReprobeReport, reprobe_async, run_due_reprobe
-from neo_assets.services.status import build_status
+from neo_assets.status.report import build_status
 from neo_assets.store import health as store
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.services.health.conftest import DIM, HealthEnv

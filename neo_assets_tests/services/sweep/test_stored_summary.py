@@ -12,9 +12,9 @@ from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.links.due import _embedded
-from neo_assets.services.status import build_status
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
+from neo_assets.status.report import build_status
 from neo_assets_tests.core.sweep.test_summary import OLD_STYLE
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
