@@ -58,7 +58,8 @@ test: $(READY)
 # rules), the parsers and their golden chunks, the settings, the tenants file and the
 # layout's own checks; `make test` runs everything.
 FAST_TESTS := neo_assets_tests/core neo_assets_tests/test_layout.py neo_assets_tests/test_settings.py \
-	neo_assets_tests/test_tenants.py neo_assets_tests/sources $(wildcard neo_assets_tests/*/test_rules.py)
+	neo_assets_tests/test_tenants.py neo_assets_tests/sources $(wildcard neo_assets_tests/*/test_rules.py) \
+	$(wildcard neo_assets_tests/*/rules)
 test-fast: $(READY)
 	$(BIN)/python -m pytest -q $(FAST_TESTS)
 

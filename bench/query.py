@@ -399,11 +399,12 @@ def definition_name(definition: str) -> str | None:
 def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
     from bench.retrieval import QUESTIONS, corpus, load_model
     from neo_assets.config.settings import load_settings
-    from neo_assets.core.query.ranking import DEFAULT_RANKING, LEGACY
-    from neo_assets.core.query.request import SearchRequest
+    from neo_assets.query.rules.ranking import DEFAULT_RANKING, LEGACY
+    from neo_assets.query.rules.request import SearchRequest
+    from neo_assets.query.search import QueryService
+    from neo_assets.query.serving import Resident
     from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
-    from neo_assets.services.query import QueryService, Resident
     from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 
     sets = json.loads(QUESTIONS.read_text(encoding="utf-8"))["repos"]

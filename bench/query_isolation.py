@@ -51,7 +51,7 @@ CLOSE_FOREIGN = 1000  # B's rows near the foreign probe (more than the old path'
 CLOSE_OWN = 50  # A's rows near the own probe
 NOISE = 0.05
 LATENCY_PROBES = 200
-# The pre-issue-33 path's bounds (services/query/search.py before it).
+# The pre-issue-33 path's bounds (query/search.py before it).
 OLD_OVERFETCH, OLD_MIN_FETCH, OLD_MAX_UNFILTERED, OLD_MAX_FETCH = 4, 40, 640, 4000
 
 
@@ -60,7 +60,7 @@ def service_classes() -> tuple[Any, Any]:
     and with a ``where`` on every query."""
     import numpy as np
 
-    from neo_assets.services.query.search import QueryService
+    from neo_assets.query.search import QueryService
 
     class UnfilteredFirst(QueryService):
         def _where(
@@ -210,12 +210,12 @@ def world(
     import numpy as np
 
     from neo_assets.config.settings import load_settings
-    from neo_assets.core.query.request import SearchRequest
+    from neo_assets.query.rules.request import SearchRequest
+    from neo_assets.query.search import QueryService
+    from neo_assets.query.serving import Resident, serving_targets
+    from neo_assets.query.vector_cache import VectorCache
     from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import open_ledger, open_store
-    from neo_assets.services.query import QueryService, Resident
-    from neo_assets.services.query.serving import serving_targets
-    from neo_assets.services.query.vector_cache import VectorCache
 
     tenants_path = write_tenants(root, {"a": ["big"]})
     env = {

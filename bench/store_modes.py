@@ -49,8 +49,8 @@ def store_calls(home: Path, mode: str, rows: int) -> dict[str, float]:
     os.environ.update(_env(home, mode))
     try:
         from neo_assets.config.settings import load_settings  # noqa: PLC0415
+        from neo_assets.query.truth import tenant_rows_with_documents  # noqa: PLC0415
         from neo_assets.services.handles import open_store  # noqa: PLC0415
-        from neo_assets.services.query.truth import tenant_rows_with_documents  # noqa: PLC0415
 
         rng = np.random.default_rng(0)
         ids = [f"{i:064x}" for i in range(rows)]

@@ -11,9 +11,9 @@ import sqlalchemy as sa
 
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.query.one_shot import run_query
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.query import run_query
 from neo_assets.services.sweep.steps import (
     RepoContext,
 )

@@ -21,7 +21,7 @@ from neo_assets.core.reconcile.orphans import (
     KIND_SUPERSEDED_GENERATION,
     KIND_SUPERSEDED_PENDING,
 )
-from neo_assets.services.query import run_query
+from neo_assets.query.one_shot import run_query
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.sweep_harness import sweep_env_vars

@@ -3,7 +3,7 @@
 Real git repo, real Chroma, the fault-injecting embedding server, sweeps launched from the
 sweep sensor's own requests (real Dagster runs), reconciliation with reclamation on
 through the ``reconcile`` job (what the CLI runs), and the function looked up with
-``services.query.run_query`` after every step. Also: a reclaim batch waits for its repo's
+``query.run_query`` after every step. Also: a reclaim batch waits for its repo's
 sweep lease and deletes nothing while a sweep holds it.
 """
 
@@ -24,7 +24,7 @@ from neo_assets.core.reconcile.orphans import KIND_MANIFEST_ORPHAN, KIND_MANIFES
 from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.services.query import run_query
+from neo_assets.query.one_shot import run_query
 from neo_assets.store.leases import release, try_acquire
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

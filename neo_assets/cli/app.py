@@ -240,8 +240,9 @@ def query(
     """Tenant-scoped retrieval over the shared collection."""
 
     def go() -> int:
+        from neo_assets.query.one_shot import run_query
+        from neo_assets.query.serving import QueryUnavailable
         from neo_assets.services.handles import open_ledger, open_store
-        from neo_assets.services.query import QueryUnavailable, run_query
 
         settings, tenants = load_config()
         declared = next((t for t in tenants.tenants if t.id == tenant), None)
@@ -252,7 +253,7 @@ def query(
             )
         if declared is None:
             raise UsageError(f"no tenant {tenant!r} in {tenants.path}; query one that is declared")
-        from neo_assets.core.query.request import QueryInputError
+        from neo_assets.query.rules.request import QueryInputError
 
         try:
             with open_ledger(settings) as ledger, open_store(settings) as store:

@@ -1,4 +1,4 @@
-"""The search filters as CLI options: one ``--<name>`` per ``core.query.filters``
+"""The search filters as CLI options: one ``--<name>`` per ``query.rules.filters``
 declaration, so a filter added there is an option here with no edit."""
 
 import inspect
@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from neo_assets.core.query.filters import FILTERS, QueryFilter
+from neo_assets.query.rules.filters import FILTERS, QueryFilter
 
 
 def _help(f: QueryFilter) -> str:

@@ -20,9 +20,10 @@ def call_tool(tenant: str, tool: str, body: dict[str, Any], as_json: bool) -> di
     after saying why (the service's problem: no index yet); a bad argument is a usage
     error (exit 2)."""
     from neo_assets.code_tools.service import CodeTools
-    from neo_assets.core.query.request import QueryInputError
+    from neo_assets.query.rules.request import QueryInputError
+    from neo_assets.query.search import QueryService
+    from neo_assets.query.serving import Resident
     from neo_assets.services.handles import open_ledger
-    from neo_assets.services.query import QueryService, Resident
 
     settings, tenants = load_config()
     if tenants.tenant(tenant) is None:

@@ -24,9 +24,9 @@ from neo_assets.code_tools import rules
 from neo_assets.code_tools.index_store import index_head, read_payload
 from neo_assets.code_tools.rules import RepoIndex, clip
 from neo_assets.core import codes
-from neo_assets.core.query.request import QueryInputError
+from neo_assets.query.rules.request import QueryInputError
+from neo_assets.query.search import QueryService
 from neo_assets.secrets.rules import is_prose, redact
-from neo_assets.services.query.search import QueryService
 from neo_assets.sources.envelope import read_texts
 from neo_assets.sources.model import Envelope, FileEntry, SourceError
 

@@ -36,8 +36,9 @@ def register(app: typer.Typer) -> None:
             import asyncio
 
             from neo_assets.quality.evaluate import QualityUnavailable, evaluate_repo_async
+            from neo_assets.query.search import QueryService
+            from neo_assets.query.serving import QueryUnavailable, Resident
             from neo_assets.services.handles import open_ledger, open_store
-            from neo_assets.services.query import QueryService, QueryUnavailable, Resident
 
             settings, tenants = common.load_config()
             declared = next((t for t in tenants.tenants if t.id == tenant), None)

@@ -15,7 +15,6 @@ from typing import Any
 
 import anyio
 
-from neo_assets.core.query.request import SearchRequest
 from neo_assets.quality.history import HistoryUnavailable, build_question_set
 from neo_assets.quality.rules import (
     DEFAULT_K,
@@ -27,7 +26,8 @@ from neo_assets.quality.rules import (
     metrics,
     rank_of,
 )
-from neo_assets.services.query.search import QueryService
+from neo_assets.query.rules.request import SearchRequest
+from neo_assets.query.search import QueryService
 
 
 class QualityUnavailable(RuntimeError):

@@ -31,8 +31,9 @@ def register(app: typer.Typer) -> None:
             import anyio
 
             from neo_assets.quality.measure import evaluate_due
+            from neo_assets.query.search import QueryService
+            from neo_assets.query.serving import Resident
             from neo_assets.services.handles import open_ledger, open_store
-            from neo_assets.services.query import QueryService, Resident
 
             settings, tenants = common.load_config()
             if tenants.tenant(tenant) is None:

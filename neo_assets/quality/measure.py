@@ -15,8 +15,8 @@ from neo_assets.quality.gate import (
     question_set_digest,
 )
 from neo_assets.quality.rules import metrics
+from neo_assets.query.search import QueryService
 from neo_assets.services.generations import serving_generation
-from neo_assets.services.query.search import QueryService
 from neo_assets.store.quality import latest_scores, record_score
 
 

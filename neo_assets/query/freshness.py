@@ -1,5 +1,5 @@
 """The declared head of each repo, read from git and cached a few seconds, so a search
-does not run git each time (the rule, indexed vs head, is ``core.query.freshness``)."""
+does not run git each time (the rule, indexed vs head, is ``query.rules.freshness``)."""
 
 import os
 import subprocess
@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from neo_assets.core.query.freshness import Head
+from neo_assets.query.rules.freshness import Head
 from neo_assets.sources.git_reader import git_top_commit
 from neo_assets.sources.model import SourceError
 

@@ -8,7 +8,7 @@ that provider cannot), asks Chroma for vector
 candidates with the tenant's filter in the store's query (over-fetched, then kept only
 when served and matching the filters), adds the
 served rows that name the question's identifiers exactly (the truth view's lexical index)
-and fuses both rankings (``core.query.ranking``). Rows are read by id, re-checked to be
+and fuses both rankings (``query.rules.ranking``). Rows are read by id, re-checked to be
 the caller's, only for the results.
 """
 
@@ -20,9 +20,13 @@ import anyio
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.query.filters import kept
-from neo_assets.core.query.freshness import freshness
-from neo_assets.core.query.ranking import (
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.query.deadline import checkpoint
+from neo_assets.query.freshness import HeadCache
+from neo_assets.query.rules.filters import kept
+from neo_assets.query.rules.freshness import freshness
+from neo_assets.query.rules.ranking import (
     DEFAULT_RANKING,
     RankingOptions,
     asks_for_secondary,
@@ -31,20 +35,14 @@ from neo_assets.core.query.ranking import (
     query_terms,
     query_tokens,
 )
-from neo_assets.core.query.readiness import (
+from neo_assets.query.rules.readiness import (
     RepoHolding,
     missing_from_store,
     missing_store_message,
 )
-from neo_assets.core.query.request import QueryInputError, SearchRequest, parse_chunk_id
-from neo_assets.core.query.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
-from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.secrets.rules import redact
-from neo_assets.services.generations import GenerationUnavailable
-from neo_assets.services.query.deadline import checkpoint
-from neo_assets.services.query.freshness import HeadCache
-from neo_assets.services.query.serving import (
+from neo_assets.query.rules.request import QueryInputError, SearchRequest, parse_chunk_id
+from neo_assets.query.rules.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
+from neo_assets.query.serving import (
     QueryUnavailable,
     Resident,
     ServingTarget,
@@ -52,8 +50,10 @@ from neo_assets.services.query.serving import (
     serving_targets,
     unavailable_notice,
 )
-from neo_assets.services.query.truth import TruthCache, TruthView
-from neo_assets.services.query.vector_cache import VectorCache
+from neo_assets.query.truth import TruthCache, TruthView
+from neo_assets.query.vector_cache import VectorCache
+from neo_assets.secrets.rules import redact
+from neo_assets.services.generations import GenerationUnavailable
 from neo_assets.store.ledger_generations import repo_generations
 from neo_assets.store.links import neighbours as linked_neighbours
 
@@ -145,7 +145,7 @@ class QueryService:
     def freshness(self, tenant_id: str, slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
         """Per repo: the revision it is indexed at (the ledger's checkpoint), whether its
         declared head has moved on since (``behind``; None for a plain directory or an
-        unreadable repo), that head and since when (``core.query.freshness``)."""
+        unreadable repo), that head and since when (``query.rules.freshness``)."""
         tenant = self.resident.tenants().tenant(tenant_id)
         declared = {r.slug: r for r in tenant.repos} if tenant is not None else {}
         out = {}

@@ -18,8 +18,8 @@ from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsConfigError, TenantsFile
 from neo_assets.core import codes
 from neo_assets.core.generations import GenerationRecord
-from neo_assets.core.query.request import QueryInputError
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.query.rules.request import QueryInputError
 from neo_assets.services.declaration import load_declaration
 from neo_assets.services.generations import collection_of, query_provider, serving_generation
 from neo_assets.store.ledger import Ledger

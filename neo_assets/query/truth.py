@@ -1,5 +1,5 @@
 """Read-side truth applied: the ids a tenant's query may return, computed from the ledger
-and the tenant's rows by ``core.query.truth`` and kept until what they were computed
+and the tenant's rows by ``query.rules.truth`` and kept until what they were computed
 from changes.
 
 Chosen over filtering each query's hits by reading their paths' rows: one computation
@@ -22,9 +22,9 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from neo_assets.config.tenants import TenantsFile
-from neo_assets.core.query.filters import facet_values
-from neo_assets.core.query.ranking import LexicalIndex
-from neo_assets.core.query.truth import RepoServing, tenant_serving
+from neo_assets.query.rules.filters import facet_values
+from neo_assets.query.rules.ranking import LexicalIndex
+from neo_assets.query.rules.truth import RepoServing, tenant_serving
 from neo_assets.services.reconcile.reading import (
     declaration_marker,
     durable_fenced_ids,
@@ -40,7 +40,7 @@ log = logging.getLogger("neo_assets.serve")
 
 class Facet(NamedTuple):
     """What a filter reads of a served row, kept beside its id: its repo and its value of
-    each search filter (``core.query.filters.facet_values``)."""
+    each search filter (``query.rules.filters.facet_values``)."""
 
     repo: str
     values: tuple[str, ...]

@@ -4,7 +4,7 @@ A chunk id names its content at one embedding generation, and each generation ha
 own collection, so the vector stored under (collection, id) never changes: an entry
 never goes stale, it only stops being served. A tenant's vectors are read from the store
 once (then only the ids its view adds) and the vector search scans them alone
-(``core.query.nearest``), so its cost and timing depend on the tenant's own rows, never
+(``query.rules.nearest``), so its cost and timing depend on the tenant's own rows, never
 on how many rows other tenants hold beside them. Tenants are held least recently used
 first out within a budget of bytes; a tenant whose served rows do not fit answers
 through the store's id-filtered query instead (``None`` here)."""
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from neo_assets.core.query.nearest import nearest, unit_rows
+from neo_assets.query.rules.nearest import nearest, unit_rows
 
 FETCH_BATCH = 2_000
 

@@ -1,2 +1,2 @@
 """The agents' query service: HTTP ``/v1/*`` and MCP (streamable HTTP at ``/mcp``, or
-stdio), both over ``services.query.QueryService``, authenticated by tenant tokens."""
+stdio), both over ``query.QueryService``, authenticated by tenant tokens."""

@@ -16,16 +16,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.query.request import QueryInputError
 from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.query.deadline import request_deadline
+from neo_assets.query.rules.request import QueryInputError
+from neo_assets.query.serving import serving_targets
 from neo_assets.serve.auth import authenticate, bearer
 from neo_assets.serve.http import error_response, routes
 from neo_assets.serve.limits import within
 from neo_assets.serve.mcp_tools import build_mcp
 from neo_assets.serve.runtime import Runtime
-from neo_assets.services.query.deadline import request_deadline
-from neo_assets.services.query.serving import serving_targets
 
 log = logging.getLogger("neo_assets.serve")
 

@@ -17,12 +17,12 @@ from starlette.routing import Route
 
 from neo_assets.code_tools.rules import TOOLS
 from neo_assets.core import codes
-from neo_assets.core.query.request import QueryInputError, parse_search
 from neo_assets.core.tokens import TokenRecord
+from neo_assets.query.deadline import checkpoint, request_deadline
+from neo_assets.query.rules.request import QueryInputError, parse_search
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.readiness import readiness
 from neo_assets.serve.runtime import Runtime
-from neo_assets.services.query.deadline import checkpoint, request_deadline
 
 log = logging.getLogger("neo_assets.serve")
 
@@ -93,7 +93,7 @@ def _handler(
     """Authenticate, take the token's slot, run ``body`` under the request deadline, and
     turn every refusal into its JSON answer. At the deadline the work is cancelled (a
     provider call is cut, a thread's wait abandoned and the thread stops at its next
-    step: ``services.query.deadline``) and the answer is 504; an answer ready after the
+    step: ``query.deadline``) and the answer is 504; an answer ready after the
     deadline is a 504 too, never a 200."""
 
     async def handle(request: Request) -> Response:

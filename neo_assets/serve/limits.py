@@ -26,7 +26,6 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from neo_assets.config.settings import ServeSettings
 from neo_assets.core import codes
-from neo_assets.core.query.request import QueryInputError
 from neo_assets.core.transport import (
     ConnectionLimits,
     Held,
@@ -35,6 +34,7 @@ from neo_assets.core.transport import (
     stream_admitted,
     stream_idle,
 )
+from neo_assets.query.rules.request import QueryInputError
 
 log = logging.getLogger("neo_assets.serve")
 

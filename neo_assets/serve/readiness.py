@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.query.serving import serving_targets
 from neo_assets.serve.runtime import Runtime
-from neo_assets.services.query.serving import serving_targets
 
 READY_EMBED_TIMEOUT_S = 5.0
 

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 
 from neo_assets.code_tools.service import CodeTools
 from neo_assets.config.settings import Settings
+from neo_assets.query.search import QueryService
+from neo_assets.query.serving import Resident
 from neo_assets.serve.auth import TokenLimiter
 from neo_assets.serve.limits import StreamGuard
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.query import QueryService, Resident
 
 
 @dataclass

@@ -4,7 +4,7 @@ good declaration of each tenant (the ledger's) standing in for what the file get
 
 Every reader of the tenants file goes through ``load_declaration``: the sensors and runs
 (``defs/resources.TenantsResource``), the CLI (``cli/common.load_config``) and the query
-service (``services/query/serving.Resident``). Only a reader that checked the repo paths
+service (``query/serving.Resident``). Only a reader that checked the repo paths
 records a tenant's good declaration (the service reads without touching the disk).
 """
 

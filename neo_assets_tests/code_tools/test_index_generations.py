@@ -15,7 +15,8 @@ from neo_assets.code_tools.index_store import indexed_revisions
 from neo_assets.code_tools.service import CodeTools
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
-from neo_assets.services.query import QueryService, Resident
+from neo_assets.query.search import QueryService
+from neo_assets.query.serving import Resident
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.sweep_harness import DIMENSIONS, SLUG, TENANT, SweepEnv

@@ -13,9 +13,10 @@ import pytest
 from chromadb.api.models.Collection import Collection
 
 from neo_assets.config.settings import load_settings
-from neo_assets.core.query.request import SearchRequest
+from neo_assets.query.rules.request import SearchRequest
+from neo_assets.query.search import QueryService
+from neo_assets.query.serving import Resident
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.query import QueryService, Resident
 from neo_assets_tests.serve.service_harness import ServedKb
 
 

@@ -8,7 +8,7 @@ import chromadb
 import numpy as np
 import pytest
 
-from neo_assets.services.query.vector_cache import VectorCache
+from neo_assets.query.vector_cache import VectorCache
 
 
 @pytest.fixture()

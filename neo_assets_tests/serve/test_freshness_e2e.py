@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from neo_assets.services.query.freshness import HEAD_TTL_S
+from neo_assets.query.freshness import HEAD_TTL_S
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.serve.service_harness import ServedKb
 

@@ -8,7 +8,7 @@ import time
 import anyio
 import pytest
 
-from neo_assets.core.query.request import QueryInputError
+from neo_assets.query.rules.request import QueryInputError
 from neo_assets.serve.limits import StreamGuard, within
 
 SCOPE = {"type": "http", "method": "GET", "path": "/mcp", "headers": []}

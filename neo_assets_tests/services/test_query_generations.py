@@ -13,9 +13,10 @@ from typer.testing import CliRunner
 from neo_assets.cli.app import app
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.query.one_shot import run_query
+from neo_assets.query.serving import QueryUnavailable
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.query import QueryUnavailable, run_query
 from neo_assets.services.sweep.steps import (
     RepoContext,
 )

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.core.query.filters import (  # noqa: F401 (glob_matches_everything re-exported)
+from neo_assets.query.rules.filters import (  # noqa: F401 (glob_matches_everything re-exported)
     FILTER_NAMES,
     glob_matches_everything,
     refusal,
@@ -45,7 +45,7 @@ class SearchRequest:
     query: str
     k: int = DEFAULT_K
     repo: str | None = None
-    # name -> wanted value, for the filters of ``core.query.filters`` a request names
+    # name -> wanted value, for the filters of ``query.rules.filters`` a request names
     filters: Mapping[str, str] = field(default_factory=dict)
     expand: bool = False
 

@@ -3,8 +3,8 @@ the served-row predicate all read ``FILTERS``."""
 
 import pytest
 
-from neo_assets.core.query.filters import FILTER_NAMES, FILTERS, facet_values, kept
-from neo_assets.core.query.request import FIELDS, QueryInputError, parse_search
+from neo_assets.query.rules.filters import FILTER_NAMES, FILTERS, facet_values, kept
+from neo_assets.query.rules.request import FIELDS, QueryInputError, parse_search
 
 
 def test_every_filter_is_a_request_field_and_parsed() -> None:

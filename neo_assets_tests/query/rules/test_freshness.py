@@ -1,4 +1,4 @@
-from neo_assets.core.query.freshness import Head, freshness
+from neo_assets.query.rules.freshness import Head, freshness
 
 
 def test_same_head_is_not_behind() -> None:

@@ -1,6 +1,6 @@
 import numpy as np
 
-from neo_assets.core.query.nearest import nearest, unit_rows
+from neo_assets.query.rules.nearest import nearest, unit_rows
 
 
 def test_nearest_ranks_the_given_rows_by_cosine_and_ignores_the_others() -> None:

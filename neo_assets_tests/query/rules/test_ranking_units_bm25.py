@@ -1,7 +1,7 @@
 """The ranking steps over plain data: identifier-aware BM25 over chunk text, the parts of
 one unit answering as one result (its first part), tests/docs below source."""
 
-from neo_assets.core.query.ranking import (
+from neo_assets.query.rules.ranking import (
     SECONDARY_WEIGHT,
     LexicalIndex,
     asks_for_secondary,

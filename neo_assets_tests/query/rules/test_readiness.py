@@ -1,4 +1,4 @@
-from neo_assets.core.query.readiness import RepoHolding, missing_from_store, missing_store_message
+from neo_assets.query.rules.readiness import RepoHolding, missing_from_store, missing_store_message
 
 
 def test_only_repos_swept_complete_with_chunks_that_serve_nothing_are_missing() -> None:

@@ -1,6 +1,8 @@
-"""core/query/truth.py over plain data: one set per path, judged like the no-hole check."""
+"""query/rules/truth.py over plain data: one set per path, judged like the no-hole check."""
 
-from neo_assets.core.query.truth import (
+from neo_assets.core.reconcile.checks import path_wholeness
+from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
+from neo_assets.query.rules.truth import (
     SERVED_DECLARED,
     SERVED_NOTHING,
     SERVED_PREVIOUS,
@@ -9,8 +11,6 @@ from neo_assets.core.query.truth import (
     repo_serving,
     tenant_serving,
 )
-from neo_assets.core.reconcile.checks import path_wholeness
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
 
 GEN = "gen-1"
 
