@@ -39,10 +39,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from neo_assets.core.sources.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
-from neo_assets.core.sources.path_rules import decode_text, looks_binary
 from neo_assets.sources.parsers.grammars import language_for
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file_result, split_lines
+from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
+from neo_assets.sources.rules.path_rules import decode_text, looks_binary
 
 VERSIONS = ("1.0.0", "2.0.0")
 MAX_FILE_BYTES = 1_000_000

@@ -148,7 +148,7 @@ def seed(
 
 def synthetic_chunks(tenant: str, slug: str, n: int, rng: random.Random) -> list[Any]:
     """``n`` function-sized chunks, ten per file, with code-like names and text."""
-    from neo_assets.core.sources.chunks import make_chunk
+    from neo_assets.sources.rules.chunks import make_chunk
 
     out = []
     for i in range(n):

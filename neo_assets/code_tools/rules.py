@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.core.sources.languages import known_languages, language_of
 from neo_assets.query.rules.request import QueryInputError, glob_matches_everything
+from neo_assets.sources.rules.languages import known_languages, language_of
 
 # The kinds of unit find_symbol answers (sources/parsers/units.CODE_UNIT_KINDS; a unit
 # test keeps them equal).

@@ -32,12 +32,12 @@ from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
 from neo_assets.core.declaration import SOURCE_FILE, Misdeclared, TenantBlock
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.core.sources.parser_versions import (
+from neo_assets.secrets.rules import DEFAULT_SECRET_FILE_GLOBS
+from neo_assets.sources.rules.parser_versions import (
     NEO_CODE,
     unknown_parser_problem,
     unsupported_version_problem,
 )
-from neo_assets.secrets.rules import DEFAULT_SECRET_FILE_GLOBS
 
 # The documented form; matching uses fullmatch + ASCII so "acme\n", " acme", a Cyrillic
 # "а" or a fullwidth "１" can never pass (``match`` + ``$`` accepts a trailing newline).
@@ -1000,7 +1000,7 @@ class _Validator:
                 raw["secret_files"], f"{location}.secret_files", _key_line(raw, "secret_files")
             )
         if parser_id is not None:
-            # Only parsers that exist, at versions they have (core/sources/parser_versions.py).
+            # Only parsers that exist, at versions they have (sources/rules/parser_versions.py).
             problem = unknown_parser_problem(parser_id)
             if problem is not None:
                 self.add(f"{location}.id", problem, _key_line(raw, "id"))

@@ -22,7 +22,7 @@ Evidence classes (the decisions this module owns):
   failure (to find the input), and the input alone is fenced ``undeliverable-at-geometry``
   with the limit in its receipt (``size_refusal_receipt``), without a paired control —
   its size explains the refusal. The sweep has split every chunk to fit the band before
-  (``core/sources/fit_parts.py``), so this fences only what the band misjudged; the band
+  (``sources/rules/fit_parts.py``), so this fences only what the band misjudged; the band
   is in the generation digest, so fixing the geometry re-offers it.
 - **Poison** — ``poison_forbidden(code)`` is False for ``KB_VECTOR_EMBED_CONTENT`` only.
   Every other code (timeout, abort, circuit open, yield, connection refused, transport

@@ -26,7 +26,7 @@ The rule already tells 1.x from 2.x by the chunk's declared parser version, whic
 every chunk id, so one id can never be embedded two ways under one format.
 """
 
-from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
+from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 
 FORMAT_PLAIN = "plain"  # every chunk's content, bare
 FORMAT_HEADER_V1 = "header-v1"  # 2.x chunks: "<kind> <qualified name> in <path>" first

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 # --------------------------------------------------------------------------- files
-# Globs in the envelope's exclude syntax (core/sources/path_rules.py): a pattern with no
+# Globs in the envelope's exclude syntax (sources/rules/path_rules.py): a pattern with no
 # '/' matches a path component at any depth. `.env.*` includes templates
 # (`.env.example`): they are often copied with real values, and the code that reads the
 # variables already names them for an agent. A repo overrides the list (README).

@@ -8,7 +8,6 @@ import stat
 from collections.abc import Callable, Iterable, Iterator
 
 from neo_assets.core import codes
-from neo_assets.core.sources.path_rules import decode_text, is_excluded
 from neo_assets.sources.model import (
     Envelope,
     FileEntry,
@@ -16,6 +15,7 @@ from neo_assets.sources.model import (
     classify_content,
     yielded_entry,
 )
+from neo_assets.sources.rules.path_rules import decode_text, is_excluded
 
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _DIR_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC

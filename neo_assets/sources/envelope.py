@@ -38,10 +38,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from neo_assets.core import codes
-from neo_assets.core.sources.path_rules import check_exclude_glob
 from neo_assets.sources.dir_reader import dir_envelope, dir_read_texts
 from neo_assets.sources.git_reader import git_envelope, git_read_texts, git_top_commit
 from neo_assets.sources.model import Envelope, SourceError
+from neo_assets.sources.rules.path_rules import check_exclude_glob
 
 
 def build_envelope(

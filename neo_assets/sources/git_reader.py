@@ -10,12 +10,6 @@ from dataclasses import replace
 from typing import IO
 
 from neo_assets.core import codes
-from neo_assets.core.sources.envelope_reuse import (
-    envelope_rules,
-    recorded_envelope_extends,
-    recorded_envelope_holds,
-)
-from neo_assets.core.sources.path_rules import decode_text, is_excluded, is_safe_relative_path
 from neo_assets.sources.model import (
     Envelope,
     FileEntry,
@@ -23,6 +17,12 @@ from neo_assets.sources.model import (
     classify_content,
     yielded_entry,
 )
+from neo_assets.sources.rules.envelope_reuse import (
+    envelope_rules,
+    recorded_envelope_extends,
+    recorded_envelope_holds,
+)
+from neo_assets.sources.rules.path_rules import decode_text, is_excluded, is_safe_relative_path
 
 # Variables that would point git at another repository, index or object store.
 _GIT_REDIRECT_VARS = (

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from neo_assets.core import codes
-from neo_assets.core.sources.path_rules import looks_binary
+from neo_assets.sources.rules.path_rules import looks_binary
 
 
 class SourceError(Exception):
@@ -45,7 +45,7 @@ class Envelope:
     # git: the bytes of text blobs read while classifying them, by object id (a blob
     # never changes); ``read_texts`` takes them from here instead of asking git again.
     read_ahead: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
-    # git: the digest of the rules that listed it (core/sources/envelope_reuse.py); "" for dir.
+    # git: the digest of the rules that listed it (sources/rules/envelope_reuse.py); "" for dir.
     rules: str = ""
 
     def yielded_paths(self) -> tuple[str, ...]:

@@ -18,7 +18,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy.engine import Engine
 
-from neo_assets.core.sources.chunks import DeclaredChunk
+from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store import ledger_schema as t
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"

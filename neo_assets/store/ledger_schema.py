@@ -48,7 +48,7 @@ envelopes = sa.Table(
     sa.Column("revision", sa.String(128), nullable=False),
     sa.Column("kind", sa.String(8), nullable=False),
     sa.Column("recorded_at", sa.Float, nullable=False),
-    # The digest of the rules a git envelope was listed with (core/sources/envelope_reuse.py).
+    # The digest of the rules a git envelope was listed with (sources/rules/envelope_reuse.py).
     sa.Column("rules", sa.String(64), nullable=False, server_default=""),
 )
 

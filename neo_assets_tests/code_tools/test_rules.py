@@ -7,9 +7,9 @@ import pytest
 from neo_assets.code_tools import rules
 from neo_assets.code_tools.rules import RepoIndex, Unit
 from neo_assets.core import codes
-from neo_assets.core.sources.languages import known_languages, language_of
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.sources.parsers.units import CODE_UNIT_KINDS
+from neo_assets.sources.rules.languages import known_languages, language_of
 
 PY = (
     "import os\n"  # 1

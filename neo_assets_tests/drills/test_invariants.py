@@ -4,7 +4,7 @@ parts make (``core/ids/chunk_ids.part_chunk_id``)."""
 
 from neo_assets.core.ids.chunk_ids import chunk_id, part_chunk_id
 from neo_assets.core.ids.stamps import row_stamps
-from neo_assets.core.sources.line_parts import part_name
+from neo_assets.sources.rules.line_parts import part_name
 from neo_assets_tests.drills.invariants import Row, stamp_problems
 
 WHOLE = "line one\nline two\nline three\n"

@@ -3,7 +3,6 @@ look-alikes of ordinary code never."""
 
 import pytest
 
-from neo_assets.core.sources.path_rules import is_excluded
 from neo_assets.secrets.rules import (
     DEFAULT_SECRET_FILE_GLOBS,
     RULES,
@@ -12,6 +11,7 @@ from neo_assets.secrets.rules import (
     looks_random,
     scan,
 )
+from neo_assets.sources.rules.path_rules import is_excluded
 from neo_assets_tests.secrets import planted
 
 

@@ -1,13 +1,13 @@
-"""A code language is one entry of core/sources/code_languages.CODE_LANGUAGES plus its
+"""A code language is one entry of sources/rules/code_languages.CODE_LANGUAGES plus its
 grammar package: its endings, its grammar and its unit rules all come from that entry."""
 
 import tomllib
 from pathlib import Path
 
-from neo_assets.core.sources.code_languages import CODE_LANGUAGES
-from neo_assets.core.sources.languages import FAMILY_CODE, language_of
 from neo_assets.sources.parsers.code_languages import SPECS
 from neo_assets.sources.parsers.grammars import GRAMMARS, language_for
+from neo_assets.sources.rules.code_languages import CODE_LANGUAGES
+from neo_assets.sources.rules.languages import FAMILY_CODE, language_of
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
 

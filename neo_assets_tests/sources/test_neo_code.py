@@ -5,7 +5,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id
-from neo_assets.core.sources.chunks import dedupe_chunks, make_chunk
 from neo_assets.sources.parsers.neo_code import (
     CHUNK_KINDS,
     PARSER_ID,
@@ -15,6 +14,7 @@ from neo_assets.sources.parsers.neo_code import (
     parse_file,
     split_lines,
 )
+from neo_assets.sources.rules.chunks import dedupe_chunks, make_chunk
 
 PY = textwrap.dedent(
     '''\

@@ -11,8 +11,8 @@ import fnmatch
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from neo_assets.core.sources.chunk_kinds import ALL_CHUNK_KINDS
-from neo_assets.core.sources.languages import known_languages
+from neo_assets.sources.rules.chunk_kinds import ALL_CHUNK_KINDS
+from neo_assets.sources.rules.languages import known_languages
 
 # A glob made only of these matches every path: it narrows nothing, so it is refused.
 _WILDCARD_ONLY = frozenset("*?/")

@@ -13,8 +13,8 @@ from typing import Any
 
 from neo_assets.core import codes
 from neo_assets.core.embedding import FenceRecord, fence_row
-from neo_assets.core.sources.chunks import DeclaredChunk
 from neo_assets.secrets.rules import fence_receipt, scan
+from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
 
 

@@ -28,11 +28,6 @@ from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
-from neo_assets.core.sources.chunks import DeclaredChunk
-from neo_assets.core.sources.envelope_reuse import envelope_delta
-from neo_assets.core.sources.fit_parts import fit_parts
-from neo_assets.core.sources.line_parts import part_name
-from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.core.sweep.censuses import build_censuses, decode_census, encode_census
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport, cause_message
@@ -56,6 +51,11 @@ from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.sources.parsers.rules_digest import parser_rules_digest
 from neo_assets.sources.parsing import ParseIdentity, Row, parse_rows
 from neo_assets.sources.revision import current_revision
+from neo_assets.sources.rules.chunks import DeclaredChunk
+from neo_assets.sources.rules.envelope_reuse import envelope_delta
+from neo_assets.sources.rules.fit_parts import fit_parts
+from neo_assets.sources.rules.line_parts import part_name
+from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -370,7 +370,7 @@ def _sent_text(ctx: RepoContext, chunk: DeclaredChunk, content: str, name: str) 
 
 def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> list[DeclaredChunk]:
     """Every parsed chunk whose embedding input is over the band, split into parts that
-    fit (``core/sources/fit_parts.py``): each part an ordinary chunk of the declared
+    fit (``sources/rules/fit_parts.py``): each part an ordinary chunk of the declared
     generation, with its id from the parent's and its index and count, its own line
     range and the name ``<name> [part i/n]``. Never truncated, never dropped; a chunk
     that cannot be cut smaller stays whole (the lane's admission then fences it)."""

@@ -1,12 +1,12 @@
 """How a unit's name is read in each tree-sitter language: small name readers over
 tree-sitter nodes, and the language table (``SPECS``, kept in
-core/sources/code_languages.py: endings, grammar, node types by role). The walk that uses
+sources/rules/code_languages.py: endings, grammar, node types by role). The walk that uses
 them is code_units.py."""
 
 from tree_sitter import Node
 
-from neo_assets.core.sources.code_languages import CODE_LANGUAGES as SPECS  # noqa: F401
-from neo_assets.core.sources.code_languages import LanguageSpec, _f  # noqa: F401 (re-exported)
+from neo_assets.sources.rules.code_languages import CODE_LANGUAGES as SPECS  # noqa: F401
+from neo_assets.sources.rules.code_languages import LanguageSpec, _f  # noqa: F401 (re-exported)
 
 # Values of a JS/TS declaration or assignment that make it a function / class / object.
 JS_FUNCTION_VALUES = _f("arrow_function", "function_expression", "function", "generator_function")

@@ -20,7 +20,7 @@ module remainder, as line sets (parser 2.x).
   wrappers. Functions nested in a function stay inside it.
 - Everything else is the ``module`` unit.
 
-A tree whose error nodes cover too much (core/sources/syntax_errors.py) is no unit
+A tree whose error nodes cover too much (sources/rules/syntax_errors.py) is no unit
 list: the result carries the reason and the caller falls back to windows.
 """
 
@@ -30,11 +30,6 @@ from dataclasses import dataclass
 
 from tree_sitter import Node, Parser
 
-from neo_assets.core.sources.syntax_errors import (
-    REASON_GRAMMAR_UNUSABLE,
-    REASON_TOO_DEEP,
-    syntax_fallback_reason,
-)
 from neo_assets.sources.parsers.code_languages import (
     JS_CLASS_VALUES,
     JS_FIELD_TYPES,
@@ -57,6 +52,11 @@ from neo_assets.sources.parsers.units import (
     KIND_TYPE,
     Unit,
     is_blank,
+)
+from neo_assets.sources.rules.syntax_errors import (
+    REASON_GRAMMAR_UNUSABLE,
+    REASON_TOO_DEEP,
+    syntax_fallback_reason,
 )
 
 MAX_NESTING = 64  # classes/namespaces deeper than this are left to their container

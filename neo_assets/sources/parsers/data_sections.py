@@ -1,12 +1,12 @@
 """Data files by top-level key and stylesheets by rule block (parser 2.x), from the
-spans core/sources/data_keys.py and css_blocks.py find. Lines no key or rule covers
+spans sources/rules/data_keys.py and css_blocks.py find. Lines no key or rule covers
 (a stylesheet's ``@import`` lines, comments between rules) are the ``module`` unit."""
 
 from collections.abc import Sequence
 
-from neo_assets.core.sources.css_blocks import css_rule_spans
-from neo_assets.core.sources.data_keys import json_key_spans, toml_key_spans, yaml_key_spans
 from neo_assets.sources.parsers.units import KIND_KEY, KIND_MODULE, KIND_RULE, Unit
+from neo_assets.sources.rules.css_blocks import css_rule_spans
+from neo_assets.sources.rules.data_keys import json_key_spans, toml_key_spans, yaml_key_spans
 
 
 def data_units(

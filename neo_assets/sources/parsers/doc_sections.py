@@ -1,14 +1,14 @@
 """Docs by section (parser 2.x): Markdown as parser 1.x reads it, reStructuredText and
-AsciiDoc by their headings (core/sources/doc_headings.py). A section runs from its
+AsciiDoc by their headings (sources/rules/doc_headings.py). A section runs from its
 heading to the next heading of any level and is named by its heading path
 ``Guide > Install``, its parent the path without the last title; text before the first
 heading is a section named by the source path."""
 
 from collections.abc import Sequence
 
-from neo_assets.core.sources.doc_headings import asciidoc_headings, heading_paths, rst_headings
 from neo_assets.sources.parsers.neo_code_v1 import _markdown_headings
 from neo_assets.sources.parsers.units import KIND_SECTION, Unit
+from neo_assets.sources.rules.doc_headings import asciidoc_headings, heading_paths, rst_headings
 
 _HEADINGS = {"markdown": _markdown_headings, "rst": rst_headings, "asciidoc": asciidoc_headings}
 

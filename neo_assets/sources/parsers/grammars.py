@@ -11,9 +11,9 @@ import importlib
 
 import tree_sitter
 
-from neo_assets.core.sources.code_languages import CODE_LANGUAGES, Grammar
+from neo_assets.sources.rules.code_languages import CODE_LANGUAGES, Grammar
 
-# Every code language's grammar (core/sources/code_languages.py holds the table).
+# Every code language's grammar (sources/rules/code_languages.py holds the table).
 GRAMMARS: dict[str, Grammar] = {name: spec.grammar for name, spec in CODE_LANGUAGES.items()}
 
 

@@ -5,8 +5,6 @@ version is part of each chunk id, so a version bump re-identifies every chunk.""
 
 from dataclasses import dataclass
 
-from neo_assets.core.sources.chunks import Chunk, dedupe_chunks, make_chunk
-from neo_assets.core.sources.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.sources.parsers.neo_code_v1 import (
     CHUNK_KINDS,
     KIND_CLASS,
@@ -22,6 +20,8 @@ from neo_assets.sources.parsers.neo_code_v1 import (
     split_lines,
 )
 from neo_assets.sources.parsers.neo_code_v2 import parse_file_v2
+from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks, make_chunk
+from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 
 __all__ = [
     "CHUNK_KINDS",

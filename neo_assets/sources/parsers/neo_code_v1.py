@@ -34,8 +34,8 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neo_assets.core.sources.chunk_kinds import CHUNK_KINDS_V1 as CHUNK_KINDS  # noqa: F401
-from neo_assets.core.sources.chunk_kinds import (
+from neo_assets.sources.rules.chunk_kinds import CHUNK_KINDS_V1 as CHUNK_KINDS  # noqa: F401
+from neo_assets.sources.rules.chunk_kinds import (
     KIND_CLASS,
     KIND_FUNCTION,
     KIND_METHOD,
@@ -43,9 +43,9 @@ from neo_assets.core.sources.chunk_kinds import (
     KIND_SECTION,
     KIND_TEXT,
 )
-from neo_assets.core.sources.parser_versions import NEO_CODE
+from neo_assets.sources.rules.parser_versions import NEO_CODE
 
-PARSER_ID = NEO_CODE  # declared in the parser registry (core/sources/parser_versions.py)
+PARSER_ID = NEO_CODE  # declared in the parser registry (sources/rules/parser_versions.py)
 
 PYTHON_SUFFIXES = (".py", ".pyi")
 MARKDOWN_SUFFIXES = (".md", ".markdown")

@@ -1,6 +1,6 @@
 """Parser ``neo-code`` 2.x: every file by its structure, with metadata on each chunk.
 
-The path decides the reader (core/sources/languages.py): Python through ``ast`` (the
+The path decides the reader (sources/rules/languages.py): Python through ``ast`` (the
 units of 1.x), other code through tree-sitter (code_units.py), docs by section
 (doc_sections.py), data by top-level key and stylesheets by rule (data_sections.py),
 anything else in line windows cut at blank lines. A file whose structure cannot be read
@@ -13,16 +13,6 @@ same input, same chunks in the same order.
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neo_assets.core.sources.languages import (
-    FAMILY_CODE,
-    FAMILY_DATA,
-    FAMILY_DOCS,
-    FAMILY_PYTHON,
-    FAMILY_STYLE,
-    language_of,
-)
-from neo_assets.core.sources.syntax_errors import REASON_SYNTAX_ERRORS
-from neo_assets.core.sources.text_windows import window_ranges
 from neo_assets.sources.parsers import neo_code_v1
 from neo_assets.sources.parsers.code_units import code_units
 from neo_assets.sources.parsers.data_sections import data_units, style_units
@@ -35,6 +25,16 @@ from neo_assets.sources.parsers.units import (
     bound_units,
     is_blank,
 )
+from neo_assets.sources.rules.languages import (
+    FAMILY_CODE,
+    FAMILY_DATA,
+    FAMILY_DOCS,
+    FAMILY_PYTHON,
+    FAMILY_STYLE,
+    language_of,
+)
+from neo_assets.sources.rules.syntax_errors import REASON_SYNTAX_ERRORS
+from neo_assets.sources.rules.text_windows import window_ranges
 
 REASON_NO_TOP_LEVEL_KEYS = "no-top-level-keys"
 

@@ -1,6 +1,6 @@
 """One digest of everything besides the declared version that decides a file's chunks: the
 parser's own modules (language tables, unit rules, section rules), the pure source rules
-they read (core/sources: languages, chunk kinds, line parts, windows) and the versions of
+they read (sources/rules: languages, chunk kinds, line parts, windows) and the versions of
 tree-sitter and every grammar package. It is part of the chunking identity, so an upgrade
 that changes any of them re-parses the files it could change instead of keeping their
 recorded chunks until a tenant bumps the declared parser version; where the output is the
@@ -11,17 +11,17 @@ import hashlib
 from importlib import metadata
 from pathlib import Path
 
-from neo_assets.core import sources as core_sources
+from neo_assets.sources import rules as source_rules
 from neo_assets.sources.parsers.grammars import GRAMMARS
 
 PARSERS_DIR = Path(__file__).resolve().parent
-CORE_SOURCES_DIR = Path(core_sources.__file__).resolve().parent
-# Every .py file of the parser package (but this one) and of the core's source rules.
+SOURCE_RULES_DIR = Path(source_rules.__file__).resolve().parent
+# Every .py file of the parser package (but this one) and of the source rules.
 OWN = Path(__file__).resolve()
 
 
 def rule_dirs() -> tuple[Path, ...]:
-    return (PARSERS_DIR, CORE_SOURCES_DIR)
+    return (PARSERS_DIR, SOURCE_RULES_DIR)
 
 
 def rule_sources() -> list[Path]:

@@ -11,7 +11,7 @@ own line range, cut at line boundaries; only a single longer line is cut mid-lin
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from neo_assets.core.sources.chunk_kinds import (  # noqa: F401 (re-exported)
+from neo_assets.sources.rules.chunk_kinds import (  # noqa: F401 (re-exported)
     CHUNK_KINDS_V2,
     CODE_UNIT_KINDS,
     KIND_CLASS,
@@ -25,7 +25,7 @@ from neo_assets.core.sources.chunk_kinds import (  # noqa: F401 (re-exported)
     KIND_TEXT,
     KIND_TYPE,
 )
-from neo_assets.core.sources.line_parts import pack_lines, part_name, slice_line
+from neo_assets.sources.rules.line_parts import pack_lines, part_name, slice_line
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """The code languages parser 2.x reads with tree-sitter, one entry each: the file endings
 that are the language, its grammar package, and what a code unit is in it (node types by
-role). Pure data; ``core.sources.languages`` reads the endings, ``sources.parsers``
+role). Pure data; ``sources.rules.languages`` reads the endings, ``sources.parsers``
 loads the grammars and walks the trees. A new language is one entry here and its grammar
 package in pyproject.toml (plus a name reader in ``sources/parsers/code_languages.py``
 only where a name is not the node's ``name`` field).

@@ -14,7 +14,7 @@ Where a part ends, best first:
 
 Each part's id comes from the parent's identity plus its index and count
 (``core/ids/chunk_ids.part_chunk_id``) and its name is ``<name> [part i/n]``
-(``core/sources/line_parts.part_name``).
+(``sources/rules/line_parts.part_name``).
 """
 
 from collections.abc import Callable

@@ -10,7 +10,7 @@ too, ``.bashrc`` is bash).
 
 from dataclasses import dataclass
 
-from neo_assets.core.sources.code_languages import CODE_LANGUAGES
+from neo_assets.sources.rules.code_languages import CODE_LANGUAGES
 
 FAMILY_CODE = "code"
 FAMILY_PYTHON = "python"

@@ -4,7 +4,7 @@ stays within the bound."""
 
 import pytest
 
-from neo_assets.core.sources.syntax_errors import REASON_SYNTAX_ERRORS
+from neo_assets.sources.rules.syntax_errors import REASON_SYNTAX_ERRORS
 from neo_assets_tests.sources.parser_v2.helpers import parse
 
 # One well-formed function per language, as a template for a body of n lines.

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.core.sources.path_rules import binary_signature, looks_binary
+from neo_assets.sources.rules.path_rules import binary_signature, looks_binary
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

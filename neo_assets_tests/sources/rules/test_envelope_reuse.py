@@ -4,7 +4,7 @@ rules, and never when it holds an unreadable path."""
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.sources.envelope_reuse import envelope_rules, recorded_envelope_holds
+from neo_assets.sources.rules.envelope_reuse import envelope_rules, recorded_envelope_holds
 
 RULES = envelope_rules(["vendor/**"], 1_000_000)
 
@@ -49,7 +49,7 @@ def test_the_rules_digest_names_globs_cap_and_version() -> None:
 def test_envelope_delta_is_what_changed_and_what_it_replaces_or_drops() -> None:
     from typing import NamedTuple
 
-    from neo_assets.core.sources.envelope_reuse import envelope_delta
+    from neo_assets.sources.rules.envelope_reuse import envelope_delta
 
     class E(NamedTuple):
         path: str

@@ -5,7 +5,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id, part_chunk_id
-from neo_assets.core.sources.fit_parts import Piece, fit_parts
+from neo_assets.sources.rules.fit_parts import Piece, fit_parts
 
 
 def chars_within(limit: int):  # noqa: ANN201 - a predicate factory

@@ -5,23 +5,23 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neo_assets.core.sources.css_blocks import css_rule_spans
-from neo_assets.core.sources.data_keys import json_key_spans, toml_key_spans, yaml_key_spans
-from neo_assets.core.sources.doc_headings import asciidoc_headings, heading_paths, rst_headings
-from neo_assets.core.sources.languages import FAMILY_CODE, FAMILY_TEXT, language_of
-from neo_assets.core.sources.line_parts import pack_lines, part_name, slice_line
-from neo_assets.core.sources.parser_versions import (
+from neo_assets.sources.rules.css_blocks import css_rule_spans
+from neo_assets.sources.rules.data_keys import json_key_spans, toml_key_spans, yaml_key_spans
+from neo_assets.sources.rules.doc_headings import asciidoc_headings, heading_paths, rst_headings
+from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_TEXT, language_of
+from neo_assets.sources.rules.line_parts import pack_lines, part_name, slice_line
+from neo_assets.sources.rules.parser_versions import (
     GENERATION_UNITS,
     GENERATION_WINDOWS,
     parser_generation,
     unsupported_version_problem,
 )
-from neo_assets.core.sources.syntax_errors import (
+from neo_assets.sources.rules.syntax_errors import (
     ERROR_RUN_LIMIT,
     REASON_SYNTAX_ERRORS,
     syntax_fallback_reason,
 )
-from neo_assets.core.sources.text_windows import window_ranges
+from neo_assets.sources.rules.text_windows import window_ranges
 
 
 @pytest.mark.parametrize(

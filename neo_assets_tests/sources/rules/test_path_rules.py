@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neo_assets.core.sources.path_rules import (
+from neo_assets.sources.rules.path_rules import (
     check_exclude_glob,
     decode_text,
     is_excluded,
