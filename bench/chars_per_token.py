@@ -27,7 +27,7 @@ DEFAULT_REPOS = [Path(__file__).resolve().parent.parent, Path("/tmp/bench-repos/
 
 
 def _chunks(repo: Path) -> list[str]:
-    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
+    from neo_assets.embedding.rules.input import embedding_input  # noqa: PLC0415
     from neo_assets.sources.parsers.neo_code import chunk_file  # noqa: PLC0415
 
     texts = []

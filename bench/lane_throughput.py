@@ -36,10 +36,10 @@ from typing import Any
 import httpx
 import numpy as np
 
-from neo_assets.core.embedding import LaneItem, LaneSettings
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
+from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.store.chroma_store import ChromaStore, make_client
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 

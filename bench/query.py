@@ -178,7 +178,7 @@ def synthetic_chunks(tenant: str, slug: str, n: int, rng: random.Random) -> list
 
 
 def embedding_inputs(chunks: list[Any]) -> list[str]:
-    from neo_assets.core.embedding_input import embedding_input
+    from neo_assets.embedding.rules.input import embedding_input
 
     return [
         embedding_input(

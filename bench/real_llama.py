@@ -31,11 +31,11 @@ from typing import Any
 
 import httpx
 
-from neo_assets.core.embedding import LaneItem, LaneSettings
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.provider_slots import slots_for
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
+from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets_tests.real_servers import LlamaServer, gguf_model, llama_server_binary, running
 
 

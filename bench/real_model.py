@@ -101,7 +101,7 @@ def sweep_declared(
 
 def stored_input(document: str, meta: dict[str, Any]) -> str:
     """The embedding input a stored row was made from (its document and stamps)."""
-    from neo_assets.core.embedding_input import embedding_input  # noqa: PLC0415
+    from neo_assets.embedding.rules.input import embedding_input  # noqa: PLC0415
 
     return embedding_input(
         document,

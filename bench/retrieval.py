@@ -10,7 +10,7 @@ Dagster, no Chroma, no lane.
 
 For each repo and each variant, every file of the set's corpus is chunked by the parser,
 each chunk's embedding input is built by the project's own rule
-(``core/embedding_input.py``: ``2.0.0`` with the ``header-v1`` line — kind, qualified
+(``neo_assets/embedding/rules/input.py``: ``2.0.0`` with the ``header-v1`` line — kind, qualified
 name, path —, ``2.0.0-nopath`` with ``header-v2`` — kind and in-file name, no path, the
 format in force —, ``2.0.0-plain`` without a header, to tell the header's share from the
 units'), chunks and questions are embedded, chunks are ranked by
@@ -59,7 +59,7 @@ def corpus(root: Path, spec: dict[str, Any]) -> list[tuple[str, str]]:
 
 def chunk_inputs(files: list[tuple[str, str]], variant: str) -> list[tuple[Any, str]]:
     """(chunk, embedding input) of every chunk of ``files`` under ``variant``."""
-    from neo_assets.core.embedding_input import (
+    from neo_assets.embedding.rules.input import (
         FORMAT_HEADER_V1,
         FORMAT_HEADER_V2,
         FORMAT_PLAIN,

@@ -16,8 +16,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from sqlalchemy import exc as sa_exc
 from sqlalchemy.engine import make_url
 
-from neo_assets.core.provider_requirements import PROVIDER_KINDS, provider_problem
 from neo_assets.core.store_urls import chroma_address
+from neo_assets.embedding.rules.provider_kinds import PROVIDER_KINDS, provider_problem
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 # The example shipped with the checkout (one tenant is the checkout itself).

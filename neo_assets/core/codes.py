@@ -97,7 +97,7 @@ PROVIDER_DEADLINE_CODES = frozenset(
 # Every cause that means "a deadline fired": a provider's own, or the consumer's probe's.
 DEADLINE_CAUSE_CODES = PROVIDER_DEADLINE_CODES | {EMBEDDING_PROBE_TIMEOUT}
 
-# (The embedding provider kinds are one table: core/provider_requirements.KINDS.)
+# (The embedding provider kinds are one table: embedding/rules/provider_kinds.KINDS.)
 
 # --- Fence dispositions (closed vocabulary of the fence gate).
 DISPOSITION_PROVEN_CONTENT_POISON = "proven-content-poison"

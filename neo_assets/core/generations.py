@@ -11,7 +11,7 @@ provider accepts.
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from neo_assets.core.embedding import embedding_generation
+from neo_assets.embedding.rules.lane import embedding_generation
 
 HASHING_DEFAULT_MODEL = "neo-hashing-v1"
 SENTENCE_TRANSFORMERS_BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"

@@ -17,7 +17,7 @@ and ``NEO_EMBEDDING_TOKENIZER`` set explicitly override; a set band over what th
 takes is a configuration error naming the setting and the server's answer
 (``check_band``), and one under it is kept and the larger limit named
 (``headroom_notice``). The band and those rules are plain data and functions in
-``core/band.py``.
+``neo_assets/embedding/rules/band.py``.
 
 The band in tokens is part of the embedding generation (``services/sweep/steps.py``), so
 a provider whose limit changes (a server restarted with another context) is a new
@@ -27,7 +27,7 @@ sweep, the due check and reconciliation compute the same generation.
 """
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.band import (
+from neo_assets.embedding.rules.band import (
     SOURCE_CONFIGURED,
     SOURCE_DISCOVERED,
     SOURCE_SERVER,
@@ -38,7 +38,7 @@ from neo_assets.core.band import (
     counting_tokenizer,
     discovered_limit,
 )
-from neo_assets.core.provider_requirements import REMOTE_KINDS
+from neo_assets.embedding.rules.provider_kinds import REMOTE_KINDS
 
 _UNREAD = object()  # band_for reads the ledger's record itself
 

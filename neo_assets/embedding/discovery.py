@@ -30,15 +30,15 @@ from typing import Any
 import httpx
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.band import (
+from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
+from neo_assets.embedding.rules.band import (
     TOKENIZER_BUNDLED,
     Discovery,
     SizeRefusal,
     discovery_changed,
     learn_from_refusals,
 )
-from neo_assets.core.provider_requirements import REMOTE_KINDS
-from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
+from neo_assets.embedding.rules.provider_kinds import REMOTE_KINDS
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.provider_limits import record_discovery, recorded_discovery
 
@@ -257,7 +257,7 @@ def size_refusals(errors: Sequence[Mapping[str, Any]]) -> list[SizeRefusal]:
 def learn_and_record(
     settings: Settings, ledger: Ledger, errors: Sequence[Mapping[str, Any]], now: float
 ) -> str | None:
-    """Record what this sweep's size refusals taught about the provider (``core/band``'s
+    """Record what this sweep's size refusals taught about the provider (``embedding/rules/band``'s
     ``learn_from_refusals``); a notice saying so, None when they taught nothing (what is
     set by hand is not overridden: a set band keeps its limit, a set estimate its ratio)."""
     emb = settings.embedding

@@ -2,15 +2,19 @@
 
 A new provider is one module in ``embedding/providers/`` named by its kind, with a
 ``build(ProviderArgs)`` (an HTTP one posts through ``providers/http.py``), and its row in
-``core/provider_requirements.KINDS`` (what it needs, whether it is remote, its timeout
+``embedding/rules/provider_kinds.KINDS`` (what it needs, whether it is remote, its timeout
 code). Modules are imported when their kind is asked for: an optional extra is needed only when
 used.
 """
 
 import importlib
 
-from neo_assets.core.provider_requirements import PROVIDER_KINDS, SETTING_PROVIDER, provider_problem
 from neo_assets.embedding.provider import EmbeddingProvider, ProviderArgs
+from neo_assets.embedding.rules.provider_kinds import (
+    PROVIDER_KINDS,
+    SETTING_PROVIDER,
+    provider_problem,
+)
 
 # Setting names as users write them (CONTRACT.md); errors quote these, not arguments.
 SETTING_DIMENSIONS = "NEO_EMBEDDING_DIMENSIONS"
@@ -39,7 +43,7 @@ def build_provider(
     context_tokens: int | None = None,
 ) -> EmbeddingProvider:
     """The provider ``kind`` names, configured; ValueError naming the setting otherwise.
-    What each needs is ``core.provider_requirements``'s rule; ``sentence_transformers``
+    What each needs is ``embedding.rules.provider_kinds``'s rule; ``sentence_transformers``
     raises MissingExtraError (an ImportError) naming the extra when it is not installed."""
     if not isinstance(dimensions, int) or dimensions <= 0:
         raise ValueError(f"{SETTING_DIMENSIONS} must be a positive integer, got {dimensions!r}")

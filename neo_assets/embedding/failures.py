@@ -35,9 +35,9 @@ import re
 import httpx
 
 from neo_assets.core import codes
-from neo_assets.core.embedding import batch_cap_from_message as batch_cap_of
-from neo_assets.core.provider_requirements import timeout_code
 from neo_assets.embedding.cancel import Cancelled
+from neo_assets.embedding.rules.lane import batch_cap_from_message as batch_cap_of
+from neo_assets.embedding.rules.provider_kinds import timeout_code
 
 # Every cause code that means "a deadline fired" (a provider's own, or a probe's).
 TIMEOUT_CAUSES = codes.DEADLINE_CAUSE_CODES

@@ -14,7 +14,7 @@ proves.
    when it is the slower side). A crash loses at most what is in flight: ``max_inflight``
    requests, ``write_queue_depth`` queued batches and the one being written.
 3. **Failures** are classified (``failures.classify_failure``) and routed by
-   ``core.embedding.failure_route``; every verdict-bearing step runs *serially*
+   ``embedding.rules.lane.failure_route``; every verdict-bearing step runs *serially*
    (nothing else in flight), so "this input was the only one in flight" holds whenever a
    single-input failure is read as evidence about that input:
 
@@ -77,19 +77,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core import embedding as rules
-from neo_assets.core.embedding import (
-    FenceRecord,
-    LaneItem,
-    LaneSettings,
-    StrikeRecord,
-)
-from neo_assets.core.provider_requirements import (
-    UNREACHABLE_REFUSED,
-    UNREACHABLE_UNRESOLVED,
-    UNREACHABLE_WRONG_PATH,
-    unreachable_message,
-)
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts, zero_lane_counts
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import (
@@ -100,6 +87,19 @@ from neo_assets.embedding.failures import (
 )
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.provider_slots import Held, LocalSlots, Slots
+from neo_assets.embedding.rules import lane as rules
+from neo_assets.embedding.rules.lane import (
+    FenceRecord,
+    LaneItem,
+    LaneSettings,
+    StrikeRecord,
+)
+from neo_assets.embedding.rules.provider_kinds import (
+    UNREACHABLE_REFUSED,
+    UNREACHABLE_UNRESOLVED,
+    UNREACHABLE_WRONG_PATH,
+    unreachable_message,
+)
 from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.embedding.vectors import (
     DimensionMismatchError,

@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 
 from neo_assets.core import codes
-from neo_assets.core.band import token_bound
+from neo_assets.embedding.rules.band import token_bound
 
 SETTING = "NEO_EMBEDDING_TOKENIZER"
 _CACHE_MAX = 200_000

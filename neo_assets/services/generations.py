@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.embedding import LaneSettings, admission_band
-from neo_assets.core.embedding_input import embedding_input_format
 from neo_assets.core.generations import (
     GenerationRecord,
     Serving,
@@ -19,6 +17,8 @@ from neo_assets.core.generations import (
     tenant_serving,
 )
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.rules.input import embedding_input_format
+from neo_assets.embedding.rules.lane import LaneSettings, admission_band
 from neo_assets.quality.gate import GateVerdict, gate
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_generations import (

@@ -1,12 +1,12 @@
 """The ledger's memory of provider batch caps (``ledger_schema.provider_batch_caps``) and
 the lane's view of it for one provider (``LedgerBatchCaps``, the lane's
-``BatchCapMemory``); the rule of which cap a lane starts at is ``core.batch_caps``."""
+``BatchCapMemory``); the rule of which cap a lane starts at is ``embedding.rules.batch_caps``."""
 
 from collections.abc import Callable
 
 import sqlalchemy as sa
 
-from neo_assets.core.batch_caps import RememberedCap, provider_cap_key, starting_cap
+from neo_assets.embedding.rules.batch_caps import RememberedCap, provider_cap_key, starting_cap
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
 

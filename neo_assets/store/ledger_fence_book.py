@@ -7,7 +7,7 @@ strike is durable.
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from neo_assets.core.embedding import FenceRecord, StrikeRecord
+from neo_assets.embedding.rules.lane import FenceRecord, StrikeRecord
 from neo_assets.store.ledger import Ledger
 
 

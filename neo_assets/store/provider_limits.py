@@ -12,8 +12,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from neo_assets.core.band import Discovery
-from neo_assets.core.batch_caps import provider_cap_key
+from neo_assets.embedding.rules.band import Discovery
+from neo_assets.embedding.rules.batch_caps import provider_cap_key
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger, _engine
 

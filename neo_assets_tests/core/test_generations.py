@@ -50,7 +50,7 @@ def test_a_different_model_dimension_or_format_is_another_generation() -> None:
 
 def test_the_digest_of_a_correct_spelling_is_unchanged() -> None:
     """Knowledge bases made before normalisation keep their generation (no re-embed)."""
-    from neo_assets.core.embedding import embedding_generation
+    from neo_assets.embedding.rules.lane import embedding_generation
 
     assert generation_digest("hashing", None, *GEOMETRY) == embedding_generation(
         "hashing", "neo-hashing-v1", *GEOMETRY

@@ -25,14 +25,6 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.embedding import (
-    KB_VECTOR_EMBED_CALL_CEILING,
-    LaneItem,
-    LaneSettings,
-    StrikeRecord,
-    admission_band,
-    isolation_request_bound,
-)
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
@@ -40,6 +32,14 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.providers.hashing import hash_embed
+from neo_assets.embedding.rules.lane import (
+    KB_VECTOR_EMBED_CALL_CEILING,
+    LaneItem,
+    LaneSettings,
+    StrikeRecord,
+    admission_band,
+    isolation_request_bound,
+)
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
 
 # ---------------------------------------------------------------------------- the fake

@@ -1,14 +1,19 @@
 """A provider kind is its module in embedding/providers/ plus its row in
-core/provider_requirements.KINDS: nothing else names it."""
+embedding/rules/provider_kinds.KINDS: nothing else names it."""
 
 import ast
 import importlib
 from pathlib import Path
 
 from neo_assets.core import codes
-from neo_assets.core.provider_requirements import KINDS, PROVIDER_KINDS, REMOTE_KINDS, timeout_code
 from neo_assets.embedding import providers
 from neo_assets.embedding.factory import PROVIDERS
+from neo_assets.embedding.rules.provider_kinds import (
+    KINDS,
+    PROVIDER_KINDS,
+    REMOTE_KINDS,
+    timeout_code,
+)
 
 PROVIDERS_DIR = Path(providers.__file__).parent
 # Plumbing shared by the providers, not providers themselves.

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.embedding import first_contact
-from neo_assets.core.provider_requirements import (
+from neo_assets.embedding.rules.lane import first_contact
+from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_REFUSED,
     UNREACHABLE_UNRESOLVED,
     UNREACHABLE_WRONG_PATH,

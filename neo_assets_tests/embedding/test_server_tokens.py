@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.band import ADDED_TOKENS
+from neo_assets.embedding.rules.band import ADDED_TOKENS
 from neo_assets.embedding.server_tokens import (
     CountUnavailable,
     NoTokenizeEndpoint,

@@ -6,7 +6,7 @@ from typing import Any
 
 # What the parser says about a chunk, beside the stamps: where it is and what it is.
 CHUNK_META_KEYS = ("language", "startLine", "endLine", "qualifiedName", "parent")
-# sha256 of the exact text the provider embedded for the row (core/embedding_reuse.py):
+# sha256 of the exact text the provider embedded for the row (neo_assets/embedding/rules/reuse.py):
 # a missing chunk with the same input at the same generation copies the row's vector.
 INPUT_DIGEST_KEY = "embeddingInputDigest"
 

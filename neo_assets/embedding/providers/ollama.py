@@ -94,7 +94,7 @@ class OllamaProvider:
 
     async def discover_limit(self, cancel_scope: CancelScope) -> Any:
         """The model's trained context from ``/api/show``; None when it does not say."""
-        from neo_assets.core.band import ProviderLimit  # noqa: PLC0415
+        from neo_assets.embedding.rules.band import ProviderLimit  # noqa: PLC0415
 
         body = await self.transport.post_json_or_none(
             join_url(self.base_url, "/api/show"),

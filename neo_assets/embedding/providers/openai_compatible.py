@@ -39,7 +39,6 @@ from typing import Any
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.band import token_bound
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import (
     EmbedFailure,
@@ -50,6 +49,7 @@ from neo_assets.embedding.providers.http import (
     join_url,
     malformed,
 )
+from neo_assets.embedding.rules.band import token_bound
 from neo_assets.embedding.vectors import validate_vectors
 
 
@@ -305,7 +305,7 @@ class OpenAICompatibleProvider:
         (``default_generation_settings.n_ctx``, read once with the server's other facts).
         None from servers without ``/props`` (vLLM, TEI, llama-cpp-python's server): their
         limit is the configured one (llama-cpp-python's silent cut is found apart)."""
-        from neo_assets.core.band import ProviderLimit  # noqa: PLC0415
+        from neo_assets.embedding.rules.band import ProviderLimit  # noqa: PLC0415
 
         n_ctx = (await self.server_facts(cancel_scope)).get("n_ctx")
         if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from neo_assets.core import codes
-from neo_assets.core.embedding import estimate_tokens
+from neo_assets.embedding.rules.lane import estimate_tokens
 
 SOURCE_TOKENIZER = "tokenizer"  # the model's own limit, counted by its own tokenizer
 SOURCE_CONFIGURED = "configured"  # NEO_EMBEDDING_CONTEXT_TOKENS, estimated from chars

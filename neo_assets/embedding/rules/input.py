@@ -10,7 +10,7 @@ repeat those words. Format ``header-v2`` (in force):
 for chunks of parser ``neo-code`` 2.x (kind and in-file name); a ``text`` window or a
 ``module`` remainder, whose name is its line range or its path, is embedded bare. No path
 is in the input, so a renamed, moved or copied file's chunks are the same inputs as
-before and copy their vectors (core/embedding_reuse.py) instead of being sent again.
+before and copy their vectors (neo_assets/embedding/rules/reuse.py) instead of being sent again.
 ``header-v1`` said ``method Collection.doSort in src/collection/Base.mjs`` (qualified
 name and path): recall@5 on the 48-question retrieval bench was 87.5 % with it and
 85.4 % with the path left out (docs/performance.md), one question of 48, against a

@@ -59,7 +59,7 @@ from typing import Any, Literal
 
 from neo_assets.core import codes
 from neo_assets.core.ids.chunk_ids import is_chunk_id
-from neo_assets.core.provider_requirements import (
+from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_REFUSED,
     UNREACHABLE_UNRESOLVED,
     UNREACHABLE_WRONG_PATH,
@@ -248,7 +248,7 @@ def embedding_generation(
     input_format: str,
 ) -> str:
     """A short hex digest of the geometry and of the input format (what text is sent for
-    a chunk: core/embedding_input.py); fences and strikes belong to one generation, so
+    a chunk: neo_assets/embedding/rules/input.py); fences and strikes belong to one generation, so
     changing any of these re-offers every fenced chunk, and rows stamped with another
     generation are embedded again."""
     payload = json.dumps(

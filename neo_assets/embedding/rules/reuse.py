@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.core.embedding import LaneItem
+from neo_assets.embedding.rules.lane import LaneItem
 
 
 def embedding_input_digest(text: str) -> str:

@@ -17,13 +17,13 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.provider_requirements import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.core.sweep.report import SweepReport
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.discovery import discover_and_record, fit_provider, learn_and_record
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.rules.provider_kinds import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.services.sweep.lease import SweepLease, skipped_result
 from neo_assets.services.sweep.steps import (

@@ -19,10 +19,6 @@ from neo_assets.code_tools.rules import Unit
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
-from neo_assets.core.band import SOURCE_SERVER, Band, check_band, headroom_notice
-from neo_assets.core.embedding import LaneSettings
-from neo_assets.core.embedding_input import embedding_input
-from neo_assets.core.embedding_reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.core.generations import resolved_collection
 from neo_assets.core.health.freeze import frozen_summary
 from neo_assets.core.ids.chunk_ids import part_chunk_id
@@ -37,6 +33,10 @@ from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.rules.band import SOURCE_SERVER, Band, check_band, headroom_notice
+from neo_assets.embedding.rules.input import embedding_input
+from neo_assets.embedding.rules.lane import LaneSettings
+from neo_assets.embedding.rules.reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.secrets.rules import secret_locations
 from neo_assets.services.generations import (

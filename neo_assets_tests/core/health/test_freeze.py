@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.embedding import FenceRecord
 from neo_assets.core.health.canary import (
     CORRUPTING_VERDICTS,
     ProbeOutcome,
@@ -48,6 +47,7 @@ from neo_assets.core.health.freeze import (
 from neo_assets.core.sweep.censuses import build_censuses
 from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.embedding.rules.lane import FenceRecord
 
 DIM = 32
 POLICY = FreezePolicy(circuit_sweeps=3, reprobe_initial_s=60.0, reprobe_max_s=600.0, max_attempts=3)

@@ -1,11 +1,11 @@
-"""The band's rules over plain data (``core/band.py``): the admitted count under the
+"""The band's rules over plain data (``embedding/rules/band.py``): the admitted count under the
 margin, the check against a provider's own limit and the notice when it is larger; what a
 contact's discovery replaces, and what size refusals teach."""
 
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.band import (
+from neo_assets.embedding.rules.band import (
     ADDED_TOKENS,
     SOURCE_CONFIGURED,
     SOURCE_SERVER,

@@ -1,6 +1,11 @@
 """Which batch cap a lane starts at, from the one remembered for its provider."""
 
-from neo_assets.core.batch_caps import RECHECK_S, RememberedCap, provider_cap_key, starting_cap
+from neo_assets.embedding.rules.batch_caps import (
+    RECHECK_S,
+    RememberedCap,
+    provider_cap_key,
+    starting_cap,
+)
 
 
 def test_a_fresh_remembered_cap_is_started_at() -> None:

@@ -5,8 +5,8 @@ in-file name (header-v2, in force; header-v1 also named the qualified name and p
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.core import embedding_input as inputs
-from neo_assets.core.embedding import embedding_generation
+from neo_assets.embedding.rules import input as inputs
+from neo_assets.embedding.rules.lane import embedding_generation
 from neo_assets.services.generations import configured_generation
 
 BODY = "static doSort(a, b) {\n    return a - b;\n}"

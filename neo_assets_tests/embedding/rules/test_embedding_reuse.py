@@ -1,7 +1,7 @@
 """Which missing chunks copy a stored vector and which are sent, once per input."""
 
-from neo_assets.core.embedding import LaneItem
-from neo_assets.core.embedding_reuse import embedding_input_digest, plan_reuse
+from neo_assets.embedding.rules.lane import LaneItem
+from neo_assets.embedding.rules.reuse import embedding_input_digest, plan_reuse
 
 
 def test_stored_inputs_are_copied_and_each_other_input_is_sent_once() -> None:

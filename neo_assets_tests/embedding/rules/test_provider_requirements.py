@@ -2,7 +2,7 @@
 
 import pytest
 
-from neo_assets.core.provider_requirements import REQUIRED, provider_problem
+from neo_assets.embedding.rules.provider_kinds import REQUIRED, provider_problem
 
 
 @pytest.mark.parametrize("kind", ["hashing", "sentence_transformers"])

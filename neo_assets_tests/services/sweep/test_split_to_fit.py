@@ -10,13 +10,13 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
-from neo_assets.core.embedding_input import embedding_input
 from neo_assets.core.ids.chunk_ids import chunk_id, part_chunk_id
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.providers.sentence_transformers import (
     SentenceTransformersProvider,
     count_tokens,
 )
+from neo_assets.embedding.rules.input import embedding_input
 from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,
