@@ -287,7 +287,7 @@ class ServeSettings(_Section):
     hybrid: bool = True  # fuse exact identifier matches into the vector ranking
     # Served rows' vectors held to search a tenant's rows alone (MiB; 0: ask the store).
     vector_cache_mb: float = Field(512.0, ge=0)
-    # What a client may hold before and while it is answered (core/transport.py).
+    # What a client may hold before and while it is answered (neo_assets/serve/rules/transport.py).
     # A connection with no request being answered (a head still arriving, an idle
     # keep-alive) is closed after this long.
     header_timeout_s: float = Field(5.0, gt=0)

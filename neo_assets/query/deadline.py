@@ -2,7 +2,7 @@
 worker thread (anyio runs ``to_thread`` work in a copy of the caller's context). Work in a
 thread cannot be killed, so it stops at its next step once the deadline has passed
 (``checkpoint``) instead of going on for an answer nobody will get; and an answer ready
-after the deadline is a timeout, never a success (``core.transport.past_deadline``).
+after the deadline is a timeout, never a success (``serve.rules.transport.past_deadline``).
 
 Outside a request (the CLI's ``query``) there is no deadline and ``checkpoint`` is free.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from neo_assets.core.transport import past_deadline
+from neo_assets.serve.rules.transport import past_deadline
 
 log = logging.getLogger("neo_assets.serve")
 

@@ -16,7 +16,6 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.tokens import token_in_query
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.query.deadline import request_deadline
 from neo_assets.query.rules.request import QueryInputError
@@ -25,6 +24,7 @@ from neo_assets.serve.auth import authenticate, bearer
 from neo_assets.serve.http import error_response, routes
 from neo_assets.serve.limits import within
 from neo_assets.serve.mcp_tools import build_mcp
+from neo_assets.serve.rules.tokens import token_in_query
 from neo_assets.serve.runtime import Runtime
 
 log = logging.getLogger("neo_assets.serve")

@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from neo_assets.core import codes
-from neo_assets.core.tokens import TokenRecord, token_id_of, verify
 from neo_assets.query.rules.request import QueryInputError
+from neo_assets.serve.rules.tokens import TokenRecord, token_id_of, verify
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.tokens import revoke_tenant_tokens, token_record
 

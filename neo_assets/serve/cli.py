@@ -178,7 +178,7 @@ def issue(
     """Issue a token; it is printed once and stored only as a hash."""
 
     def go() -> int:
-        from neo_assets.core.tokens import parse_life
+        from neo_assets.serve.rules.tokens import parse_life
         from neo_assets.services.handles import open_ledger
         from neo_assets.store.tokens import issue_token
 

@@ -17,11 +17,11 @@ from starlette.routing import Route
 
 from neo_assets.code_tools.rules import TOOLS
 from neo_assets.core import codes
-from neo_assets.core.tokens import TokenRecord
 from neo_assets.query.deadline import checkpoint, request_deadline
 from neo_assets.query.rules.request import QueryInputError, parse_search
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.readiness import readiness
+from neo_assets.serve.rules.tokens import TokenRecord
 from neo_assets.serve.runtime import Runtime
 
 log = logging.getLogger("neo_assets.serve")

@@ -1,5 +1,5 @@
 """What a client may hold of the service, enforced where it is held (the rules are
-``core/transport.py``'s):
+``neo_assets/serve/rules/transport.py``'s):
 
 - ``guarded_protocol``: uvicorn's h11 protocol with a header-read timeout and caps on
   pending connections (per client address, and in all), applied when a connection is
@@ -26,7 +26,8 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from neo_assets.config.settings import ServeSettings
 from neo_assets.core import codes
-from neo_assets.core.transport import (
+from neo_assets.query.rules.request import QueryInputError
+from neo_assets.serve.rules.transport import (
     ConnectionLimits,
     Held,
     admit,
@@ -34,7 +35,6 @@ from neo_assets.core.transport import (
     stream_admitted,
     stream_idle,
 )
-from neo_assets.query.rules.request import QueryInputError
 
 log = logging.getLogger("neo_assets.serve")
 

@@ -16,10 +16,10 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
 from neo_assets.code_tools.rules import TOOLS, ToolSpec, check_args, input_schema, portable
-from neo_assets.core.tokens import TokenRecord
 from neo_assets.query.rules.request import QueryInputError, parse_search
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.query_specs import SEARCH_TOOLS
+from neo_assets.serve.rules.tokens import TokenRecord
 from neo_assets.serve.runtime import Runtime
 
 INSTRUCTIONS = (

@@ -8,7 +8,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.tokens import TokenRecord, format_token, token_hash
+from neo_assets.serve.rules.tokens import TokenRecord, format_token, token_hash
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.tokens_schema import api_tokens
 

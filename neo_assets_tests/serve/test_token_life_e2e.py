@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.tokens import TokenRecord, parse_life, token_in_query, verify
+from neo_assets.serve.rules.tokens import TokenRecord, parse_life, token_in_query, verify
 from neo_assets_tests.serve.service_harness import Served, ServedKb
 
 

@@ -1,11 +1,10 @@
-"""query/rules/request.py, query/rules/ranking.py and core/tokens.py over plain data."""
+"""query/rules/request.py, query/rules/ranking.py and serve/rules/tokens.py over plain data."""
 
 import hashlib
 
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.tokens import TokenRecord, format_token, token_hash, verify
 from neo_assets.query.rules.ranking import LexicalIndex, fuse, lexical_score, query_terms
 from neo_assets.query.rules.request import (
     MAX_K,
@@ -14,6 +13,7 @@ from neo_assets.query.rules.request import (
     parse_chunk_id,
     parse_search,
 )
+from neo_assets.serve.rules.tokens import TokenRecord, format_token, token_hash, verify
 
 
 def test_parse_search_accepts_a_full_request():

@@ -1,6 +1,6 @@
-"""The transport rules (``core/transport.py``) over plain data."""
+"""The transport rules (``neo_assets/serve/rules/transport.py``) over plain data."""
 
-from neo_assets.core.transport import (
+from neo_assets.serve.rules.transport import (
     Admission,
     ConnectionLimits,
     Held,
