@@ -34,7 +34,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.orphans import (
     RepoDeclaration,
     TenantDeclaration,
     classify_orphans,

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.orphans import (
     KIND_SUPERSEDED_GENERATION,
     KIND_SUPERSEDED_PENDING,
 )

@@ -10,7 +10,6 @@ import pandas as pd
 
 from neo_assets.core.status import FinishedRun, refresh_request
 from neo_assets.defs.metadata import preview_table, status_summary
-from neo_assets.defs.reconcile import RECONCILE_JOB
 from neo_assets.defs.resources import (
     LedgerResource,
     SettingsResource,
@@ -18,6 +17,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, sweep_job
+from neo_assets.reconcile.defs import RECONCILE_JOB
 from neo_assets.services.status import build_status
 
 

@@ -1,5 +1,7 @@
-"""Reconciliation's I/O glue: read a tenant's rows and records, call the rules in
-``neo_assets.core.reconcile.orphans*``, re-stamp and reclaim, and evaluate the asset checks.
+"""Reconciliation: which rows of a tenant are orphans, and reclaiming them.
 
-Every rule lives in ``core``; these modules only read, write and report.
+``rules/`` holds every rule (pure: classification, the no-hole and containment checks, the
+reclaim gate, retirement, the triggers); the modules beside it read the tenant's rows and
+ledger records, re-stamp and reclaim, and evaluate the asset checks; ``defs.py`` is the
+Dagster job, checks and sensors; ``cli.py`` is ``neo-assets reconcile``.
 """

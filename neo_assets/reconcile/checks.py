@@ -3,7 +3,7 @@
 Each returns a ``CheckOutcome`` of plain data (the Dagster layer wraps it): passed or
 not, the offending paths or ids (bounded, under ``offending_*`` keys so an alert names
 them), the numbers the UI plots and a markdown summary. The rules are in
-``neo_assets.core.reconcile.checks``.
+``neo_assets.reconcile.rules.checks``.
 """
 
 from collections import Counter
@@ -16,7 +16,9 @@ import numpy as np
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.reconcile.checks import (
+from neo_assets.reconcile.reading import read_snapshot
+from neo_assets.reconcile.retirement import declared_owners, read_retired
+from neo_assets.reconcile.rules.checks import (
     CONTAINMENT_REASONS,
     containment,
     count_by_tenant,
@@ -26,10 +28,8 @@ from neo_assets.core.reconcile.checks import (
     residue,
     row_ids_by_path,
 )
-from neo_assets.core.reconcile.retirement import RETIRED_KINDS
+from neo_assets.reconcile.rules.retirement import RETIRED_KINDS
 from neo_assets.services.generations import configured_generation, generation_store
-from neo_assets.services.reconcile.reading import read_snapshot
-from neo_assets.services.reconcile.retirement import declared_owners, read_retired
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 
@@ -70,7 +70,7 @@ def no_hole(
     plan_holes: Mapping[str, Any] | None = None,
     departed_paths: Mapping[str, Iterable[str]] | None = None,
 ) -> CheckOutcome:
-    """Every yielded path of the tenant holds a complete set (``core.reconcile.checks``),
+    """Every yielded path of the tenant holds a complete set (``reconcile.rules.checks``),
     a repo whose departed paths (``departed_paths``: left the manifest, rows removed by
     this run) lost rows has its whole declared generation complete, and the executed plan
     named no hole-opening path (``plan_holes``: the asset's ``{"count", "ids"}`` of what

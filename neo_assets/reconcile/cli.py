@@ -75,8 +75,8 @@ def register(app: typer.Typer) -> None:
                     "is fixed (see the warning)"
                 )
             if tenant and not in_force:
+                from neo_assets.reconcile.retirement import retired_tenant_ids
                 from neo_assets.services.handles import open_ledger
-                from neo_assets.services.reconcile.retirement import retired_tenant_ids
 
                 with open_ledger(settings) as ledger:
                     retired = retired_tenant_ids(ledger, tenants)

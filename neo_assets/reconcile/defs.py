@@ -13,12 +13,6 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from neo_assets.core.reconcile.orphans import ACTIONABLE_KINDS, ORPHAN_KINDS
-from neo_assets.core.reconcile.trigger import (
-    after_sweep_run_key,
-    nightly_run_key,
-    tenant_of_sweep,
-)
 from neo_assets.defs.metadata import markdown_table
 from neo_assets.defs.partition_sync import (
     partition_requests,
@@ -33,8 +27,14 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import sweep_job
-from neo_assets.services.reconcile import checks
-from neo_assets.services.reconcile.tenant import reconcile_tenant
+from neo_assets.reconcile import checks
+from neo_assets.reconcile.rules.orphans import ACTIONABLE_KINDS, ORPHAN_KINDS
+from neo_assets.reconcile.rules.trigger import (
+    after_sweep_run_key,
+    nightly_run_key,
+    tenant_of_sweep,
+)
+from neo_assets.reconcile.tenant import reconcile_tenant
 
 OWNERS = ["team:knowledge-platform"]
 RECONCILE_JOB = "reconcile"

@@ -1,12 +1,12 @@
 """Read what is retired: tenants.yaml now against what the ledger remembers (the rule is
-``neo_assets.core.reconcile.retirement``), and how many rows of each retired scope wait."""
+``neo_assets.reconcile.rules.retirement``), and how many rows of each retired scope wait."""
 
 import sqlalchemy as sa
 
 from neo_assets.code_tools.index_store import forget_repo, indexed_revisions
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.reconcile.retirement import Retired, retired, scope_label
+from neo_assets.reconcile.rules.retirement import Retired, retired, scope_label
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger

@@ -3,7 +3,7 @@ only when ``NEO_RECONCILIATION_ENABLED`` is true — reclaim orphans by id, in b
 
 The order of guards before anything is deleted:
 
-1. the plan is classified from the tenant's rows (``core.reconcile.orphans.classify_orphans``);
+1. the plan is classified from the tenant's rows (``reconcile.rules.orphans.classify_orphans``);
 2. ``plan_keeps_complete_sets`` must name no path (the plan never removes the last
    complete set of a yielded path), else nothing is deleted;
 3. the plan's rows are re-read by id and counted per tenantId: any row of another tenant
@@ -27,8 +27,19 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
-from neo_assets.core.reconcile.checks import count_by_tenant, foreign_count, residue
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.core.sweep.leases import sweep_lease_key
+from neo_assets.reconcile.generations import reclaim_generations
+from neo_assets.reconcile.reading import (
+    TenantSnapshot,
+    declaration_marker,
+    durable_fenced_ids,
+    find_tenant,
+    read_declaration,
+    read_snapshot,
+)
+from neo_assets.reconcile.retirement import read_retired
+from neo_assets.reconcile.rules.checks import count_by_tenant, foreign_count, residue
+from neo_assets.reconcile.rules.orphans import (
     ACTIONABLE_KINDS,
     ORPHAN_KINDS,
     ReconcilePlan,
@@ -38,20 +49,9 @@ from neo_assets.core.reconcile.orphans import (
     plan_keeps_complete_sets,
     reverify_before_delete,
 )
-from neo_assets.core.reconcile.reclaim_gate import reclaim_blocked
-from neo_assets.core.reconcile.retirement import Retired
-from neo_assets.core.sweep.leases import sweep_lease_key
+from neo_assets.reconcile.rules.reclaim_gate import reclaim_blocked
+from neo_assets.reconcile.rules.retirement import Retired
 from neo_assets.services.generations import configured_generation, generation_store
-from neo_assets.services.reconcile.generations import reclaim_generations
-from neo_assets.services.reconcile.reading import (
-    TenantSnapshot,
-    declaration_marker,
-    durable_fenced_ids,
-    find_tenant,
-    read_declaration,
-    read_snapshot,
-)
-from neo_assets.services.reconcile.retirement import read_retired
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.leases import LeaseKeeper, LeaseLostError, holder_detail
 from neo_assets.store.ledger import Ledger

@@ -30,7 +30,12 @@ from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.defs.resources import default_resources
+from neo_assets.reconcile.defs import (
+    nightly_reconciliation_schedule,
+    reconciliation_sensor,
+)
+from neo_assets.reconcile.rules.orphans import (
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
     KIND_STALE_CONTENT,
@@ -40,13 +45,8 @@ from neo_assets.core.reconcile.orphans import (
     KIND_UNYIELDED_PATH,
     ORPHAN_KINDS,
 )
-from neo_assets.core.reconcile.reclaim_gate import RECONCILE_CLASSIFY_ONLY, RECONCILE_DISABLED
-from neo_assets.defs.reconcile import (
-    nightly_reconciliation_schedule,
-    reconciliation_sensor,
-)
-from neo_assets.defs.resources import default_resources
-from neo_assets.services.reconcile.tenant import plan_containment, reconcile_tenant
+from neo_assets.reconcile.rules.reclaim_gate import RECONCILE_CLASSIFY_ONLY, RECONCILE_DISABLED
+from neo_assets.reconcile.tenant import plan_containment, reconcile_tenant
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture

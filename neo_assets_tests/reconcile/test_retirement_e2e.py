@@ -22,10 +22,10 @@ from neo_assets.cli.launch import QUIET_CONSOLE, _checks
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.reconcile.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
+from neo_assets.reconcile.rules.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.services.alerts.sinks import ALERTS_FILE
 from neo_assets.services.status import build_status
 from neo_assets_tests.gitrepo import GitRepo

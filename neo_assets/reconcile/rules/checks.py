@@ -25,14 +25,14 @@ ever there to lose.
 
 **Tenant containment.** Every row carries a valid tenantId of a declared tenant, and that
 tenant declares the row's repoSlug; rows are counted per tenantId. A row of a *retired*
-tenant or repo (``core.reconcile.retirement``: the ledger knew it, tenants.yaml no longer
+tenant or repo (``reconcile.rules.retirement``: the ledger knew it, tenants.yaml no longer
 declares it) is no breach: it is counted under ``retired-tenant`` / ``retired-repo``, and
 only on its own tenant's check (``focus``), never on another tenant's. A reclaim plan (or a
 tenant-scoped query) holds rows of its own tenant only, counted from the rows re-read by
 id, never from the classifier's report.
 
 **Residue.** The share of a tenant's rows carrying a parser identity that is not their
-repo's declared one (``core.reconcile.orphans.residue_share``), broken down by repo and pair.
+repo's declared one (``reconcile.rules.orphans.residue_share``), broken down by repo and pair.
 """
 
 import re
@@ -41,13 +41,13 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.orphans import (
     RepoDeclaration,
     TenantDeclaration,
     generation_complete,
     residue_share,
 )
-from neo_assets.core.reconcile.retirement import (
+from neo_assets.reconcile.rules.retirement import (
     RETIRED_KINDS,
     RETIRED_REPO,
     Retired,

@@ -9,8 +9,8 @@ from neo_assets.core.query.truth import (
     repo_serving,
     tenant_serving,
 )
-from neo_assets.core.reconcile.checks import path_wholeness
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.checks import path_wholeness
+from neo_assets.reconcile.rules.orphans import RepoDeclaration, TenantDeclaration
 
 GEN = "gen-1"
 

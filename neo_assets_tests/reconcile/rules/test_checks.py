@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from neo_assets.core.reconcile.checks import (
+from neo_assets.reconcile.rules.checks import (
     CONTAINMENT_UNDECLARED_TENANT,
     CONTAINMENT_UNOWNED_REPO,
     CONTAINMENT_UNSTAMPED_TENANT,
@@ -16,7 +16,7 @@ from neo_assets.core.reconcile.checks import (
     residue,
     row_ids_by_path,
 )
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration, residue_share
+from neo_assets.reconcile.rules.orphans import RepoDeclaration, TenantDeclaration, residue_share
 
 REPO = RepoDeclaration(
     repo_slug="widgets",

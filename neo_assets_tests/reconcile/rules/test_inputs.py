@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.reconcile.inputs import (
+from neo_assets.reconcile.rules.inputs import (
     RECONCILE_DECLARATION_MOVED,
     RECONCILE_GENERATION_REVISION_MISMATCH,
     RECONCILE_NO_ENVELOPE,
@@ -20,7 +20,7 @@ from neo_assets.core.reconcile.inputs import (
     sweep_settled,
     tenant_declaration,
 )
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.orphans import (
     KIND_SUPERSEDED_PENDING,
     KIND_UNYIELDED_PATH,
     classify_orphans,

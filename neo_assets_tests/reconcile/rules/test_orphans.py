@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.orphans import (
     ACTIONABLE_KINDS,
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,

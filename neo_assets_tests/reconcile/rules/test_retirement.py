@@ -3,12 +3,12 @@ on the retired scope's own tenant, never a breach, never on another tenant)."""
 
 from typing import Any
 
-from neo_assets.core.reconcile.checks import (
+from neo_assets.reconcile.rules.checks import (
     CONTAINMENT_UNDECLARED_TENANT,
     CONTAINMENT_UNOWNED_REPO,
     containment,
 )
-from neo_assets.core.reconcile.retirement import (
+from neo_assets.reconcile.rules.retirement import (
     RETIRED_REPO,
     RETIRED_TENANT,
     Retired,

@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from neo_assets.core.reconcile.reclaim_gate import (
+from neo_assets.reconcile.rules.reclaim_gate import (
     RECONCILE_CLASSIFY_ONLY,
     RECONCILE_DISABLED,
     RECONCILE_NOTHING_TO_RECLAIM,
@@ -13,7 +13,7 @@ from neo_assets.core.reconcile.reclaim_gate import (
     RECONCILE_PLAN_OPENS_HOLE,
     reclaim_blocked,
 )
-from neo_assets.core.reconcile.trigger import after_sweep_run_key, nightly_run_key, tenant_of_sweep
+from neo_assets.reconcile.rules.trigger import after_sweep_run_key, nightly_run_key, tenant_of_sweep
 
 DECLARED = ["acme", "globex"]
 

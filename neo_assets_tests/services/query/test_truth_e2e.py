@@ -1,7 +1,7 @@
 """Read-side truth on real Chroma after real sweeps (reclamation off): a one-line edit, a
 parser bump at partial progress and a retired repo. Each query answers with exactly one
 complete set per path, judged against the no-hole check's own notion of completeness
-(``core.reconcile.checks.path_wholeness``): a complete path serves its declared ids, a
+(``reconcile.rules.checks.path_wholeness``): a complete path serves its declared ids, a
 path held by an earlier generation serves that earlier set, nothing else is served.
 
 Partial progress is real: the fault server hangs the request of a chunk whose text holds
@@ -17,10 +17,10 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.query.request import QueryInputError, SearchRequest
-from neo_assets.core.reconcile.checks import path_wholeness, row_ids_by_path
+from neo_assets.reconcile.reading import read_snapshot
+from neo_assets.reconcile.rules.checks import path_wholeness, row_ids_by_path
 from neo_assets.services.query import QueryService, Resident
 from neo_assets.services.query.serving import serving_targets
-from neo_assets.services.reconcile.reading import read_snapshot
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.sweep_harness import sweep_env_vars, text_file
