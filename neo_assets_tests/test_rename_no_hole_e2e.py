@@ -23,7 +23,7 @@ from neo_assets.core import codes
 from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.reconcile.rules.orphans import KIND_MANIFEST_ORPHAN, KIND_MANIFEST_ORPHAN_PENDING
+from neo_assets.reconcile.rules.plan import KIND_MANIFEST_ORPHAN, KIND_MANIFEST_ORPHAN_PENDING
 from neo_assets.services.query import run_query
 from neo_assets.store.leases import release, try_acquire
 from neo_assets_tests.fakes.fixtures import fault_server_fixture

@@ -28,7 +28,7 @@ from neo_assets.defs.resources import (
 )
 from neo_assets.defs.sweep import sweep_job
 from neo_assets.reconcile import checks
-from neo_assets.reconcile.rules.orphans import ACTIONABLE_KINDS, ORPHAN_KINDS
+from neo_assets.reconcile.rules.plan import ACTIONABLE_KINDS, ORPHAN_KINDS
 from neo_assets.reconcile.rules.trigger import (
     after_sweep_run_key,
     nightly_run_key,

@@ -39,16 +39,10 @@ from neo_assets.reconcile.reading import (
 )
 from neo_assets.reconcile.retirement import read_retired
 from neo_assets.reconcile.rules.checks import count_by_tenant, foreign_count, residue
-from neo_assets.reconcile.rules.orphans import (
-    ACTIONABLE_KINDS,
-    ORPHAN_KINDS,
-    ReconcilePlan,
-    RepoDeclaration,
-    TenantDeclaration,
-    classify_orphans,
-    plan_keeps_complete_sets,
-    reverify_before_delete,
-)
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.no_hole import plan_keeps_complete_sets, reverify_before_delete
+from neo_assets.reconcile.rules.orphans import classify_orphans
+from neo_assets.reconcile.rules.plan import ACTIONABLE_KINDS, ORPHAN_KINDS, ReconcilePlan
 from neo_assets.reconcile.rules.reclaim_gate import reclaim_blocked
 from neo_assets.reconcile.rules.retirement import Retired
 from neo_assets.services.generations import configured_generation, generation_store
@@ -300,6 +294,52 @@ def _orphans(plan: ReconcilePlan) -> dict[str, dict[str, Any]]:
     }
 
 
+def _plan_counts(plan: ReconcilePlan, done: _Reclaim, restamped: int) -> dict[str, Any]:
+    """The report's figures of the plan and of what was done with it."""
+    return {
+        "orphans": _orphans(plan),
+        "actionable": len(plan.delete_ids),
+        "pending": len(plan.pending_ids),
+        "restamp": len(plan.restamp_ids),
+        "restamped": restamped,
+        "reclaimed": sum(done.by_kind.values()),
+        "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
+        "unconfirmed": done.unconfirmed,
+        "leaseHeld": done.lease_held,
+        "deleteBatches": done.batches,
+        "skippedUnstamped": plan.skipped_unstamped,
+        "skippedByStamp": plan.telemetry()["skippedByStamp"],
+        "foreign": plan.foreign,
+        "kept": plan.kept,
+        "newerThanEnvelope": plan.newer_than_envelope,
+        "noEnvelope": plan.no_envelope,
+        "inconsistent": plan.inconsistent,
+        "duplicateRows": plan.duplicate_rows,
+    }
+
+
+def _reclaim_old_generations(
+    settings: Settings,
+    tenants: TenantsFile,
+    tenant_id: str,
+    base: ChromaStore,
+    ledger: Ledger,
+    write: bool,
+) -> dict[str, Any]:
+    """Other embedding generations' collections, reclaimed whole for this tenant once it
+    no longer uses them (``reconcile.generations``)."""
+    declared = find_tenant(tenants, tenant_id)
+    return reclaim_generations(
+        settings,
+        tenant_id,
+        [r.slug for r in declared.repos] if declared is not None else [],
+        base,
+        ledger,
+        write=write,
+        batch=settings.reconcile.delete_batch,
+    )
+
+
 def reconcile_tenant(
     settings: Settings,
     tenants: TenantsFile,
@@ -340,20 +380,10 @@ def reconcile_tenant(
     done = _Reclaim()
     if blocked is None:
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
-    declared = find_tenant(tenants, tenant_id)
-    old_generations = reclaim_generations(
-        settings,
-        tenant_id,
-        [r.slug for r in declared.repos] if declared is not None else [],
-        base,
-        ledger,
-        write=write,
-        batch=settings.reconcile.delete_batch,
-    )
+    old_generations = _reclaim_old_generations(settings, tenants, tenant_id, base, ledger, write)
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
     retired_now = retired_rows(read_retired(ledger, tenants), tenant_id, snap.rows, remaining)
-    telemetry = plan.telemetry()
     report: dict[str, Any] = {
         "tenantId": tenant_id,
         "declared": find_tenant(tenants, tenant_id) is not None,
@@ -364,24 +394,7 @@ def reconcile_tenant(
         "embeddingGeneration": snap.generation,
         "generations": old_generations,
         "rows": len(snap.rows),
-        "orphans": _orphans(plan),
-        "actionable": len(plan.delete_ids),
-        "pending": len(plan.pending_ids),
-        "restamp": len(plan.restamp_ids),
-        "restamped": restamped,
-        "reclaimed": sum(done.by_kind.values()),
-        "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
-        "unconfirmed": done.unconfirmed,
-        "leaseHeld": done.lease_held,
-        "deleteBatches": done.batches,
-        "skippedUnstamped": plan.skipped_unstamped,
-        "skippedByStamp": telemetry["skippedByStamp"],
-        "foreign": plan.foreign,
-        "kept": plan.kept,
-        "newerThanEnvelope": plan.newer_than_envelope,
-        "noEnvelope": plan.no_envelope,
-        "inconsistent": plan.inconsistent,
-        "duplicateRows": plan.duplicate_rows,
+        **_plan_counts(plan, done, restamped),
         "planHoles": {"count": len(plan_holes), "ids": plan_holes[:REPORT_MAX_IDS]},
         "planRowsByTenant": plan_counts,
         "planForeignRows": plan_foreign,

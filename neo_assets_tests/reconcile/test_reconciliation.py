@@ -35,7 +35,7 @@ from neo_assets.reconcile.defs import (
     nightly_reconciliation_schedule,
     reconciliation_sensor,
 )
-from neo_assets.reconcile.rules.orphans import (
+from neo_assets.reconcile.rules.plan import (
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
     KIND_STALE_CONTENT,
@@ -56,7 +56,7 @@ from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.sweep_harness import DIMENSIONS, sweep_env_vars, text_file
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 OLD, NEW = "1.0.0", "1.1.0"
 PARSER = "neo-code"
 VENDOR = ["vendor/**"]

@@ -17,7 +17,7 @@ declared repo exactly one set is served:
 
 A path the envelope no longer yields (deleted, moved, renamed) keeps serving its previous
 set until the repo's whole declared generation is complete: a renamed file's content is
-then held by its new path (the moves gate of ``reconcile.rules.orphans.generation_complete``,
+then held by its new path (the moves gate of ``reconcile.rules.declaration.generation_complete``,
 which reconciliation and the no-hole check use too), so a function is never absent from
 answers while its new path is still being embedded.
 
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from neo_assets.reconcile.rules.orphans import (
+from neo_assets.reconcile.rules.declaration import (
     RepoDeclaration,
     TenantDeclaration,
     generation_complete,

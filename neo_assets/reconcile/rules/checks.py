@@ -32,7 +32,7 @@ tenant-scoped query) holds rows of its own tenant only, counted from the rows re
 id, never from the classifier's report.
 
 **Residue.** The share of a tenant's rows carrying a parser identity that is not their
-repo's declared one (``reconcile.rules.orphans.residue_share``), broken down by repo and pair.
+repo's declared one (``residue_share`` below), broken down by repo and pair.
 """
 
 import re
@@ -41,11 +41,16 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
-from neo_assets.reconcile.rules.orphans import (
+from neo_assets.reconcile.rules.declaration import (
     RepoDeclaration,
     TenantDeclaration,
     generation_complete,
-    residue_share,
+)
+from neo_assets.reconcile.rules.orphans import (
+    STAMP_PARSER_ID,
+    STAMP_PARSER_VERSION,
+    STAMP_REPO_SLUG,
+    STAMP_TENANT_ID,
 )
 from neo_assets.reconcile.rules.retirement import (
     RETIRED_KINDS,
@@ -270,6 +275,30 @@ def containment(
 
 
 # ---------------------------------------------------------------------------- residue
+def residue_share(tenant: TenantDeclaration, rows: Iterable[Mapping[str, Any]]) -> float:
+    """Share of the tenant's parser-stamped rows whose ``{parserId, parserVersion}`` is not
+    their repo's declared pair (rows of an undeclared repo count as residue: no declaration
+    stands behind them). Foreign rows and rows without both stamps (or a repoSlug) are in
+    neither numerator nor denominator. 0.0 when no row qualifies."""
+    tenant_id = tenant.tenant_id
+    repos = tenant.repos
+    stamped = residue = 0
+    for row in rows:
+        md = row.get("metadata") if isinstance(row, Mapping) else None
+        if not isinstance(md, Mapping) or md.get(STAMP_TENANT_ID) != tenant_id:
+            continue
+        slug = md.get(STAMP_REPO_SLUG)
+        pid = md.get(STAMP_PARSER_ID)
+        pver = md.get(STAMP_PARSER_VERSION)
+        if type(slug) is not str or type(pid) is not str or type(pver) is not str:
+            continue
+        stamped += 1
+        repo = repos.get(slug)
+        if repo is None or pid != repo.parser_id or pver != repo.parser_version:
+            residue += 1
+    return residue / stamped if stamped else 0.0
+
+
 @dataclass(frozen=True)
 class Residue:
     """``share`` as ``residue_share`` computes it; the residue rows counted per

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from neo_assets.core import codes
-from neo_assets.reconcile.rules.orphans import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
 
 # Why a repo's records have no authority (telemetry; never an error by themselves).
 RECONCILE_NO_ENVELOPE = codes.RECONCILE_NO_ENVELOPE

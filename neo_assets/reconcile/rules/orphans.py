@@ -36,12 +36,8 @@ Every row lands in at most one kind. The precedence, and why:
    id is not declared lands here too: staleness of the config never outranks a kind that
    knows whether the row's replacement exists.
 
-Replacement complete for a yielded path: the declared generation for the path is recorded
-(the path is a key of ``declared_ids_by_path``) and every id in it is in ``present_ids`` or
-``fenced_ids``. A recorded *empty* set (the path now yields zero chunks) is complete
-vacuously: the declared generation has nothing to replace the old rows with, so reclaiming
-them leaves the path with exactly the set its declared generation holds. A yielded path
-with no recorded generation is never complete (unknown is not empty).
+"Replacement complete" is ``neo_assets.reconcile.rules.declaration``'s rule (a path's
+declared ids all present or fenced; the repo's whole generation for moves).
 
 Last guards, for rows whose stamps contradict their identity (counted as ``inconsistent``
 and kept): no id declared anywhere in the tenant is ever put in an actionable or pending
@@ -54,58 +50,41 @@ empty string, bool for int, non-finite time) is skipped and counted per stamp, n
 classified; so is a row without an id, and a row that would land in a kind with an id that
 is not a non-empty str. Stamps a rule does not read are not required (an
 unyielded vendor row needs no parser stamps; a declared row needs no ingestedAt).
-
-The plan: per kind its sorted ids; ``delete_ids`` = every actionable kind; ``restamp_ids`` =
-``config-stale``; ``pending_ids`` = both pending kinds (reported, never acted on). Deletion
-itself is the shell's, behind ``NEO_RECONCILIATION_ENABLED``, after ``plan_keeps_complete_sets``
-and ``reverify_before_delete`` below.
+The plan (``neo_assets.reconcile.rules.plan``): per kind its sorted ids, what to delete,
+re-stamp and report as pending. Deletion itself is the shell's, behind
+``NEO_RECONCILIATION_ENABLED``, after the checks of ``neo_assets.reconcile.rules.no_hole``.
 """
 
 import math
 from collections.abc import Iterable, Mapping, Set
-from dataclasses import dataclass, field
 from itertools import chain
 from operator import itemgetter
 from typing import Any, TypedDict
 
-from neo_assets.core import codes
-
-KIND_MANIFEST_ORPHAN = codes.KIND_MANIFEST_ORPHAN
-KIND_MANIFEST_ORPHAN_PENDING = codes.KIND_MANIFEST_ORPHAN_PENDING
-KIND_UNDECLARED_REPO = codes.KIND_UNDECLARED_REPO
-KIND_UNYIELDED_PATH = codes.KIND_UNYIELDED_PATH
-KIND_SUPERSEDED_GENERATION = codes.KIND_SUPERSEDED_GENERATION
-KIND_SUPERSEDED_PENDING = codes.KIND_SUPERSEDED_PENDING
-KIND_STALE_CONTENT = codes.KIND_STALE_CONTENT
-KIND_STALE_CONTENT_PENDING = codes.KIND_STALE_CONTENT_PENDING
-KIND_CONFIG_STALE = codes.KIND_CONFIG_STALE
-ORPHAN_KINDS = (
+from neo_assets.reconcile.rules.declaration import (
+    RepoDeclaration,
+    TenantDeclaration,
+    generation_complete,
+    replacement_complete,
+)
+from neo_assets.reconcile.rules.plan import (
+    ACTIONABLE_KINDS,
+    KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
-    KIND_UNDECLARED_REPO,
-    KIND_UNYIELDED_PATH,
-    KIND_SUPERSEDED_GENERATION,
-    KIND_SUPERSEDED_PENDING,
+    KIND_MANIFEST_ORPHAN_PENDING,
     KIND_STALE_CONTENT,
     KIND_STALE_CONTENT_PENDING,
-    KIND_CONFIG_STALE,
-    KIND_MANIFEST_ORPHAN_PENDING,
-)
-ACTIONABLE_KINDS = frozenset(
-    {
-        KIND_MANIFEST_ORPHAN,
-        KIND_UNDECLARED_REPO,
-        KIND_UNYIELDED_PATH,
-        KIND_SUPERSEDED_GENERATION,
-        KIND_STALE_CONTENT,
-    }
-)
-PENDING_KINDS = frozenset(
-    {KIND_SUPERSEDED_PENDING, KIND_STALE_CONTENT_PENDING, KIND_MANIFEST_ORPHAN_PENDING}
+    KIND_SUPERSEDED_GENERATION,
+    KIND_SUPERSEDED_PENDING,
+    KIND_UNDECLARED_REPO,
+    KIND_UNYIELDED_PATH,
+    ORPHAN_KINDS,
+    PENDING_KINDS,
+    ReconcilePlan,
 )
 
 # Mirrors settings.reconcile.stale_gap's default; the shell passes the setting.
 DEFAULT_STALE_GAP = 2
-TELEMETRY_EXAMPLE_IDS = 5
 
 # Stamp names as the contract spells them (and the pseudo-stamps a row's shape needs).
 STAMP_ID = "id"
@@ -124,107 +103,6 @@ class CollectionRow(TypedDict):
 
     id: str
     metadata: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class RepoDeclaration:
-    """What one declared repo of a tenant says now: its parser pair and its latest complete
-    envelope (path membership) with the declared generation (ids per yielded path)."""
-
-    repo_slug: str
-    parser_id: str
-    parser_version: str
-    envelope_paths: frozenset[str]
-    yielded_paths: frozenset[str]
-    envelope_recorded_at: float
-    declared_ids_by_path: Mapping[str, frozenset[str]]
-    has_complete_envelope: bool
-
-    def __post_init__(self) -> None:
-        # An inconsistent declaration is refused rather than guessed around: every rule
-        # here trusts yielded <= envelope and declared paths <= yielded.
-        object.__setattr__(self, "envelope_paths", frozenset(self.envelope_paths))
-        object.__setattr__(self, "yielded_paths", frozenset(self.yielded_paths))
-        object.__setattr__(
-            self,
-            "declared_ids_by_path",
-            {path: frozenset(ids) for path, ids in self.declared_ids_by_path.items()},
-        )
-        if not self.yielded_paths <= self.envelope_paths:
-            raise ValueError(f"{self.repo_slug}: yielded_paths must be a subset of envelope_paths")
-        if not self.declared_ids_by_path.keys() <= self.yielded_paths:
-            raise ValueError(f"{self.repo_slug}: declared_ids_by_path may only name yielded paths")
-        if not math.isfinite(self.envelope_recorded_at):
-            raise ValueError(f"{self.repo_slug}: envelope_recorded_at must be finite")
-
-
-@dataclass(frozen=True, slots=True)
-class TenantDeclaration:
-    """A tenant's current declaration: its config version and its repos by slug."""
-
-    tenant_id: str
-    config_version: int
-    repos: Mapping[str, RepoDeclaration]
-
-    def __post_init__(self) -> None:
-        for slug, repo in self.repos.items():
-            if slug != repo.repo_slug:
-                raise ValueError(f"repos key {slug!r} != repo_slug {repo.repo_slug!r}")
-
-
-@dataclass(frozen=True, slots=True)
-class ReconcilePlan:
-    """The classification of one tenant's rows. Id lists are sorted tuples.
-
-    Every input row is counted exactly once: in one kind, or in ``kept`` (this tenant's rows
-    in no kind, of which ``newer_than_envelope``, ``no_envelope`` and ``inconsistent`` are
-    broken out), ``skipped_unstamped``, ``foreign`` or ``duplicate_rows``."""
-
-    tenant_id: str
-    ids_by_kind: Mapping[str, tuple[str, ...]]
-    delete_ids: tuple[str, ...]
-    restamp_ids: tuple[str, ...]
-    pending_ids: tuple[str, ...]
-    skipped_unstamped: int
-    skipped_by_stamp: Mapping[str, int]
-    foreign: int
-    kept: int
-    newer_than_envelope: int
-    no_envelope: int
-    inconsistent: int
-    duplicate_rows: int
-    counts: Mapping[str, int] = field(init=False)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(
-            self, "counts", {kind: len(self.ids_by_kind.get(kind, ())) for kind in ORPHAN_KINDS}
-        )
-
-    def telemetry(self) -> dict[str, Any]:
-        """Each kind under its own key with its count and a few example ids, so one kind can
-        never be read as another; the skip and containment counters beside them."""
-        return {
-            "tenantId": self.tenant_id,
-            "orphans": {
-                kind: {
-                    "count": self.counts[kind],
-                    "ids": list(self.ids_by_kind.get(kind, ())[:TELEMETRY_EXAMPLE_IDS]),
-                    "actionable": kind in ACTIONABLE_KINDS,
-                }
-                for kind in ORPHAN_KINDS
-            },
-            "actionable": len(self.delete_ids),
-            "restamp": len(self.restamp_ids),
-            "pending": len(self.pending_ids),
-            "skippedUnstamped": self.skipped_unstamped,
-            "skippedByStamp": dict(sorted(self.skipped_by_stamp.items())),
-            "foreign": self.foreign,
-            "kept": self.kept,
-            "newerThanEnvelope": self.newer_than_envelope,
-            "noEnvelope": self.no_envelope,
-            "inconsistent": self.inconsistent,
-            "duplicateRows": self.duplicate_rows,
-        }
 
 
 _UNYIELDED = object()  # path-table marker: in the envelope, not yielded
@@ -253,25 +131,8 @@ def _is_stamp_str(value: object) -> bool:
     return type(value) is str and value != ""
 
 
-def _replacement_complete(
-    declared: frozenset[str] | None, present_ids: frozenset[str] | set[str], fenced_ids: Set[str]
-) -> bool:
-    if declared is None:
-        return False
-    if declared.issubset(present_ids):  # the common answer, decided in C
-        return True
-    return bool(fenced_ids) and all(i in present_ids or i in fenced_ids for i in declared)
-
-
-def generation_complete(repo: RepoDeclaration, present_ids: Set[str], fenced_ids: Set[str]) -> bool:
-    """Whether the repo's declared generation is complete: it has authority and every
-    declared id of every yielded path is present or fenced (the moves gate)."""
-    if not repo.has_complete_envelope:
-        return False
-    return all(
-        _replacement_complete(repo.declared_ids_by_path.get(path), present_ids, fenced_ids)
-        for path in repo.yielded_paths
-    )
+def _skip(skipped: dict[str, int], stamp: str) -> None:
+    skipped[stamp] = skipped.get(stamp, 0) + 1
 
 
 def _declared_among(tenant: TenantDeclaration, candidates: list[list[Any]]) -> set[Any]:
@@ -347,128 +208,158 @@ def _type_error_stamp(row: Mapping[str, Any]) -> str:
     return STAMP_SOURCE_PATH
 
 
-def classify_orphans(
-    tenant: TenantDeclaration,
-    rows: Iterable[Mapping[str, Any]],
-    present_ids: Set[str],
-    fenced_ids: Set[str],
-    stale_gap: int = DEFAULT_STALE_GAP,
-) -> ReconcilePlan:
-    """Classify the tenant's rows against its declaration (see the module doc for the kinds
-    and their precedence). ``present_ids``: ids in the collection for this tenant;
-    ``fenced_ids``: ids durably fenced at the current embedding generation."""
-    if type(stale_gap) is not int or stale_gap < 1:
-        raise ValueError("stale_gap must be an int >= 1")
-    tenant_id = tenant.tenant_id
-    stale_limit = tenant.config_version - stale_gap  # stale when version <= this
-    skipped: dict[str, int] = {}
-    if not isinstance(present_ids, set | frozenset):
-        present_ids = frozenset(present_ids)  # so subset tests run in C
+def _unique_rows(rows: list[Any]) -> tuple[list[Any], dict[str, int], set[Any], int]:
+    """The rows the loop sorts, the skips so far, the repeated ids and their extra reads.
 
-    # Prepass in C: every row has an id and no id repeats -> the loop needs no per-row id
-    # bookkeeping. An id's form (a non-empty str) is checked only for rows that land in a
-    # kind, by the sort below: a row in no kind is not acted on, so its id's form is moot.
-    rows = rows if type(rows) is list else list(rows)
-    total = len(rows)
-    duplicated: set[Any] = set()
-    duplicates = 0
+    Prepass in C: when every row has an id and no id repeats, the loop needs no per-row id
+    bookkeeping. An id's form (a non-empty str) is checked only for rows that land in a
+    kind, by the output sort: a row in no kind is not acted on, so its id's form is moot."""
     try:
-        clean = len(set(map(_GET_ID, rows))) == total
+        clean = len(set(map(_GET_ID, rows))) == len(rows)
     except (KeyError, TypeError):
         clean = False
-    if not clean:
-        rows, bad_ids, duplicated, duplicates = _first_occurrences(rows)
-        if bad_ids:
-            skipped[STAMP_ID] = bad_ids
+    if clean:
+        return rows, {}, set(), 0
+    kept, bad_ids, duplicated, duplicates = _first_occurrences(rows)
+    return kept, ({STAMP_ID: bad_ids} if bad_ids else {}), duplicated, duplicates
 
-    # Per declared repo: (path table, parserId, parserVersion, recorded_at, per-path target
-    # lists, filled lazily); None for a repo without a complete envelope.
-    views: dict[str, tuple[Any, ...] | None] = {
+
+def _repo_views(tenant: TenantDeclaration) -> dict[str, tuple[Any, ...] | None]:
+    """Per declared repo: (path table, parserId, parserVersion, recorded_at, per-path
+    target lists, filled lazily); None for a repo without a complete envelope."""
+    return {
         slug: (
-            (
-                _path_table(repo),
-                repo.parser_id,
-                repo.parser_version,
-                repo.envelope_recorded_at,
-                {},
-            )
+            (_path_table(repo), repo.parser_id, repo.parser_version, repo.envelope_recorded_at, {})
             if repo.has_complete_envelope
             else None
         )
         for slug, repo in tenant.repos.items()
     }
 
-    manifest: list[str] = []
-    manifest_pending: list[str] = []
-    # Per repo slug, once: whether its declared generation is complete (the moves gate).
-    whole_repo: dict[str, bool] = {}
-    undeclared: list[str] = []
-    unyielded: list[str] = []
-    superseded: list[str] = []
-    superseded_pending: list[str] = []
-    stale: list[str] = []
-    stale_pending: list[str] = []
-    restamp: list[str] = []
-    foreign = newer = no_envelope = 0
-    stale_add, stale_pending_add = stale.append, stale_pending.append
-    superseded_add, superseded_pending_add = superseded.append, superseded_pending.append
-    absent = _ABSENT
-    unyielded_marker = _UNYIELDED
 
-    # The hot loop. Stamps are read by subscript with literal keys (a missing one raises
-    # KeyError naming it, handled below, off the hot path); a type is checked only where a
-    # wrong one could change the outcome: a slug, path or parser pair that matched a
-    # declared one by equality is already a str, so those checks live on the other branches.
+class _Sorting:
+    """One classification under way: what it reads, the ids found per kind and the
+    counters. The hot loop (``_sort_rows``) binds what it needs to locals; the outcomes it
+    meets less often are these methods, so they cost a call only when they happen."""
+
+    __slots__ = (
+        "tenant",
+        "present_ids",
+        "fenced_ids",
+        "stale_limit",
+        "views",
+        "whole_repo",
+        "by_kind",
+        "skipped",
+        "foreign",
+        "newer",
+        "no_envelope",
+    )
+
+    def __init__(
+        self,
+        tenant: TenantDeclaration,
+        present_ids: Set[str],
+        fenced_ids: Set[str],
+        stale_limit: int,
+        skipped: dict[str, int],
+    ) -> None:
+        self.tenant = tenant
+        self.present_ids = present_ids
+        self.fenced_ids = fenced_ids
+        self.stale_limit = stale_limit  # a row is config-stale when its version <= this
+        self.views = _repo_views(tenant)
+        self.whole_repo: dict[str, bool] = {}  # per slug, once: the moves gate
+        self.by_kind: dict[str, list[Any]] = {kind: [] for kind in ORPHAN_KINDS}
+        self.skipped = skipped
+        self.foreign = self.newer = self.no_envelope = 0
+
+    def other_tenant(self, tenant_id: object) -> None:
+        """Containment: another tenant's row is only counted; one of no tenant is skipped."""
+        if type(tenant_id) is str and tenant_id:
+            self.foreign += 1
+        else:
+            _skip(self.skipped, STAMP_TENANT_ID)
+
+    def undeclared_repo(self, row: Mapping[str, Any], slug: object) -> None:
+        if type(slug) is str and slug:
+            self.by_kind[KIND_UNDECLARED_REPO].append(row["id"])
+        else:
+            _skip(self.skipped, STAMP_REPO_SLUG)
+
+    def off_yield(
+        self, row: Mapping[str, Any], slug: str, path: object, departed: bool, recorded_at: float
+    ) -> None:
+        """A row on a path the envelope does not yield: it left the manifest (``departed``:
+        actionable once the repo's generation is complete) or is not yielded; kept when the
+        envelope predates it."""
+        if not (type(path) is str and path):
+            _skip(self.skipped, STAMP_SOURCE_PATH)
+            return
+        ingested = row["metadata"]["ingestedAt"]
+        if not _is_finite_time(ingested):
+            _skip(self.skipped, STAMP_INGESTED_AT)
+        elif ingested > recorded_at:
+            self.newer += 1
+        elif departed:
+            if slug not in self.whole_repo:
+                self.whole_repo[slug] = generation_complete(
+                    self.tenant.repos[slug], self.present_ids, self.fenced_ids
+                )
+            pending = not self.whole_repo[slug]
+            kind = KIND_MANIFEST_ORPHAN_PENDING if pending else KIND_MANIFEST_ORPHAN
+            self.by_kind[kind].append(row["id"])
+        else:
+            self.by_kind[KIND_UNYIELDED_PATH].append(row["id"])
+
+    def targets(self, targets_by_path: dict[str, Any], path: str, declared: Any) -> Any:
+        """Per path, once: where its undeclared ids go (stale-content, superseded), pending
+        or not by whether the path's replacement is complete."""
+        if replacement_complete(declared, self.present_ids, self.fenced_ids):
+            stale, superseded = KIND_STALE_CONTENT, KIND_SUPERSEDED_GENERATION
+        else:
+            stale, superseded = KIND_STALE_CONTENT_PENDING, KIND_SUPERSEDED_PENDING
+        pair = (self.by_kind[stale].append, self.by_kind[superseded].append)
+        targets_by_path[path] = pair
+        return pair
+
+
+def _sort_rows(rows: list[Any], s: _Sorting) -> None:
+    """The hot loop: each row into its kind (``s.by_kind``) or a counter.
+
+    Stamps are read by subscript with literal keys (a missing one raises KeyError naming
+    it, handled below, off the hot path); a type is checked only where a wrong one could
+    change the outcome: a slug, path or parser pair that matched a declared one by
+    equality is already a str, so those checks live on the other branches."""
+    tenant_id, views, stale_limit, skipped = s.tenant.tenant_id, s.views, s.stale_limit, s.skipped
+    restamp = s.by_kind[KIND_CONFIG_STALE]
+    absent, unyielded = _ABSENT, _UNYIELDED
     for row in rows:
         try:
             md = row["metadata"]
             if md["tenantId"] != tenant_id:
-                tid = md["tenantId"]
-                if type(tid) is str and tid:
-                    foreign += 1
-                else:
-                    skipped[STAMP_TENANT_ID] = skipped.get(STAMP_TENANT_ID, 0) + 1
+                s.other_tenant(md["tenantId"])
                 continue
             slug = md["repoSlug"]
             if slug not in views:
-                if type(slug) is str and slug:
-                    undeclared.append(row["id"])
-                else:
-                    skipped[STAMP_REPO_SLUG] = skipped.get(STAMP_REPO_SLUG, 0) + 1
+                s.undeclared_repo(row, slug)
                 continue
             view = views[slug]
             if view is None:
-                no_envelope += 1
+                s.no_envelope += 1
                 continue
             path = md["sourcePath"]
             table, parser_id, parser_version, recorded_at, targets_by_path = view
             # `in` + subscript rather than .get: two specialised dict ops beat a method call.
             declared = table[path] if path in table else absent
-            if declared is absent or declared is unyielded_marker:
-                if not (type(path) is str and path):
-                    skipped[STAMP_SOURCE_PATH] = skipped.get(STAMP_SOURCE_PATH, 0) + 1
-                    continue
-                ingested = md["ingestedAt"]
-                if not _is_finite_time(ingested):
-                    skipped[STAMP_INGESTED_AT] = skipped.get(STAMP_INGESTED_AT, 0) + 1
-                elif ingested > recorded_at:
-                    newer += 1
-                elif declared is absent:
-                    if slug not in whole_repo:
-                        whole_repo[slug] = generation_complete(
-                            tenant.repos[slug], present_ids, fenced_ids
-                        )
-                    (manifest if whole_repo[slug] else manifest_pending).append(row["id"])
-                else:
-                    unyielded.append(row["id"])
+            if declared is absent or declared is unyielded:
+                s.off_yield(row, slug, path, declared is absent, recorded_at)
                 continue
             rid = row["id"]
             if declared is not None and rid in declared:
                 cfg = md["tenantConfigVersion"]
                 if type(cfg) is not int:
-                    skipped[STAMP_TENANT_CONFIG_VERSION] = (
-                        skipped.get(STAMP_TENANT_CONFIG_VERSION, 0) + 1
-                    )
+                    _skip(skipped, STAMP_TENANT_CONFIG_VERSION)
                 elif cfg <= stale_limit:
                     restamp.append(rid)
                 continue
@@ -477,39 +368,27 @@ def classify_orphans(
             if path in targets_by_path:
                 targets = targets_by_path[path]
             else:
-                # Per path, once: (stale-content list, superseded list) by completeness.
-                targets = targets_by_path[path] = (
-                    (stale_add, superseded_add)
-                    if _replacement_complete(declared, present_ids, fenced_ids)
-                    else (stale_pending_add, superseded_pending_add)
-                )
+                targets = s.targets(targets_by_path, path, declared)
             if pid == parser_id and pver == parser_version:
                 targets[0](rid)
             elif not (type(pid) is str and pid):
-                skipped[STAMP_PARSER_ID] = skipped.get(STAMP_PARSER_ID, 0) + 1
+                _skip(skipped, STAMP_PARSER_ID)
             elif not (type(pver) is str and pver):
-                skipped[STAMP_PARSER_VERSION] = skipped.get(STAMP_PARSER_VERSION, 0) + 1
+                _skip(skipped, STAMP_PARSER_VERSION)
             else:
                 targets[1](rid)
         except KeyError as exc:
             key = exc.args[0] if exc.args else None
-            stamp = key if key in _ROW_STAMPS else STAMP_METADATA
-            skipped[stamp] = skipped.get(stamp, 0) + 1
+            _skip(skipped, key if key in _ROW_STAMPS else STAMP_METADATA)
         except TypeError:
-            stamp = _type_error_stamp(row)
-            skipped[stamp] = skipped.get(stamp, 0) + 1
+            _skip(skipped, _type_error_stamp(row))
 
-    by_kind = {
-        KIND_MANIFEST_ORPHAN: manifest,
-        KIND_UNDECLARED_REPO: undeclared,
-        KIND_UNYIELDED_PATH: unyielded,
-        KIND_SUPERSEDED_GENERATION: superseded,
-        KIND_SUPERSEDED_PENDING: superseded_pending,
-        KIND_STALE_CONTENT: stale,
-        KIND_STALE_CONTENT_PENDING: stale_pending,
-        KIND_CONFIG_STALE: restamp,
-        KIND_MANIFEST_ORPHAN_PENDING: manifest_pending,
-    }
+
+def _drop_inconsistent(
+    tenant: TenantDeclaration, by_kind: dict[str, list[Any]], duplicated: set[Any]
+) -> int:
+    """The last guards (module doc): an id read more than once, and an id the tenant
+    declares anywhere, leave every kind they would act on. Returns how many ids left."""
     inconsistent = 0
     if duplicated:
         for kind, ids_ in by_kind.items():
@@ -525,7 +404,13 @@ def classify_orphans(
                 kept_ids = [i for i in ids_ if i not in conflicts]
                 inconsistent += len(ids_) - len(kept_ids)
                 by_kind[kind] = kept_ids
+    return inconsistent
 
+
+def _plan(s: _Sorting, total: int, duplicates: int, inconsistent: int) -> ReconcilePlan:
+    """Each kind's ids sorted (an id of the wrong form dropped and counted as skipped),
+    what to delete, re-stamp and report as pending, and every row counted once."""
+    by_kind, skipped = s.by_kind, s.skipped
     ids_by_kind: dict[str, tuple[str, ...]] = {}
     for kind in ORPHAN_KINDS:
         by_kind[kind], bad_ids = _sorted_ids(by_kind[kind])
@@ -543,150 +428,42 @@ def classify_orphans(
     classified = sum(len(ids_) for ids_ in ids_by_kind.values())
     # kept = this tenant's rows in no kind (the reasons beside it break part of it out),
     # derived rather than counted so the hot loop's commonest branch does no arithmetic.
-    kept = total - duplicates - skipped_total - foreign - classified
+    kept = total - duplicates - skipped_total - s.foreign - classified
     return ReconcilePlan(
-        tenant_id=tenant_id,
+        tenant_id=s.tenant.tenant_id,
         ids_by_kind=ids_by_kind,
         delete_ids=delete_ids,
         restamp_ids=ids_by_kind[KIND_CONFIG_STALE],
         pending_ids=pending_ids,
         skipped_unstamped=skipped_total,
         skipped_by_stamp=skipped,
-        foreign=foreign,
+        foreign=s.foreign,
         kept=kept,
-        newer_than_envelope=newer,
-        no_envelope=no_envelope,
+        newer_than_envelope=s.newer,
+        no_envelope=s.no_envelope,
         inconsistent=inconsistent,
         duplicate_rows=duplicates,
     )
 
 
-def plan_keeps_complete_sets(
-    plan: ReconcilePlan,
+def classify_orphans(
     tenant: TenantDeclaration,
     rows: Iterable[Mapping[str, Any]],
     present_ids: Set[str],
     fenced_ids: Set[str],
-) -> list[str]:
-    """The no-hole check on a plan, independent of the classifier that made it.
-
-    A path that left the manifest (a deleted, moved or renamed file) may lose its rows only
-    when the repo's whole declared generation is complete after the plan, so moved content
-    is served from its new path before the old rows go.
-
-    A yielded path keeps a complete set under the plan when either the plan removes none of
-    its rows (whatever set it holds now stays intact), or after the plan its declared
-    generation is complete: the path's generation is recorded and every declared id is in
-    ``present_ids - plan.delete_ids`` or in ``fenced_ids``. A path's rows are the tenant's
-    rows stamped with its repoSlug and sourcePath, plus its declared ids by identity.
-
-    Returns the offending paths as sorted ``"repoSlug:sourcePath"`` strings (empty = safe).
-    A deleted row of a declared repo without a complete envelope is reported too (path
-    membership unknown, so no hole can be ruled out), and a deleted row of this tenant whose
-    repoSlug or sourcePath cannot be read is reported as ``"unlocatable:<id>"``.
-    """
-    deleting = frozenset(plan.delete_ids)
-    if not deleting:
-        return []
-    tenant_id = tenant.tenant_id
-    touched: set[tuple[str, str]] = set()
-    departed: set[tuple[str, str]] = set()
-    offenders: set[str] = set()
-    for row in rows:
-        try:
-            rid = row["id"]
-        except (KeyError, TypeError):
-            continue
-        if type(rid) is not str or rid not in deleting:
-            continue
-        md = row.get("metadata")
-        if not isinstance(md, Mapping) or md.get(STAMP_TENANT_ID) != tenant_id:
-            continue  # containment is the other check's business
-        slug = md.get(STAMP_REPO_SLUG)
-        if type(slug) is not str:
-            offenders.add(f"unlocatable:{rid}")
-            continue
-        repo = tenant.repos.get(slug)
-        if repo is None:
-            continue  # an undeclared repo yields no path, so it has no set to keep
-        path = md.get(STAMP_SOURCE_PATH)
-        if type(path) is not str:
-            offenders.add(f"unlocatable:{rid}")
-        elif not repo.has_complete_envelope:
-            offenders.add(f"{slug}:{path}")
-        elif path in repo.yielded_paths:
-            touched.add((slug, path))
-        elif path not in repo.envelope_paths:
-            departed.add((slug, path))
-    # A path that left the manifest may have moved: its rows go only once the repo's
-    # declared generation is complete after the plan (the moved content's rows exist).
-    after = frozenset(present_ids) - deleting
-    for slug, path in departed:
-        if not generation_complete(tenant.repos[slug], after, fenced_ids):
-            offenders.add(f"{slug}:{path}")
-    for slug, repo in tenant.repos.items():
-        for path, ids in repo.declared_ids_by_path.items():
-            if not deleting.isdisjoint(ids):
-                touched.add((slug, path))
-    for slug, path in touched:
-        declared = tenant.repos[slug].declared_ids_by_path.get(path)
-        complete_after = declared is not None and all(
-            (i in present_ids and i not in deleting) or i in fenced_ids for i in declared
-        )
-        if not complete_after:
-            offenders.add(f"{slug}:{path}")
-    return sorted(offenders)
-
-
-def reverify_before_delete(
-    tenant: TenantDeclaration,
-    expected_kinds: Mapping[str, str],
-    reread_metadata: Mapping[str, Mapping[str, Any] | None],
-    present_ids: Set[str],
-    fenced_ids: Set[str],
     stale_gap: int = DEFAULT_STALE_GAP,
-) -> tuple[str, ...]:
-    """The re-read check run right before a delete batch: of the ids the plan would delete
-    (``expected_kinds``: id -> the kind the plan gave it), return the sorted ids that may
-    still be deleted: re-read now (``reread_metadata``: id -> metadata, None when gone),
-    still carrying this tenant's id, and classified into the same actionable kind by the
-    same classifier against the current declaration and current present/fenced ids."""
-    rows = [
-        {"id": rid, "metadata": md}
-        for rid, md in reread_metadata.items()
-        if rid in expected_kinds and md is not None
-    ]
-    fresh = classify_orphans(tenant, rows, present_ids, fenced_ids, stale_gap)
-    confirmed = [
-        rid
-        for kind, ids in fresh.ids_by_kind.items()
-        if kind in ACTIONABLE_KINDS
-        for rid in ids
-        if expected_kinds.get(rid) == kind
-        and reread_metadata[rid].get(STAMP_TENANT_ID) == tenant.tenant_id
-    ]
-    return tuple(sorted(confirmed))
-
-
-def residue_share(tenant: TenantDeclaration, rows: Iterable[Mapping[str, Any]]) -> float:
-    """Share of the tenant's parser-stamped rows whose ``{parserId, parserVersion}`` is not
-    their repo's declared pair (rows of an undeclared repo count as residue: no declaration
-    stands behind them). Foreign rows and rows without both stamps (or a repoSlug) are in
-    neither numerator nor denominator. 0.0 when no row qualifies."""
-    tenant_id = tenant.tenant_id
-    repos = tenant.repos
-    stamped = residue = 0
-    for row in rows:
-        md = row.get("metadata") if isinstance(row, Mapping) else None
-        if not isinstance(md, Mapping) or md.get(STAMP_TENANT_ID) != tenant_id:
-            continue
-        slug = md.get(STAMP_REPO_SLUG)
-        pid = md.get(STAMP_PARSER_ID)
-        pver = md.get(STAMP_PARSER_VERSION)
-        if type(slug) is not str or type(pid) is not str or type(pver) is not str:
-            continue
-        stamped += 1
-        repo = repos.get(slug)
-        if repo is None or pid != repo.parser_id or pver != repo.parser_version:
-            residue += 1
-    return residue / stamped if stamped else 0.0
+) -> ReconcilePlan:
+    """Classify the tenant's rows against its declaration (see the module doc for the kinds
+    and their precedence). ``present_ids``: ids in the collection for this tenant;
+    ``fenced_ids``: ids durably fenced at the current embedding generation."""
+    if type(stale_gap) is not int or stale_gap < 1:
+        raise ValueError("stale_gap must be an int >= 1")
+    if not isinstance(present_ids, set | frozenset):
+        present_ids = frozenset(present_ids)  # so subset tests run in C
+    rows = rows if type(rows) is list else list(rows)
+    unique, skipped, duplicated, duplicates = _unique_rows(rows)
+    stale_limit = tenant.config_version - stale_gap
+    sorting = _Sorting(tenant, present_ids, fenced_ids, stale_limit, skipped)
+    _sort_rows(unique, sorting)
+    inconsistent = _drop_inconsistent(tenant, sorting.by_kind, duplicated)
+    return _plan(sorting, len(rows), duplicates, inconsistent)

@@ -10,7 +10,7 @@ from neo_assets.core.query.truth import (
     tenant_serving,
 )
 from neo_assets.reconcile.rules.checks import path_wholeness
-from neo_assets.reconcile.rules.orphans import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
 
 GEN = "gen-1"
 

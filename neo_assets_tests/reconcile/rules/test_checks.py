@@ -14,9 +14,10 @@ from neo_assets.reconcile.rules.checks import (
     foreign_count,
     path_wholeness,
     residue,
+    residue_share,
     row_ids_by_path,
 )
-from neo_assets.reconcile.rules.orphans import RepoDeclaration, TenantDeclaration, residue_share
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
 
 REPO = RepoDeclaration(
     repo_slug="widgets",

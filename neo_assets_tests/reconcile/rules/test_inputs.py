@@ -20,11 +20,8 @@ from neo_assets.reconcile.rules.inputs import (
     sweep_settled,
     tenant_declaration,
 )
-from neo_assets.reconcile.rules.orphans import (
-    KIND_SUPERSEDED_PENDING,
-    KIND_UNYIELDED_PATH,
-    classify_orphans,
-)
+from neo_assets.reconcile.rules.orphans import classify_orphans
+from neo_assets.reconcile.rules.plan import KIND_SUPERSEDED_PENDING, KIND_UNYIELDED_PATH
 
 DIGEST = "d" * 64
 OTHER_DIGEST = "e" * 64

@@ -10,7 +10,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id
-from neo_assets.reconcile.rules.orphans import (
+from neo_assets.reconcile.rules.checks import residue_share
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.no_hole import plan_keeps_complete_sets, reverify_before_delete
+from neo_assets.reconcile.rules.orphans import classify_orphans
+from neo_assets.reconcile.rules.plan import (
     ACTIONABLE_KINDS,
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
@@ -24,12 +28,6 @@ from neo_assets.reconcile.rules.orphans import (
     ORPHAN_KINDS,
     PENDING_KINDS,
     ReconcilePlan,
-    RepoDeclaration,
-    TenantDeclaration,
-    classify_orphans,
-    plan_keeps_complete_sets,
-    residue_share,
-    reverify_before_delete,
 )
 
 TENANT = "acme"

@@ -23,12 +23,12 @@ from neo_assets.services.query import QueryService, Resident
 from neo_assets.services.query.serving import serving_targets
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
-from neo_assets_tests.sweep_harness import sweep_env_vars, text_file
-from neo_assets_tests.test_reconciliation import (  # noqa: F401 - fixtures
+from neo_assets_tests.reconcile.test_reconciliation import (  # noqa: F401 - fixtures
     make_world,
     server,
     server_module,
 )
+from neo_assets_tests.sweep_harness import sweep_env_vars, text_file
 
 OLD, NEW = "1.0.0", "1.1.0"
 APP_V1 = "def alpha_helper(x):\n    return x + 1\n\n\ndef beta_helper(y):\n    return y * 2\n"
