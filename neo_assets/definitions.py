@@ -10,8 +10,8 @@ import dagster as dg
 
 import neo_assets.defs.alerts as alerts_defs
 import neo_assets.defs.declaration as declaration_defs
-import neo_assets.defs.health as health_defs
 import neo_assets.defs.links as links_defs
+import neo_assets.health.defs as health_defs
 import neo_assets.reconcile.defs as reconciliation_defs
 from neo_assets.defs import status as status_defs
 from neo_assets.defs import sweep as sweep_defs

@@ -1,7 +1,7 @@
 """The provider health canary: run once (schedule or CLI), reuse a healthy result within
 its TTL, back off after failures, and record what a real probe saw in the ledger.
 
-The rules are ``core/health/canary.py``; this module wires the ledger, the provider and the
+The rules are ``health/rules/canary.py``; this module wires the ledger, the provider and the
 bounded probe to them. The canary is a diagnostic: it never runs per row, per batch or per
 sensor tick, and it decides nothing but its own record (the sweep sensor reads the latest
 healthy record to end a recovery episode).
@@ -15,7 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.config.settings import Settings, load_settings
-from neo_assets.core.health.canary import (
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.health import records as store
+from neo_assets.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
+from neo_assets.health.rules.canary import (
     CANARY_OPERATION_LABEL,
     CanaryPolicy,
     CanaryRecord,
@@ -23,12 +27,8 @@ from neo_assets.core.health.canary import (
     canary_record,
     reusable,
 )
-from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services.generations import generation_for
 from neo_assets.services.handles import build_provider, open_ledger
-from neo_assets.services.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
-from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
 
@@ -79,7 +79,7 @@ async def canary_async(
     force: bool = False,
     upstream: CancelScope | None = None,
 ) -> CanaryResult:
-    """Serve the latest record when it answers for now (``core.health.canary.reusable``),
+    """Serve the latest record when it answers for now (``health.rules.canary.reusable``),
     else probe once and record the result (committed before it is returned)."""
     provider = build_provider(settings)
     identity = provider_identity(settings, provider)

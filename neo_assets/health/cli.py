@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         """Run the provider health canary once and print its record (exit 0 healthy, 1 not)."""
 
         def go() -> int:
-            from neo_assets.services.health.canary import run_canary
+            from neo_assets.health.canary import run_canary
 
             settings = common.load_settings_or_usage()
             result = run_canary(settings, force=force)
@@ -57,8 +57,8 @@ def register(app: typer.Typer) -> None:
         """Lift the collection's freeze record (an operator's decision after containment)."""
 
         def go() -> int:
-            from neo_assets.services.health.canary import ledger_for
-            from neo_assets.services.health.freezing import unfreeze as lift
+            from neo_assets.health.canary import ledger_for
+            from neo_assets.health.freezing import unfreeze as lift
 
             settings = common.load_settings_or_usage()
             with ledger_for(settings, None) as ledger:

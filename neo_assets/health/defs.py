@@ -12,8 +12,8 @@ from typing import Any
 import dagster as dg
 
 from neo_assets.defs.resources import LedgerResource, SettingsResource
-from neo_assets.services.health.canary import run_canary
-from neo_assets.services.health.reprobe import run_due_reprobe
+from neo_assets.health.canary import run_canary
+from neo_assets.health.reprobe import run_due_reprobe
 
 CANARY_CRON = "*/5 * * * *"
 

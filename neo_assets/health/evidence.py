@@ -5,7 +5,7 @@ was a wrong dimension, a NaN or an all-zero vector (which freeze the write path)
 malformed body (which does not) is in the failure's detail. ``VectorEvidenceRecorder``
 wraps the sweep's provider, validates every answer against the provider's dimension (the
 collection's) with ``validate_vectors`` — the check the lane makes anyway — and counts the
-verdict of each invalid one (``core.health.canary.invalid_detail_verdict``). The failure itself
+verdict of each invalid one (``health.rules.canary.invalid_detail_verdict``). The failure itself
 is re-raised unchanged: the lane's verdicts do not change.
 """
 
@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.health.canary import detail_dimensions, invalid_detail_verdict
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.health.rules.canary import detail_dimensions, invalid_detail_verdict
 
 
 class VectorEvidenceRecorder:

@@ -1,12 +1,14 @@
 """The sweep's side of the freeze: is the write path frozen, and does this sweep's
-evidence freeze it. The rules are ``core/health/freeze.py``; this module reads and writes the
+evidence freeze it. The rules are ``health/rules/freeze.py``; this module reads and writes the
 durable record (committed before the sweep acts on it).
 """
 
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.health.freeze import (
+from neo_assets.core.sweep.summary import LaneSummary
+from neo_assets.health import records as store
+from neo_assets.health.rules.freeze import (
     FreezePolicy,
     FreezeRecord,
     FreezeTrigger,
@@ -16,8 +18,6 @@ from neo_assets.core.health.freeze import (
     frozen_record,
     operator_unfreeze,
 )
-from neo_assets.core.sweep.summary import LaneSummary
-from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
 _CAS_RETRIES = 20

@@ -22,10 +22,10 @@ import numpy as np
 
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
-from neo_assets.core.health.canary import CANARY_TEXT, ProbeOutcome, VectorFacts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import as_embed_failure, bounded
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.health.rules.canary import CANARY_TEXT, ProbeOutcome, VectorFacts
 
 DeadlineLeaf = Literal["canary_timeout_ms", "recovery_freeze_reprobe_timeout_ms"]
 CANARY_DEADLINE_LEAF: DeadlineLeaf = "canary_timeout_ms"

@@ -13,8 +13,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.health.canary import CanaryRecord, record_from_mapping
-from neo_assets.core.health.freeze import (
+from neo_assets.health.rules.canary import CanaryRecord, record_from_mapping
+from neo_assets.health.rules.freeze import (
     FREEZE_CLEAR,
     FREEZE_STATES,
     FreezeRecord,
@@ -192,7 +192,7 @@ def write_freeze(
 
 
 def note_circuit(ledger: Ledger, collection: str, opened: bool | None, now: float) -> int:
-    """Move the K counter by one sweep's observation (``core.health.freeze.next_circuit_streak``);
+    """Move the K counter by one sweep's observation (``health.rules.freeze.next_circuit_streak``);
     compare-and-set on the counter itself, so concurrent sweeps never lose a sighting.
     Returns the streak after this sweep."""
     t = collection_freeze

@@ -2,12 +2,12 @@
 
 One cycle (the sensor's tick, or a test):
 
-1. read the freeze record and ask ``core.health.freeze.reprobe_decision``; anything but
+1. read the freeze record and ask ``health.rules.freeze.reprobe_decision``; anything but
    ``probe`` returns without touching the provider (``contain`` writes the contained
    state first);
 2. CLAIM the attempt (``claim_reprobe``: count it, push the next probe back) and commit it
    before probing, compare-and-set, so two deciders never probe for one due record;
-3. one bounded probe (``services/health/probe.py``): its deadline read from
+3. one bounded probe (``health/probe.py``): its deadline read from
    ``NEO_RECOVERY_FREEZE_REPROBE_TIMEOUT_MS`` at that moment, one scope, the operation label;
 4. SETTLE it (``settle_reprobe``): only a valid vector of the collection's dimension in
    time lifts the freeze; every other outcome is inconclusive and keeps it, backing off
@@ -21,8 +21,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings, load_settings
-from neo_assets.core.health.canary import REPROBE_OPERATION_LABEL, ProbeOutcome
-from neo_assets.core.health.freeze import (
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.health import records as store
+from neo_assets.health.canary import ledger_for
+from neo_assets.health.freezing import freeze_policy
+from neo_assets.health.probe import REPROBE_DEADLINE_LEAF, probe_and_close
+from neo_assets.health.rules.canary import REPROBE_OPERATION_LABEL, ProbeOutcome
+from neo_assets.health.rules.freeze import (
     DECISION_CONTAIN,
     DECISION_PROBE,
     FREEZE_CLEAR,
@@ -32,12 +37,7 @@ from neo_assets.core.health.freeze import (
     reprobe_decision,
     settle_reprobe,
 )
-from neo_assets.embedding.cancel import CancelScope
 from neo_assets.services.handles import build_provider
-from neo_assets.services.health.canary import ledger_for
-from neo_assets.services.health.freezing import freeze_policy
-from neo_assets.services.health.probe import REPROBE_DEADLINE_LEAF, probe_and_close
-from neo_assets.store import health as store
 from neo_assets.store.ledger import Ledger
 
 DECISION_RACED = "raced"  # another decider changed the record first: nothing done

@@ -17,21 +17,21 @@ import pytest
 
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.core.health.canary import CANARY_OPERATION_LABEL
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
 from neo_assets.definitions import defs
+from neo_assets.health import records as store
+from neo_assets.health.canary import run_canary
+from neo_assets.health.rules.canary import CANARY_OPERATION_LABEL
 from neo_assets.services.generations import configured_generation
-from neo_assets.services.health.canary import run_canary
 from neo_assets.services.status import build_status
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
-from neo_assets.store import health as store
 from neo_assets_tests.gitrepo import GitRepo
-from neo_assets_tests.services.health.conftest import DIM, HealthEnv
+from neo_assets_tests.health.conftest import DIM, HealthEnv
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
 DEADLINE_MS = 1500
 

@@ -25,7 +25,23 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
-from neo_assets.core.health.freeze import (
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.defs.resources import default_resources
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.health import records as store
+from neo_assets.health.canary import run_canary
+from neo_assets.health.defs import freeze_reprobe_sensor
+from neo_assets.health.freezing import (
+    blocking_freeze,
+    freeze_now,
+    freeze_policy,
+    observe_sweep,
+    unfreeze,
+)
+from neo_assets.health.reprobe import ReprobeReport, reprobe_async, run_due_reprobe
+from neo_assets.health.rules.freeze import (
     FREEZE_CLEAR,
     FREEZE_CONTAINED,
     FREEZE_FROZEN,
@@ -35,28 +51,12 @@ from neo_assets.core.health.freeze import (
     FreezeRecord,
     FreezeTrigger,
 )
-from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
-from neo_assets.defs.health import freeze_reprobe_sensor
-from neo_assets.defs.resources import default_resources
-from neo_assets.embedding.cancel import CancelScope
-from neo_assets.services.health.canary import run_canary
-from neo_assets.services.health.freezing import (
-    blocking_freeze,
-    freeze_now,
-    freeze_policy,
-    observe_sweep,
-    unfreeze,
-)
-from neo_assets.services.health.reprobe import ReprobeReport, reprobe_async, run_due_reprobe
 from neo_assets.services.status import build_status
-from neo_assets.store import health as store
 from neo_assets_tests.gitrepo import GitRepo
-from neo_assets_tests.services.health.conftest import DIM, HealthEnv
+from neo_assets_tests.health.conftest import DIM, HealthEnv
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 T0 = 1_800_000_000.0
 FIRST_PROBE = T0 + 60.0  # the default initial re-probe back-off after a freeze at T0
 # Long enough for a request to reach a busy server, far below the server's 30 s hang.

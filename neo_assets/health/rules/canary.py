@@ -2,8 +2,8 @@
 back off.
 
 Pure functions over plain data (no clock reads, no I/O). The probe itself (one bounded
-request, ``neo_assets/services/health/probe.py``) hands its observation over as a ``ProbeOutcome``;
-everything concluded from it is decided here, and the freeze rules (``core/health/freeze.py``)
+request, ``neo_assets/health/probe.py``) hands its observation over as a ``ProbeOutcome``;
+everything concluded from it is decided here, and the freeze rules (``health/rules/freeze.py``)
 use the SAME vector verdict, so the rule that freezes the write path is the rule that
 lifts it.
 

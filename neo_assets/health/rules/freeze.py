@@ -7,7 +7,7 @@ Pure functions over plain data (time comes in as an argument).
 writing would corrupt the shared collection:
 
 - a sweep saw an answer judged ``dimension-mismatch``, ``non-finite`` or ``zero`` (the
-  ``CORRUPTING_VERDICTS`` of ``core/health/canary.py``, recorded per sweep in
+  ``CORRUPTING_VERDICTS`` of ``health/rules/canary.py``, recorded per sweep in
   ``LaneSummary.vector_evidence``);
 - the lane's circuit opened in ``circuit_sweeps`` (K) consecutive sweeps. Sweeps of every
   repo count (the provider is shared): a sweep whose circuit opened adds one, a sweep that
@@ -30,7 +30,7 @@ runs, so a crash mid-probe cannot turn into a probe storm), then SETTLED
 count is unreadable is contained rather than probed as if it had none.
 
 **What lifts it** (``reprobe_lifts``) — ONLY a probe that answered in time with a valid
-vector of the collection's dimension, decided by ``core.health.canary.is_healthy``: the same
+vector of the collection's dimension, decided by ``health.rules.canary.is_healthy``: the same
 ``judge_vectors`` verdict that the freeze trigger reads. Own-deadline expiry, an upstream
 abort, either provider timeout code, a refused or reset connection and any other provider
 failure carry no vector evidence: inconclusive, the record stays frozen and backs off.
@@ -43,14 +43,14 @@ from typing import Any, Literal
 
 from neo_assets.core import codes
 from neo_assets.core.embedding import FenceRecord, error_row, fence_row_from_record
-from neo_assets.core.health.canary import (
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
     VECTOR_VERDICTS,
     ProbeOutcome,
     is_healthy,
     probe_doc,
 )
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 
 FREEZE_CLEAR = "clear"
 FREEZE_FROZEN = "frozen"
@@ -331,7 +331,7 @@ def claim_reprobe(record: FreezeRecord, now: float, policy: FreezePolicy) -> Fre
 
 def reprobe_lifts(outcome: ProbeOutcome, expected_dimension: int) -> bool:
     """The one outcome that lifts a freeze: answered in time, a valid vector of the
-    collection's dimension (``core.health.canary.is_healthy``, the verdict the trigger reads)."""
+    collection's dimension (``health.rules.canary.is_healthy``, the verdict the trigger reads)."""
     return is_healthy(outcome, expected_dimension)
 
 

@@ -9,7 +9,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.health.canary import (
+from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.embedding.providers.http import malformed
+from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.health.rules.canary import (
     CanaryPolicy,
     CanaryRecord,
     ProbeOutcome,
@@ -28,9 +31,6 @@ from neo_assets.core.health.canary import (
     record_from_mapping,
     reusable,
 )
-from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.providers.http import malformed
-from neo_assets.embedding.vectors import validate_vectors
 
 DIM = 32
 IDENTITY = ProviderIdentity("openai_compatible", "m", "http://127.0.0.1:1", DIM)

@@ -10,13 +10,16 @@ from hypothesis import strategies as st
 
 from neo_assets.core import codes
 from neo_assets.core.embedding import FenceRecord
-from neo_assets.core.health.canary import (
+from neo_assets.core.sweep.censuses import build_censuses
+from neo_assets.core.sweep.outcomes import classify_sweep_outcome
+from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
+from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
     ProbeOutcome,
     VectorFacts,
     judge_vectors,
 )
-from neo_assets.core.health.freeze import (
+from neo_assets.health.rules.freeze import (
     DECISION_CONTAIN,
     DECISION_NONE,
     DECISION_PROBE,
@@ -45,9 +48,6 @@ from neo_assets.core.health.freeze import (
     settle_reprobe,
     vector_verdict_counts,
 )
-from neo_assets.core.sweep.censuses import build_censuses
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 
 DIM = 32
 POLICY = FreezePolicy(circuit_sweeps=3, reprobe_initial_s=60.0, reprobe_max_s=600.0, max_attempts=3)
