@@ -215,7 +215,7 @@ def test_an_impure_rules_module_is_found() -> None:
 
 # A module named in a docstring or comment (``core.links.due``, ``neo_assets.x.y``,
 # ``services/sweep/run.py``) must exist: a moved module's old name misleads the reader.
-_DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core)(?:\.[a-z_]\w*)+)")
+_DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core|reconcile|health)(?:\.[a-z_]\w*)+)")
 _PATHS = re.compile(
     r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve|reconcile|health)/[\w/]+\.py)"
 )
@@ -256,8 +256,13 @@ def test_the_modules_named_in_comments_exist() -> None:
 
 
 def test_a_stale_module_name_is_found() -> None:
-    planted = "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due."
+    planted = (
+        "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due; "
+        "``reconcile.rules.gone`` and health/rules/gone.py, not reconcile.rules.orphans."
+    )
     assert {n for n in _named_modules(planted) if not _names_a_module(n)} == {
         "neo_assets.core.links_due",
         "neo_assets.services.sweep.gone",
+        "neo_assets.reconcile.rules.gone",
+        "neo_assets.health.rules.gone",
     }
