@@ -288,7 +288,12 @@ class _Sorting:
             _skip(self.skipped, STAMP_REPO_SLUG)
 
     def off_yield(
-        self, row: Mapping[str, Any], slug: str, path: object, departed: bool, recorded_at: float
+        self,
+        row: Mapping[str, Any],
+        md: Mapping[str, Any],
+        path: object,
+        departed: bool,
+        recorded_at: float,
     ) -> None:
         """A row on a path the envelope does not yield: it left the manifest (``departed``:
         actionable once the repo's generation is complete) or is not yielded; kept when the
@@ -296,12 +301,13 @@ class _Sorting:
         if not (type(path) is str and path):
             _skip(self.skipped, STAMP_SOURCE_PATH)
             return
-        ingested = row["metadata"]["ingestedAt"]
+        ingested = md["ingestedAt"]
         if not _is_finite_time(ingested):
             _skip(self.skipped, STAMP_INGESTED_AT)
         elif ingested > recorded_at:
             self.newer += 1
         elif departed:
+            slug = md["repoSlug"]
             if slug not in self.whole_repo:
                 self.whole_repo[slug] = generation_complete(
                     self.tenant.repos[slug], self.present_ids, self.fenced_ids
@@ -311,17 +317,6 @@ class _Sorting:
             self.by_kind[kind].append(row["id"])
         else:
             self.by_kind[KIND_UNYIELDED_PATH].append(row["id"])
-
-    def targets(self, targets_by_path: dict[str, Any], path: str, declared: Any) -> Any:
-        """Per path, once: where its undeclared ids go (stale-content, superseded), pending
-        or not by whether the path's replacement is complete."""
-        if replacement_complete(declared, self.present_ids, self.fenced_ids):
-            stale, superseded = KIND_STALE_CONTENT, KIND_SUPERSEDED_GENERATION
-        else:
-            stale, superseded = KIND_STALE_CONTENT_PENDING, KIND_SUPERSEDED_PENDING
-        pair = (self.by_kind[stale].append, self.by_kind[superseded].append)
-        targets_by_path[path] = pair
-        return pair
 
 
 def _sort_rows(rows: list[Any], s: _Sorting) -> None:
@@ -333,6 +328,12 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
     equality is already a str, so those checks live on the other branches."""
     tenant_id, views, stale_limit, skipped = s.tenant.tenant_id, s.views, s.stale_limit, s.skipped
     restamp = s.by_kind[KIND_CONFIG_STALE]
+    present, fenced = s.present_ids, s.fenced_ids
+    # Where a yielded path's undeclared ids go: (stale-content, superseded), or the pending
+    # pair while the path's replacement is incomplete. Bound once, reused by every path.
+    by_kind = s.by_kind
+    complete = (by_kind[KIND_STALE_CONTENT].append, by_kind[KIND_SUPERSEDED_GENERATION].append)
+    pending = (by_kind[KIND_STALE_CONTENT_PENDING].append, by_kind[KIND_SUPERSEDED_PENDING].append)
     absent, unyielded = _ABSENT, _UNYIELDED
     for row in rows:
         try:
@@ -353,7 +354,7 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
             # `in` + subscript rather than .get: two specialised dict ops beat a method call.
             declared = table[path] if path in table else absent
             if declared is absent or declared is unyielded:
-                s.off_yield(row, slug, path, declared is absent, recorded_at)
+                s.off_yield(row, md, path, declared is absent, recorded_at)
                 continue
             rid = row["id"]
             if declared is not None and rid in declared:
@@ -367,8 +368,10 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
             pver = md["parserVersion"]
             if path in targets_by_path:
                 targets = targets_by_path[path]
-            else:
-                targets = s.targets(targets_by_path, path, declared)
+            else:  # per path, once: its replacement complete or not
+                targets = targets_by_path[path] = (
+                    complete if replacement_complete(declared, present, fenced) else pending
+                )
             if pid == parser_id and pver == parser_version:
                 targets[0](rid)
             elif not (type(pid) is str and pid):
