@@ -50,6 +50,11 @@ empty string, bool for int, non-finite time) is skipped and counted per stamp, n
 classified; so is a row without an id, and a row that would land in a kind with an id that
 is not a non-empty str. Stamps a rule does not read are not required (an
 unyielded vendor row needs no parser stamps; a declared row needs no ingestedAt).
+
+The steps of ``classify_orphans``: the id prepass (``_unique_rows``), each row sorted
+(``_sort_rows``, the hot loop, with its rarer outcomes in ``_Sorting``), the last guards
+(``_drop_inconsistent``), the plan (``_plan``).
+
 The plan (``neo_assets.reconcile.rules.plan``): per kind its sorted ids, what to delete,
 re-stamp and report as pending. Deletion itself is the shell's, behind
 ``NEO_RECONCILIATION_ENABLED``, after the checks of ``neo_assets.reconcile.rules.no_hole``.
