@@ -176,6 +176,9 @@ IMPURE = {"os", "subprocess", "socket", "sqlalchemy", "httpx", "anyio", "asyncio
 def test_the_checks_see_the_capability_rules() -> None:
     assert {"neo_assets.code_tools.rules", "neo_assets.quality.rules"} <= set(CAPABILITY_RULES)
     assert "neo_assets.secrets.rules" in CAPABILITY_RULES
+    assert {"neo_assets.reconcile.rules.orphans", "neo_assets.health.rules.freeze"} <= set(
+        CAPABILITY_RULES
+    )
 
 
 def _impure(imported: set[str]) -> set[str]:
