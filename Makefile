@@ -57,9 +57,8 @@ test: $(READY)
 # The inner loop (well under a minute): every pure rule (core/ and each capability's
 # rules), the parsers and their golden chunks, the settings, the tenants file and the
 # layout's own checks; `make test` runs everything.
-FAST_TESTS := neo_assets_tests/core neo_assets_tests/test_layout.py neo_assets_tests/test_settings.py \
-	neo_assets_tests/test_tenants.py neo_assets_tests/sources $(wildcard neo_assets_tests/*/test_rules.py) \
-	$(wildcard neo_assets_tests/*/rules)
+FAST_TESTS := neo_assets_tests/core $(wildcard neo_assets_tests/*/rules) neo_assets_tests/test_layout.py neo_assets_tests/test_settings.py \
+	neo_assets_tests/test_tenants.py neo_assets_tests/sources $(wildcard neo_assets_tests/*/test_rules.py)
 test-fast: $(READY)
 	$(BIN)/python -m pytest -q $(FAST_TESTS)
 

@@ -34,12 +34,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import (
-    RepoDeclaration,
-    TenantDeclaration,
-    classify_orphans,
-    plan_keeps_complete_sets,
-)
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.no_hole import plan_keeps_complete_sets
+from neo_assets.reconcile.rules.orphans import classify_orphans
 
 TOTAL_ROWS = 200_000
 TENANTS = 4

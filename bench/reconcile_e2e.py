@@ -209,8 +209,8 @@ def measure(
     build_s: float,
 ) -> dict[str, Any]:
     from neo_assets.config.settings import load_settings
-    from neo_assets.services.reconcile import checks
-    from neo_assets.services.reconcile.tenant import reconcile_tenant
+    from neo_assets.reconcile import checks
+    from neo_assets.reconcile.tenant import reconcile_tenant
     from neo_assets.store.chroma_store import open_store
 
     migrating_rows = sum(1 for _ in store.tenant_rows("migrating"))

@@ -11,7 +11,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "neo_assets"
 # Where Dagster may be imported: its definitions, and the CLI's one way of launching runs.
 DAGSTER_HOMES = ("neo_assets.defs", "neo_assets.definitions", "neo_assets.cli.launch")
-# What the pure core may import from the package: only itself.
+# What the pure core may import from the package: itself (and the capabilities' rules, pure too).
 CORE = "neo_assets.core"
 
 
@@ -156,7 +156,7 @@ def test_the_core_imports_only_the_core(name: str) -> None:
         for m in _imports(MODULES[name], top_level_only=False)
         if m.startswith("neo_assets")
         and not m.startswith(CORE)
-        and not _is_capability_rules(m)
+        and not _is_capability_rules(m)  # pure too (checked below)
         and m != "neo_assets"
     }
     assert not outside, f"{name} imports {sorted(outside)}"
@@ -177,6 +177,9 @@ IMPURE = {"os", "subprocess", "socket", "sqlalchemy", "httpx", "anyio", "asyncio
 def test_the_checks_see_the_capability_rules() -> None:
     assert {"neo_assets.code_tools.rules", "neo_assets.quality.rules"} <= set(CAPABILITY_RULES)
     assert "neo_assets.secrets.rules" in CAPABILITY_RULES
+    assert {"neo_assets.reconcile.rules.orphans", "neo_assets.health.rules.freeze"} <= set(
+        CAPABILITY_RULES
+    )
 
 
 def _impure(imported: set[str]) -> set[str]:
@@ -216,9 +219,9 @@ def test_an_impure_rules_module_is_found() -> None:
 
 # A module named in a docstring or comment (``core.links.due``, ``neo_assets.x.y``,
 # ``services/sweep/run.py``) must exist: a moved module's old name misleads the reader.
-_DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core)(?:\.[a-z_]\w*)+)")
+_DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core|reconcile|health)(?:\.[a-z_]\w*)+)")
 _PATHS = re.compile(
-    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve)/[\w/]+\.py)"
+    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve|reconcile|health)/[\w/]+\.py)"
 )
 
 
@@ -257,8 +260,13 @@ def test_the_modules_named_in_comments_exist() -> None:
 
 
 def test_a_stale_module_name_is_found() -> None:
-    planted = "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due."
+    planted = (
+        "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due; "
+        "``reconcile.rules.gone`` and health/rules/gone.py, not reconcile.rules.orphans."
+    )
     assert {n for n in _named_modules(planted) if not _names_a_module(n)} == {
         "neo_assets.core.links_due",
         "neo_assets.services.sweep.gone",
+        "neo_assets.reconcile.rules.gone",
+        "neo_assets.health.rules.gone",
     }

@@ -17,18 +17,14 @@ from typing import Any
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.core.reconcile.orphans import (
-    KIND_SUPERSEDED_GENERATION,
-    KIND_SUPERSEDED_PENDING,
-)
 from neo_assets.query.one_shot import run_query
+from neo_assets.reconcile.rules.plan import KIND_SUPERSEDED_GENERATION, KIND_SUPERSEDED_PENDING
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
-from neo_assets_tests.sweep_harness import sweep_env_vars
 
 # The reconciliation arm's world (real repos, tenants file, Dagster instance) and its
 # fixtures: the same machinery, a different repository.
-from neo_assets_tests.test_reconciliation import (  # noqa: F401 - fixtures
+from neo_assets_tests.reconcile.test_reconciliation import (  # noqa: F401 - fixtures
     PARSER,
     check,
     make_world,
@@ -36,6 +32,7 @@ from neo_assets_tests.test_reconciliation import (  # noqa: F401 - fixtures
     server,
     server_module,
 )
+from neo_assets_tests.sweep_harness import sweep_env_vars
 
 OLD, NEW = "1.0.0", "2.0.0"
 

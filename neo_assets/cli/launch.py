@@ -18,8 +18,8 @@ from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
 from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
+from neo_assets.reconcile.retirement import apply_retirement
 from neo_assets.services.handles import open_ledger, store_kept_open
-from neo_assets.services.reconcile.retirement import apply_retirement
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
 from neo_assets.store.ledger import Ledger
@@ -383,7 +383,7 @@ def run_reconciliation(
     write of any kind); with it, the run re-stamps and, as the setting alone decides,
     reclaims. Returns one report per tenant, with its checks' verdicts."""
     from neo_assets.definitions import defs
-    from neo_assets.defs.reconcile import RECONCILE_JOB
+    from neo_assets.reconcile.defs import RECONCILE_JOB
 
     with open_ledger(settings) as ledger:
         retired = retained_tenants(ledger, tenants)

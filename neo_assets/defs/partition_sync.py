@@ -22,7 +22,7 @@ from neo_assets.core.ids.partition_changes import (
     tenant_partition_keys,
 )
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
-from neo_assets.services.reconcile.retirement import retired_tenant_ids
+from neo_assets.reconcile.retirement import retired_tenant_ids
 from neo_assets.store.ledger import Ledger
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest

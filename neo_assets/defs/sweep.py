@@ -53,8 +53,8 @@ from neo_assets.defs.resources import (
 from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
+from neo_assets.reconcile.retirement import apply_retirement
 from neo_assets.services.declaration import misdeclared_for, warning_lines
-from neo_assets.services.reconcile.retirement import apply_retirement
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress

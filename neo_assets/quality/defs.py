@@ -119,7 +119,7 @@ def _metrics(score: QualityScore) -> Metrics:
     )
 
 
-# Partitioned checks are a preview feature in Dagster 1.13 (see defs/reconcile.py).
+# Partitioned checks are a preview feature in Dagster 1.13 (see reconcile/defs.py).
 with warnings.catch_warnings():
     warnings.simplefilter("ignore", dg.PreviewWarning)
 

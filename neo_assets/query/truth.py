@@ -25,7 +25,7 @@ from neo_assets.config.tenants import TenantsFile
 from neo_assets.query.rules.filters import facet_values
 from neo_assets.query.rules.ranking import LexicalIndex
 from neo_assets.query.rules.truth import RepoServing, tenant_serving
-from neo_assets.services.reconcile.reading import (
+from neo_assets.reconcile.reading import (
     declaration_marker,
     durable_fenced_ids,
     find_tenant,
@@ -112,7 +112,7 @@ def compute_truth(
     generation: str,
 ) -> TruthView:
     """Rows first, records second (a sweep records its generation before it writes a row
-    of it: ``services.reconcile.reading.read_snapshot`` says why)."""
+    of it: ``reconcile.reading.read_snapshot`` says why)."""
     marker = _marker(ledger, store, tenants, tenant_id, generation)
     rows = tenant_rows_with_documents(store, tenant_id)
     declaration, _problems, records = read_declaration(

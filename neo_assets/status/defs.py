@@ -9,7 +9,6 @@ import dagster as dg
 import pandas as pd
 
 from neo_assets.defs.metadata import preview_table, status_summary
-from neo_assets.defs.reconcile import RECONCILE_JOB
 from neo_assets.defs.resources import (
     LedgerResource,
     SettingsResource,
@@ -17,6 +16,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, sweep_job
+from neo_assets.reconcile.defs import RECONCILE_JOB
 from neo_assets.status.report import build_status
 from neo_assets.status.rules import FinishedRun, refresh_request
 

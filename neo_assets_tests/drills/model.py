@@ -23,9 +23,9 @@ from neo_assets.config.settings import Settings, load_settings
 from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.health.freezing import unfreeze
+from neo_assets.reconcile.tenant import reconcile_tenant
 from neo_assets.services.handles import build_provider
-from neo_assets.services.health.freezing import unfreeze
-from neo_assets.services.reconcile.tenant import reconcile_tenant
 from neo_assets.services.sweep.steps import (
     EmbedContext,
     RepoContext,

@@ -1,7 +1,7 @@
 """Read-side truth on real Chroma after real sweeps (reclamation off): a one-line edit, a
 parser bump at partial progress and a retired repo. Each query answers with exactly one
 complete set per path, judged against the no-hole check's own notion of completeness
-(``core.reconcile.checks.path_wholeness``): a complete path serves its declared ids, a
+(``reconcile.rules.checks.path_wholeness``): a complete path serves its declared ids, a
 path held by an earlier generation serves that earlier set, nothing else is served.
 
 Partial progress is real: the fault server hangs the request of a chunk whose text holds
@@ -16,19 +16,19 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
-from neo_assets.core.reconcile.checks import path_wholeness, row_ids_by_path
 from neo_assets.query.rules.request import QueryInputError, SearchRequest
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident, serving_targets
-from neo_assets.services.reconcile.reading import read_snapshot
+from neo_assets.reconcile.reading import read_snapshot
+from neo_assets.reconcile.rules.checks import path_wholeness, row_ids_by_path
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
-from neo_assets_tests.sweep_harness import sweep_env_vars, text_file
-from neo_assets_tests.test_reconciliation import (  # noqa: F401 - fixtures
+from neo_assets_tests.reconcile.test_reconciliation import (  # noqa: F401 - fixtures
     make_world,
     server,
     server_module,
 )
+from neo_assets_tests.sweep_harness import sweep_env_vars, text_file
 
 OLD, NEW = "1.0.0", "1.1.0"
 APP_V1 = "def alpha_helper(x):\n    return x + 1\n\n\ndef beta_helper(y):\n    return y * 2\n"

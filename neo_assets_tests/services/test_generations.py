@@ -50,7 +50,7 @@ def test_spellings_of_one_model_share_the_configured_generation(neo_home, monkey
 
 
 def test_the_canary_reports_the_configured_generation(neo_home, monkeypatch) -> None:
-    from neo_assets.services.health.canary import run_canary
+    from neo_assets.health.canary import run_canary
 
     settings = load_settings()
     doc = run_canary(settings, force=True).to_doc()

@@ -1,11 +1,11 @@
 """Read-side truth: which rows a query may return.
 
-Pure: the shell reads the tenant's declaration (``core.reconcile.inputs``), its rows'
+Pure: the shell reads the tenant's declaration (``reconcile.rules.inputs``), its rows'
 stamps, the present and fenced ids; these functions choose. For each yielded path of each
 declared repo exactly one set is served:
 
 - the declared generation's rows, when that path's set is **complete** (every declared
-  id present or durably fenced: ``core.reconcile.checks.path_wholeness``'s own test);
+  id present or durably fenced: ``reconcile.rules.checks.path_wholeness``'s own test);
 - otherwise the **previous set**: the path's rows that the declared generation did not
   write itself (a row is the generation's own when its id is declared and it carries
   the generation's revision and parser identity; an unchanged chunk keeps the older
@@ -17,7 +17,7 @@ declared repo exactly one set is served:
 
 A path the envelope no longer yields (deleted, moved, renamed) keeps serving its previous
 set until the repo's whole declared generation is complete: a renamed file's content is
-then held by its new path (the moves gate of ``core.reconcile.orphans.generation_complete``,
+then held by its new path (the moves gate of ``reconcile.rules.declaration.generation_complete``,
 which reconciliation and the no-hole check use too), so a function is never absent from
 answers while its new path is still being embedded.
 
@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 from typing import Any
 
-from neo_assets.core.reconcile.orphans import (
+from neo_assets.reconcile.rules.declaration import (
     RepoDeclaration,
     TenantDeclaration,
     generation_complete,

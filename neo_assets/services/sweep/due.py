@@ -6,7 +6,6 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
-from neo_assets.core.health.freeze import released_by_lift
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.sweep.scheduling import (
@@ -17,11 +16,12 @@ from neo_assets.core.sweep.scheduling import (
     unreadable_source_reason,
 )
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.health import records as health_store
+from neo_assets.health.rules.freeze import released_by_lift
 from neo_assets.services.generations import configured_generation
 from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.sources.revision import current_revision
-from neo_assets.store import health as health_store
 from neo_assets.store.ledger import Ledger
 
 DUE_FORCED = "forced"

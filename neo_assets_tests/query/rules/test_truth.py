@@ -1,7 +1,5 @@
 """query/rules/truth.py over plain data: one set per path, judged like the no-hole check."""
 
-from neo_assets.core.reconcile.checks import path_wholeness
-from neo_assets.core.reconcile.orphans import RepoDeclaration, TenantDeclaration
 from neo_assets.query.rules.truth import (
     SERVED_DECLARED,
     SERVED_NOTHING,
@@ -11,6 +9,8 @@ from neo_assets.query.rules.truth import (
     repo_serving,
     tenant_serving,
 )
+from neo_assets.reconcile.rules.checks import path_wholeness
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
 
 GEN = "gen-1"
 

@@ -1,0 +1,121 @@
+"""The freeze re-probe: probe the provider ONLY when the durable freeze record is due.
+
+One cycle (the sensor's tick, or a test):
+
+1. read the freeze record and ask ``health.rules.freeze.reprobe_decision``; anything but
+   ``probe`` returns without touching the provider (``contain`` writes the contained
+   state first);
+2. CLAIM the attempt (``claim_reprobe``: count it, push the next probe back) and commit it
+   before probing, compare-and-set, so two deciders never probe for one due record;
+3. one bounded probe (``health/probe.py``): its deadline read from
+   ``NEO_RECOVERY_FREEZE_REPROBE_TIMEOUT_MS`` at that moment, one scope, the operation label;
+4. SETTLE it (``settle_reprobe``): only a valid vector of the collection's dimension in
+   time lifts the freeze; every other outcome is inconclusive and keeps it, backing off
+   (contained once the attempts are spent). Compare-and-set again: an operator who
+   unfroze meanwhile is not overwritten.
+"""
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from neo_assets.config.settings import Settings, load_settings
+from neo_assets.embedding.cancel import CancelScope
+from neo_assets.health import records as store
+from neo_assets.health.canary import ledger_for
+from neo_assets.health.freezing import freeze_policy
+from neo_assets.health.probe import REPROBE_DEADLINE_LEAF, probe_and_close
+from neo_assets.health.rules.canary import REPROBE_OPERATION_LABEL, ProbeOutcome
+from neo_assets.health.rules.freeze import (
+    DECISION_CONTAIN,
+    DECISION_PROBE,
+    FREEZE_CLEAR,
+    FreezeRecord,
+    claim_reprobe,
+    contained,
+    reprobe_decision,
+    settle_reprobe,
+)
+from neo_assets.services.handles import build_provider
+from neo_assets.store.ledger import Ledger
+
+DECISION_RACED = "raced"  # another decider changed the record first: nothing done
+
+
+@dataclass(frozen=True)
+class ReprobeReport:
+    decision: str  # probe / wait / contain / none / raced
+    probed: bool
+    lifted: bool
+    record: FreezeRecord | None
+    outcome: ProbeOutcome | None = None  # what the probe saw, when one ran
+
+    def message(self) -> str:
+        state = self.record.state if self.record is not None else None
+        if not self.probed:
+            due = self.record.next_probe_at if self.record is not None else None
+            return f"no re-probe ({self.decision}); freeze state {state}, next probe at {due}"
+        code = (
+            self.record.last_probe.get("code") if self.record and self.record.last_probe else None
+        )
+        verdict = "lifted the freeze" if self.lifted else f"not lifted ({code}): stays {state}"
+        return f"re-probe attempt {self.record.attempts if self.record else '?'}: {verdict}"
+
+
+async def reprobe_async(
+    settings: Settings,
+    ledger: Ledger,
+    *,
+    clock: Callable[[], float] = time.time,
+    upstream: CancelScope | None = None,
+) -> ReprobeReport:
+    """One re-probe cycle (module docstring)."""
+    collection = settings.store.collection_name
+    policy = freeze_policy(settings)
+    record = store.freeze_record(ledger, collection)
+    now = clock()
+    decision = reprobe_decision(record, now, policy)
+    if decision == DECISION_CONTAIN and record is not None:
+        held = contained(record, now)
+        if not store.write_freeze(ledger, held, record.version):
+            return ReprobeReport(
+                DECISION_RACED, False, False, store.freeze_record(ledger, collection)
+            )
+        return ReprobeReport(decision, False, False, held)
+    if decision != DECISION_PROBE or record is None:
+        return ReprobeReport(decision, False, False, record)
+    claimed = claim_reprobe(record, now, policy)
+    if not store.write_freeze(ledger, claimed, record.version):
+        return ReprobeReport(DECISION_RACED, False, False, store.freeze_record(ledger, collection))
+    outcome = await probe_and_close(
+        build_provider(settings),
+        deadline_leaf=REPROBE_DEADLINE_LEAF,
+        operation_label=f"{REPROBE_OPERATION_LABEL}:attempt-{claimed.attempts}",
+        upstream=upstream,
+    )
+    expected = settings.embedding.dimensions
+    settled = settle_reprobe(claimed, outcome, expected, clock(), policy)
+    lifted = settled.state == FREEZE_CLEAR
+    if not store.write_freeze(ledger, settled, claimed.version, reset_streak=lifted):
+        # An operator (or another writer) moved the record while the probe ran: theirs holds.
+        return ReprobeReport(
+            DECISION_RACED,
+            True,
+            False,
+            store.freeze_record(ledger, collection),
+            outcome,
+        )
+    return ReprobeReport(decision, True, lifted, settled, outcome)
+
+
+def run_due_reprobe(
+    settings: Settings | None = None,
+    ledger: Ledger | None = None,
+    *,
+    clock: Callable[[], float] = time.time,
+) -> ReprobeReport:
+    """``reprobe_async`` on a fresh event loop (the sensor's tick)."""
+    settings = settings or load_settings()
+    with ledger_for(settings, ledger) as held:
+        return asyncio.run(reprobe_async(settings, held, clock=clock))

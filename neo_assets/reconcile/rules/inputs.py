@@ -1,0 +1,164 @@
+"""The classifier's declaration, built from what the ledger recorded for each repo.
+
+Pure: plain records in, a ``TenantDeclaration`` out. The shell reads the records (the
+latest complete envelope, the declared generation and its chunks) and the current
+declaration (tenants.yaml); this module decides whether they may speak for the repo.
+
+A repo's records are an **authority** on path membership and on its declared generation
+only when they describe the declaration that stands now:
+
+- an envelope and a declared generation are recorded, at the same revision (a sweep whose
+  parse failed leaves a new envelope beside an older generation: no authority);
+- the generation was recorded under the repo's current declaration digest (parser id,
+  version, excludes, path, ref, cadence): a declaration that moved since the last sweep
+  (a new exclude glob not yet applied, a parser bump not yet parsed) has no authority
+  until the sweep catches up, so nothing is reclaimed against a stale reading of it;
+- the records are consistent (every declared chunk on a yielded path, a finite time).
+
+Without authority the repo is declared with ``has_complete_envelope=False``: the
+classifier keeps every row of it (``no_envelope``), which can never open a hole.
+
+With authority, every yielded path gets a recorded generation: its chunk ids, or the empty
+set when the parser yielded no chunk for it (the generation is complete for the whole
+envelope, so "no chunk recorded" means "zero chunks", not "unknown").
+"""
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from neo_assets.core import codes
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
+
+# Why a repo's records have no authority (telemetry; never an error by themselves).
+RECONCILE_NO_ENVELOPE = codes.RECONCILE_NO_ENVELOPE
+RECONCILE_NO_GENERATION = codes.RECONCILE_NO_GENERATION
+RECONCILE_GENERATION_REVISION_MISMATCH = codes.RECONCILE_GENERATION_REVISION_MISMATCH
+RECONCILE_DECLARATION_MOVED = codes.RECONCILE_DECLARATION_MOVED
+RECONCILE_RECORDS_INCONSISTENT = codes.RECONCILE_RECORDS_INCONSISTENT
+AUTHORITY_PROBLEMS = frozenset(
+    {
+        RECONCILE_NO_ENVELOPE,
+        RECONCILE_NO_GENERATION,
+        RECONCILE_GENERATION_REVISION_MISMATCH,
+        RECONCILE_DECLARATION_MOVED,
+        RECONCILE_RECORDS_INCONSISTENT,
+    }
+)
+
+
+@dataclass(frozen=True)
+class RepoRecords:
+    """One declared repo: its declaration now and what the ledger recorded for it.
+
+    ``envelope_paths`` maps every path of the latest complete envelope to whether the
+    declared parser yields it; ``declared_chunks`` are (chunk id, source path) pairs of the
+    declared generation. Envelope and generation fields are None when never recorded."""
+
+    repo_slug: str
+    parser_id: str
+    parser_version: str
+    declaration_digest: str
+    envelope_revision: str | None = None
+    envelope_recorded_at: float | None = None
+    envelope_paths: Mapping[str, bool] = field(default_factory=dict)
+    generation_revision: str | None = None
+    generation_declaration_digest: str | None = None
+    declared_chunks: Iterable[tuple[str, str]] = ()
+
+
+def authority_problem(records: RepoRecords) -> str | None:
+    """None when the records may speak for the repo, else why not (a RECONCILE_* code).
+    Checks only the headers; ``repo_declaration`` also checks the chunks' consistency."""
+    if records.envelope_revision is None or records.envelope_recorded_at is None:
+        return RECONCILE_NO_ENVELOPE
+    if records.generation_revision is None:
+        return RECONCILE_NO_GENERATION
+    if records.generation_revision != records.envelope_revision:
+        return RECONCILE_GENERATION_REVISION_MISMATCH
+    if records.generation_declaration_digest != records.declaration_digest:
+        return RECONCILE_DECLARATION_MOVED
+    at = records.envelope_recorded_at
+    if type(at) not in (int, float) or not math.isfinite(at):
+        return RECONCILE_RECORDS_INCONSISTENT
+    return None
+
+
+def _without_authority(records: RepoRecords) -> RepoDeclaration:
+    return RepoDeclaration(
+        repo_slug=records.repo_slug,
+        parser_id=records.parser_id,
+        parser_version=records.parser_version,
+        envelope_paths=frozenset(),
+        yielded_paths=frozenset(),
+        envelope_recorded_at=0.0,
+        declared_ids_by_path={},
+        has_complete_envelope=False,
+    )
+
+
+def repo_declaration(records: RepoRecords) -> tuple[RepoDeclaration, str | None]:
+    """The repo as the classifier sees it, and the authority problem (None = authority)."""
+    problem = authority_problem(records)
+    if problem is not None:
+        return _without_authority(records), problem
+    yielded = frozenset(path for path, is_yielded in records.envelope_paths.items() if is_yielded)
+    by_path: dict[str, set[str]] = {path: set() for path in yielded}
+    for chunk_id, source_path in records.declared_chunks:
+        ids = by_path.get(source_path)
+        if ids is None:  # a chunk of a path the envelope does not yield: torn records
+            return _without_authority(records), RECONCILE_RECORDS_INCONSISTENT
+        ids.add(chunk_id)
+    declaration = RepoDeclaration(
+        repo_slug=records.repo_slug,
+        parser_id=records.parser_id,
+        parser_version=records.parser_version,
+        envelope_paths=frozenset(records.envelope_paths),
+        yielded_paths=yielded,
+        envelope_recorded_at=float(records.envelope_recorded_at or 0.0),
+        declared_ids_by_path={path: frozenset(ids) for path, ids in by_path.items()},
+        has_complete_envelope=True,
+    )
+    return declaration, None
+
+
+def tenant_declaration(
+    tenant_id: str, config_version: int | None, repos: Iterable[RepoRecords]
+) -> tuple[TenantDeclaration, dict[str, str | None]]:
+    """The tenant's declaration and, per repo slug, its authority problem (None = none).
+
+    An unobserved config version (None) is declared as 0: no row is then ever below the
+    current version by the gap, so nothing is re-stamped on a reading that proves nothing.
+    """
+    declared: dict[str, RepoDeclaration] = {}
+    problems: dict[str, str | None] = {}
+    for records in repos:
+        declared[records.repo_slug], problems[records.repo_slug] = repo_declaration(records)
+    version = config_version if type(config_version) is int and config_version > 0 else 0
+    return TenantDeclaration(tenant_id=tenant_id, config_version=version, repos=declared), problems
+
+
+def sweep_settled(
+    *,
+    last_outcome: str | None,
+    last_ingested_rev: str | None,
+    state_generation: str | None,
+    state_declaration_digest: str | None,
+    envelope_revision: str | None,
+    generation_declaration_digest: str | None,
+    current_generation: str,
+    complete_outcome: str,
+) -> bool:
+    """True when the repo's latest sweep completed at the envelope's revision, under the
+    declaration its generation was parsed with, and at the current embedding generation:
+    nothing of the declared generation is still in flight, so every yielded path must hold
+    its complete declared set. (A sweep under way re-records the envelope and generation
+    before its census: the digest or revision then differs from the settled state's.)"""
+    return (
+        last_outcome == complete_outcome
+        and envelope_revision is not None
+        and last_ingested_rev == envelope_revision
+        and generation_declaration_digest is not None
+        and state_declaration_digest == generation_declaration_digest
+        and state_generation == current_generation
+    )
