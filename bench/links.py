@@ -52,16 +52,16 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from neo_assets.core.links.incremental import LinkLists  # noqa: E402
-from neo_assets.core.links.passes import semantic_links, temporal_links  # noqa: E402
-from neo_assets.core.links.records import LINK_SEMANTIC  # noqa: E402
-from neo_assets.services.links.link_repo import (  # noqa: E402
+from neo_assets.links.link_repo import (  # noqa: E402
     LinkParams,
     RepoRows,
     _incremental,
     compute_lists,
 )
-from neo_assets.store.links_snapshot import Snapshot  # noqa: E402
+from neo_assets.links.rules.incremental import LinkLists  # noqa: E402
+from neo_assets.links.rules.passes import semantic_links, temporal_links  # noqa: E402
+from neo_assets.links.rules.records import LINK_SEMANTIC  # noqa: E402
+from neo_assets.links.snapshot import Snapshot  # noqa: E402
 
 SIZES = (2000, 4000, 8000)
 INCREMENTAL_N = 8000
@@ -73,7 +73,7 @@ UNTRACED_BUDGET_S = 60.0
 TRACED_BUDGET_S = 70.0
 TRACE_CALIBRATION_N = 500
 
-# --- the all-pairs references: verbatim copies of neo_assets_tests/core/links/test_passes.py ----
+# --- the all-pairs references: verbatim copies of neo_assets_tests/links/rules/test_passes.py ----
 # Do not optimise or refactor them; they are what the live passes are measured against.
 
 

@@ -3,21 +3,21 @@
 The chunks are the repo's declared generation (ledger) that are present in the collection
 under this tenant and repo, so every link lands on a row a query can show. Times come from
 the envelope (commit time of the last commit touching each file), kinds from the declared
-chunks, vectors from Chroma by id. The rules live in ``core.links``,
-``core.links.incremental`` and ``core.links.records``; this module only reads, calls them,
+chunks, vectors from Chroma by id. The rules live in ``links.rules``,
+``links.rules.incremental`` and ``links.rules.records``; this module only reads, calls them,
 and stores.
 
 A run is proportional to change. Each run leaves a snapshot file (derived data, see
 ``Snapshot``; by default under ``links-cache/`` beside the SQLite ledger, i.e. in the data
 dir): the rows it linked with their vectors, and the lists it stored. The next run reads
 from Chroma only the vectors of rows the snapshot lacks (or holds under another embedding
-generation), recomputes only the lists the change can reach (``core.links.incremental``)
-and writes only the rows that changed (``store.links.update_links``). Whenever the
+generation), recomputes only the lists the change can reach (``links.rules.incremental``)
+and writes only the rows that changed (``links.store.update_links``). Whenever the
 snapshot cannot vouch for the stored links (no file, torn, another link set, other
 parameters, another set of embedding generations, a large change) the run recomputes
 everything, as a first run does, and that full path is the reference the tests hold the
 incremental one to: equal bit for bit wherever the full pass is itself reproducible (see
-``core.links.incremental`` on float32 rounding).
+``links.rules.incremental`` on float32 rounding).
 """
 
 import math
@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.links.incremental import LinkLists, semantic_update, temporal_changes
-from neo_assets.core.links.passes import (
+from neo_assets.links.rules.incremental import LinkLists, semantic_update, temporal_changes
+from neo_assets.links.rules.passes import (
     SEMANTIC_BLOCK_ROWS,
     TEMPORAL_CANDIDATE_WINDOW,
     LinkPairs,
@@ -39,29 +39,29 @@ from neo_assets.core.links.passes import (
     semantic_pairs,
     temporal_pairs,
 )
-from neo_assets.core.links.records import (
+from neo_assets.links.rules.records import (
     LINK_KINDS,
     LINK_SEMANTIC,
     LINK_TEMPORAL,
     generation_groups,
     temporal_items,
 )
-from neo_assets.store.chroma_store import ChromaStore
-from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import (
-    LinkSetMoved,
-    link_set,
-    replace_links,
-    same_link_set,
-    update_links,
-)
-from neo_assets.store.links_snapshot import (
+from neo_assets.links.snapshot import (
     Snapshot,
     default_cache_dir,
     load_snapshot,
     save_snapshot,
     snapshot_path,
 )
+from neo_assets.links.store import (
+    LinkSetMoved,
+    link_set,
+    replace_links,
+    same_link_set,
+    update_links,
+)
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
 
 # Above this share of the rows added or removed, the full passes are cheaper than merging.
 INCREMENTAL_MAX_CHANGE = 0.25
@@ -411,7 +411,7 @@ def _incremental(
     snapshot: Snapshot, rows: RepoRows, times: Sequence[float], params: LinkParams
 ) -> _Outcome:
     """The links over ``rows`` from the snapshot's stored links over its rows: only the
-    lists the change can reach are recomputed (``core.links.incremental``)."""
+    lists the change can reach are recomputed (``links.rules.incremental``)."""
     assert snapshot.lists is not None and snapshot.kinds is not None
     assert snapshot.times is not None
     old_ids, old_gens = snapshot.ids, snapshot.generations

@@ -7,15 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neo_assets.core.links.passes import Links, semantic_links, temporal_links
-from neo_assets.core.links.records import (
-    LINK_KINDS,
-    LINK_SEMANTIC,
-    LINK_TEMPORAL,
-    generation_groups,
-)
-from neo_assets.services.links import link_repo as links_service
-from neo_assets.services.links.link_repo import (
+from neo_assets.links import link_repo as links_service
+from neo_assets.links.link_repo import (
     LinkParams,
     RepoRows,
     compute_lists,
@@ -23,10 +16,17 @@ from neo_assets.services.links.link_repo import (
     read_rows,
     row_times,
 )
+from neo_assets.links.rules.passes import Links, semantic_links, temporal_links
+from neo_assets.links.rules.records import (
+    LINK_KINDS,
+    LINK_SEMANTIC,
+    LINK_TEMPORAL,
+    generation_groups,
+)
+from neo_assets.links.snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
+from neo_assets.links.store import link_set, replace_links, repo_links
 from neo_assets.store.chroma_store import ChromaStore, open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
-from neo_assets.store.links import link_set, replace_links, repo_links
-from neo_assets.store.links_snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
 
 PARAMS = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
 T = 1_700_000_000.0
@@ -211,7 +211,7 @@ def test_params_follow_settings_and_widen_the_candidate_window_for_a_larger_cap(
 # Vectors have 16 entries of 0, +-1 or +-2 whose squares sum to 16: every float32 product
 # of two normalised rows is exact whatever order BLAS sums it in, so the full pass is a
 # function of the rows alone and "equal to a full recompute" is checked bit for bit (see
-# neo_assets_tests/core/links/test_incremental.py).
+# neo_assets_tests/links/rules/test_incremental.py).
 
 SMALL = LinkParams(window_seconds=3600.0, per_chunk=2, threshold=0.7, top_k=3)
 
@@ -295,7 +295,7 @@ class World:
 
     def reference(self, params: LinkParams) -> dict[tuple[str, str], list[tuple[str, float]]]:
         """A full recompute over the same rows by the passes' dict form (read_rows, then
-        each pass as ``core.links`` states it), beside the arrays the service uses."""
+        each pass as ``links.rules`` states it), beside the arrays the service uses."""
         declared = [(c, k, p) for c, (k, p) in self.chunks.items()]
         rows = read_rows(self.store, declared, tenant_id="acme", repo_slug="w")
         by_kind = dict_passes(rows, row_times(rows, self.times), params)
@@ -303,7 +303,7 @@ class World:
 
 
 def dict_passes(rows: RepoRows, times: list[float], params: LinkParams) -> dict[str, Links]:
-    """Both passes as ``core.links`` gives them keyed by chunk id: the reference for
+    """Both passes as ``links.rules`` gives them keyed by chunk id: the reference for
     ``compute_lists``."""
     temporal = temporal_links(
         list(zip(rows.ids, rows.kinds, times, strict=True)),

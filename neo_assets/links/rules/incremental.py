@@ -1,7 +1,7 @@
 """Incremental link passes: a repo's links after a change, from the links of the rows
 before it and work in proportion to the change, equal to the full passes over the new rows.
 
-Both rules below take the output of a full pass (``core.links``) over the previous rows and
+Both rules below take the output of a full pass (``links.rules``) over the previous rows and
 say which chunks' lists can differ in the full pass over the new rows, and what those lists
 are. Every other chunk keeps its previous list unchanged: that is the whole saving.
 
@@ -34,7 +34,7 @@ measures both: the same lists differ between two full passes).
 
 Temporal (``temporal_changes``): a chunk's list in the bounded temporal pass is a function of
 the ``candidate_window`` chunks on either side of it in its kind's (time, id) order (see
-``core.links.passes.temporal_links``). A chunk whose window, before and after the change, holds no
+``links.rules.passes.temporal_links``). A chunk whose window, before and after the change, holds no
 added, removed or re-timed chunk has the same window and so the same list; the others are
 recomputed by the temporal pass itself over a slice that holds each one's whole window. That
 is exact, ties included, because the slice gives each recomputed chunk the very candidates
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neo_assets.core.links.passes import (
+from neo_assets.links.rules.passes import (
     LinkPairs,
     Links,
     best_per_row,
@@ -107,7 +107,7 @@ class LinkLists:
 
     @classmethod
     def from_pairs(cls, rows: int, pairs: LinkPairs) -> "LinkLists":
-        """A pass's pairs (``core.links``) over ``rows`` rows. Refuses a row out of range."""
+        """A pass's pairs (``links.rules``) over ``rows`` rows. Refuses a row out of range."""
         if len(pairs.src) and (
             int(pairs.src.min()) < 0
             or int(pairs.src.max()) >= rows
