@@ -22,7 +22,8 @@ from neo_assets.defs.resources import (
 )
 from neo_assets.defs.sweep import OWNERS, repo_context
 from neo_assets.links.due import evaluate_links
-from neo_assets.links.link_repo import LinkParams, LinkReport, link_repo
+from neo_assets.links.link_repo import LinkReport, link_repo
+from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.services.declaration import warning_lines
 from neo_assets.services.generations import configured_generation, generation_store

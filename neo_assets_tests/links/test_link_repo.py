@@ -8,14 +8,10 @@ import numpy as np
 import pytest
 
 from neo_assets.links import link_repo as links_service
-from neo_assets.links.link_repo import (
-    LinkParams,
-    RepoRows,
-    compute_lists,
-    link_repo,
-    read_rows,
-    row_times,
-)
+from neo_assets.links import rows as links_rows
+from neo_assets.links.link_repo import compute_lists, link_repo
+from neo_assets.links.params import LinkParams
+from neo_assets.links.rows import RepoRows, read_rows, row_times
 from neo_assets.links.rules.passes import Links, semantic_links, temporal_links
 from neo_assets.links.rules.records import (
     LINK_KINDS,
@@ -155,7 +151,7 @@ def test_rows_are_gathered_by_generation_and_only_the_uncovered_read_with_metada
         return real_get(self, *args, **kwargs)
 
     monkeypatch.setattr(type(store.collection), "get", counting_get)
-    rows, vectors_read = links_service.gather_rows(
+    rows, vectors_read = links_rows.gather_rows(
         store, declared, tenant_id="acme", repo_slug="w", snapshot=None
     )
     monkeypatch.undo()
@@ -169,7 +165,7 @@ def test_rows_are_gathered_by_generation_and_only_the_uncovered_read_with_metada
     assert set(rows.generations) == {"g1", "g2", None}
     # The metadata read: one sample for g1, one for g2 (learned there too, or not: then
     # its rows are among the rest), then the uncovered rows: far fewer than every row.
-    assert sum(reads) <= 2 * links_service._GENERATION_SAMPLE + 6
+    assert sum(reads) <= 2 * links_rows._GENERATION_SAMPLE + 6
     assert sum(reads) < n
 
 
