@@ -56,7 +56,7 @@ from neo_assets.links.incremental_run import run_incremental  # noqa: E402
 from neo_assets.links.link_repo import compute_lists  # noqa: E402
 from neo_assets.links.params import LinkParams  # noqa: E402
 from neo_assets.links.rows import RepoRows  # noqa: E402
-from neo_assets.links.rules.incremental import LinkLists  # noqa: E402
+from neo_assets.links.rules.lists import LinkLists  # noqa: E402
 from neo_assets.links.rules.passes import semantic_links, temporal_links  # noqa: E402
 from neo_assets.links.rules.records import LINK_SEMANTIC  # noqa: E402
 from neo_assets.links.snapshot import Snapshot  # noqa: E402

@@ -10,7 +10,8 @@ import numpy as np
 
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rows import RepoRows
-from neo_assets.links.rules.incremental import LinkLists, semantic_update, temporal_changes
+from neo_assets.links.rules.incremental import semantic_update, temporal_changes
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.records import LINK_SEMANTIC, LINK_TEMPORAL
 from neo_assets.links.snapshot import Snapshot
 

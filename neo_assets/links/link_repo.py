@@ -32,7 +32,7 @@ import numpy as np
 from neo_assets.links.incremental_run import NeedsFull, Outcome, run_incremental
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rows import RepoRows, gather_rows, row_times
-from neo_assets.links.rules.incremental import LinkLists
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.passes import LinkPairs, LinkStats, semantic_pairs, temporal_pairs
 from neo_assets.links.rules.records import (
     LINK_KINDS,

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from neo_assets.links.rules.incremental import LinkLists
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.store.ledger import Ledger
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neo_assets.links.rules.incremental import LinkLists
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.links.snapshot import Snapshot, load_snapshot, save_snapshot
 

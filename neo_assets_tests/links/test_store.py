@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from neo_assets.links.rules.incremental import LinkLists
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
 from neo_assets.links.store import (
     _INSERT_BATCH,

@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neo_assets.links.rules.incremental import (
-    LinkLists,
     semantic_links_update,
     semantic_update,
     temporal_changes,
 )
+from neo_assets.links.rules.lists import LinkLists
 from neo_assets.links.rules.passes import LinkPairs, semantic_links, temporal_links
 
 DIMS = 16
