@@ -26,8 +26,8 @@ JSON object with every figure.
 
 ``incremental``: a one-file change at n = 8,000 (the file's four chunks replaced by four new
 ones, its two other chunks re-timed), linked by the incremental rules
-(``links_service._incremental``: temporal_changes, semantic_update, list patches and the
-diff of what to write) against the full in-memory passes over the same rows
+(``neo_assets.links.incremental_run.run_incremental``: temporal_changes, semantic_update,
+list patches and the diff of what to write) against the full in-memory passes over the same rows
 (``compute_lists``: the lists the full path keeps); both without I/O. Reports the ratio
 incremental / full and how far the results agree: temporal lists are equal exactly;
 semantic lists can differ only where BLAS rounds a dot product differently in another
@@ -52,16 +52,14 @@ from typing import Any  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from neo_assets.core.links.incremental import LinkLists  # noqa: E402
-from neo_assets.core.links.passes import semantic_links, temporal_links  # noqa: E402
-from neo_assets.core.links.records import LINK_SEMANTIC  # noqa: E402
-from neo_assets.services.links.link_repo import (  # noqa: E402
-    LinkParams,
-    RepoRows,
-    _incremental,
-    compute_lists,
-)
-from neo_assets.store.links_snapshot import Snapshot  # noqa: E402
+from neo_assets.links.incremental_run import run_incremental  # noqa: E402
+from neo_assets.links.link_repo import compute_lists  # noqa: E402
+from neo_assets.links.params import LinkParams  # noqa: E402
+from neo_assets.links.rows import RepoRows  # noqa: E402
+from neo_assets.links.rules.lists import LinkLists  # noqa: E402
+from neo_assets.links.rules.passes import semantic_links, temporal_links  # noqa: E402
+from neo_assets.links.rules.records import LINK_SEMANTIC  # noqa: E402
+from neo_assets.links.snapshot import Snapshot  # noqa: E402
 
 SIZES = (2000, 4000, 8000)
 INCREMENTAL_N = 8000
@@ -73,7 +71,7 @@ UNTRACED_BUDGET_S = 60.0
 TRACED_BUDGET_S = 70.0
 TRACE_CALIBRATION_N = 500
 
-# --- the all-pairs references: verbatim copies of neo_assets_tests/core/links/test_passes.py ----
+# --- the all-pairs references: verbatim copies of neo_assets_tests/links/rules/test_passes.py ----
 # Do not optimise or refactor them; they are what the live passes are measured against.
 
 
@@ -393,7 +391,7 @@ def incremental_case(n: int = INCREMENTAL_N) -> dict[str, Any]:
         return compute_lists(rows, times, params)
 
     def incremental() -> dict[str, LinkLists]:
-        return _incremental(snapshot, rows, times, params).lists
+        return run_incremental(snapshot, rows, times, params).lists
 
     seconds = {}
     for name, run in (("full", full), ("incremental", incremental)):
@@ -407,7 +405,7 @@ def incremental_case(n: int = INCREMENTAL_N) -> dict[str, Any]:
         gc.enable()
         seconds[name] = round(best, 4)
     inc, ref = incremental(), full()
-    outcome = _incremental(snapshot, rows, times, params)
+    outcome = run_incremental(snapshot, rows, times, params)
     agreement: dict[str, Any] = {}
     for kind in ref:
         a, b = inc[kind].to_links(rows.ids), ref[kind].to_links(rows.ids)

@@ -217,11 +217,11 @@ def test_an_impure_rules_module_is_found() -> None:
     assert _impure(imported) == {"subprocess", "neo_assets.store.ledger"}
 
 
-# A module named in a docstring or comment (``core.links.due``, ``neo_assets.x.y``,
+# A module named in a docstring or comment (``links.rules.due``, ``neo_assets.x.y``,
 # ``services/sweep/run.py``) must exist: a moved module's old name misleads the reader.
 _DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core|reconcile|health)(?:\.[a-z_]\w*)+)")
 _PATHS = re.compile(
-    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve|reconcile|health)/[\w/]+\.py)"
+    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve|reconcile|health|links)/[\w/]+\.py)"
 )
 
 
@@ -235,7 +235,7 @@ def _named_modules(text: str) -> set[str]:
 
 
 def _names_a_module(name: str) -> bool:
-    """``core.links.due.rule`` names module ``core.links.due`` (its attribute ``rule`` is
+    """``links.rules.due.rule`` names module ``links.rules.due`` (its attribute ``rule`` is
     not checked); after a package, the next part must be its module or a name its
     ``__init__`` defines."""
     parts = name.split(".")
@@ -261,7 +261,7 @@ def test_the_modules_named_in_comments_exist() -> None:
 
 def test_a_stale_module_name_is_found() -> None:
     planted = (
-        "The rule is ``core.links_due``; see services/sweep/gone.py and core.links.due; "
+        "The rule is ``core.links_due``; see services/sweep/gone.py, neo_assets.links.rules.due; "
         "``reconcile.rules.gone`` and health/rules/gone.py, not reconcile.rules.orphans."
     )
     assert {n for n in _named_modules(planted) if not _names_a_module(n)} == {

@@ -296,7 +296,7 @@ def refresh_links(
     """Run the links job for each of ``ctxs`` whose links are due (what ``links_sensor``
     does in the UI), one run each; a failed links run is reported, never a failed sweep."""
     from neo_assets.definitions import defs
-    from neo_assets.services.links.due import evaluate_links
+    from neo_assets.links.due import evaluate_links
 
     job = defs.resolve_job_def("links")
     out: list[dict[str, Any]] = []

@@ -22,6 +22,7 @@ import numpy as np
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.links.store import neighbours as linked_neighbours
 from neo_assets.query.deadline import checkpoint
 from neo_assets.query.freshness import HeadCache
 from neo_assets.query.rules.filters import kept
@@ -55,7 +56,6 @@ from neo_assets.query.vector_cache import VectorCache
 from neo_assets.secrets.rules import redact
 from neo_assets.services.generations import GenerationUnavailable
 from neo_assets.store.ledger_generations import repo_generations
-from neo_assets.store.links import neighbours as linked_neighbours
 
 # Vector candidates asked per result wanted, and the most ever asked at once (always
 # with the tenant's where-filter).

@@ -1,5 +1,5 @@
 """What the link passes are fed and what is kept of them: the rules around
-``core.links`` that the shell would otherwise hide.
+``links.rules`` that the shell would otherwise hide.
 
 - A chunk's time is its file's last change (the envelope's ``changed_at``); a chunk of an
   undated file gets NaN and so never links in time (unobserved is not "long ago").

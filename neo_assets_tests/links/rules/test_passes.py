@@ -2,7 +2,7 @@
 
 The two ``reference_*`` functions below are the straightforward all-pairs computations the
 live passes must agree with. Keep them VERBATIM and never refactor them: they share no
-code with ``neo_assets.core.links.passes`` on purpose (not even the weight formula or the
+code with ``neo_assets.links.rules.passes`` on purpose (not even the weight formula or the
 constants). The moment a reference shares code with the live implementation, agreeing
 with it proves nothing.
 """
@@ -14,7 +14,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from neo_assets.core.links.passes import (
+from neo_assets.links.rules.passes import (
     LinkStats,
     link_stats,
     semantic_links,

@@ -7,10 +7,9 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from neo_assets.core.links.incremental import LinkLists
-from neo_assets.core.links.records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
-from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import (
+from neo_assets.links.rules.lists import LinkLists
+from neo_assets.links.rules.records import LINK_SEMANTIC, LINK_TEMPORAL, LinkRecord, Neighbour
+from neo_assets.links.store import (
     _INSERT_BATCH,
     LinkSetMoved,
     link_set,
@@ -19,6 +18,7 @@ from neo_assets.store.links import (
     repo_links,
     update_links,
 )
+from neo_assets.store.ledger import Ledger
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The incremental link rules against the full passes they replace.
 
-Every test compares with ``core.links`` over the final rows and asserts EXACT equality
+Every test compares with ``links.rules`` over the final rows and asserts EXACT equality
 (weights included). The semantic vectors are chosen so that float32 arithmetic is exact:
 16 dimensions, entries 0, +-1 or +-2 with squares summing to 16, so each row's norm is 4,
 the normalised entries are multiples of 1/4 and every dot product is a multiple of 1/16
@@ -18,13 +18,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neo_assets.core.links.incremental import (
-    LinkLists,
+from neo_assets.links.rules.incremental import (
     semantic_links_update,
     semantic_update,
     temporal_changes,
 )
-from neo_assets.core.links.passes import LinkPairs, semantic_links, temporal_links
+from neo_assets.links.rules.lists import LinkLists
+from neo_assets.links.rules.passes import LinkPairs, semantic_links, temporal_links
 
 DIMS = 16
 

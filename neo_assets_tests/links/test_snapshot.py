@@ -4,9 +4,9 @@ from pathlib import Path
 
 import numpy as np
 
-from neo_assets.core.links.incremental import LinkLists
-from neo_assets.core.links.records import LINK_KINDS
-from neo_assets.store.links_snapshot import Snapshot, load_snapshot, save_snapshot
+from neo_assets.links.rules.lists import LinkLists
+from neo_assets.links.rules.records import LINK_KINDS
+from neo_assets.links.snapshot import Snapshot, load_snapshot, save_snapshot
 
 
 def _round_trip(tmp_path: Path, snapshot: Snapshot) -> Snapshot | None:

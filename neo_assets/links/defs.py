@@ -3,7 +3,7 @@
 Links are derived data, so they are off the sweep's critical path: the ``links`` job
 materializes them in a run of its own, requested by ``links_sensor`` when a repo's
 declared generation moved, rows were added, or the link parameters changed
-(``core.links.due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
+(``links.rules.due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
 reads them.
 """
 
@@ -12,7 +12,6 @@ from typing import Any
 
 import dagster as dg
 
-from neo_assets.core.links.records import LINK_KINDS
 from neo_assets.defs.metadata import markdown_table
 from neo_assets.defs.partitions import TENANT_REPOS, tenant_repos
 from neo_assets.defs.resources import (
@@ -22,10 +21,12 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, repo_context
+from neo_assets.links.due import evaluate_links
+from neo_assets.links.link_repo import LinkReport, link_repo
+from neo_assets.links.params import LinkParams
+from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.services.declaration import warning_lines
 from neo_assets.services.generations import configured_generation, generation_store
-from neo_assets.services.links.due import evaluate_links
-from neo_assets.services.links.link_repo import LinkParams, LinkReport, link_repo
 from neo_assets.services.sweep.due import declared_repos
 from neo_assets.services.sweep.lease import SweepLease
 from neo_assets.services.sweep.progress import report as report_progress

@@ -4,7 +4,7 @@ The rows the run linked (ids, embedding generation, float32 vectors) and, when i
 its links, their kinds, times, lists and the stored link set's identity. One file per
 repo under ``links-cache/``, each array CRC-checked, written to a temporary file and
 renamed; any doubt about a file (missing, torn, another repo's, another format) reads as
-no snapshot, and the run computes in full (``neo_assets.services.links.link_repo``).
+no snapshot, and the run computes in full (``neo_assets.links.link_repo``).
 """
 
 import contextlib
@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from neo_assets.core.links.incremental import LinkLists
-from neo_assets.core.links.records import LINK_KINDS
+from neo_assets.links.rules.lists import LinkLists
+from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.store.ledger import Ledger
 
 LINKS_CACHE_DIR = "links-cache"  # under the data dir, beside the SQLite ledger
@@ -39,7 +39,7 @@ class Snapshot:
     vector only while the collection still holds the row under this tenant, repo and
     generation. When the run stored its links, also what they were computed from and are:
     the rows' kinds and times, each kind's lists over these rows, and the stored link
-    set's identity (``store.links.same_link_set``): the lists stand for the ledger's rows
+    set's identity (``links.store.same_link_set``): the lists stand for the ledger's rows
     only while the ledger's link set is still that one."""
 
     ids: list[str]

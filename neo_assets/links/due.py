@@ -1,18 +1,18 @@
 """Which declared repos need their links computed again, read from the ledger.
 
-The rule is ``core.links.due``; this module gathers its facts (declared generation,
+The rule is ``links.rules.due``; this module gathers its facts (declared generation,
 stored link set, latest sweep) for the links sensor and the CLI's runner.
 """
 
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.links.due import links_due_reason, links_run_key
 from neo_assets.core.sweep.summary import EMBEDDED, read_stored_summary
-from neo_assets.services.links.link_repo import LinkParams
+from neo_assets.links.params import LinkParams
+from neo_assets.links.rules.due import links_due_reason, links_run_key
+from neo_assets.links.store import link_set
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.links import link_set
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neo_assets.core.links.passes import temporal_links
-from neo_assets.core.links.records import (
+from neo_assets.links.rules.passes import temporal_links
+from neo_assets.links.rules.records import (
     LINK_SEMANTIC,
     LINK_TEMPORAL,
     LinkRecord,

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from neo_assets.core.links.due import (
+from neo_assets.links.rules.due import (
     LINKS_GENERATION_MOVED,
     LINKS_NEVER,
     LINKS_PARAMS_CHANGED,

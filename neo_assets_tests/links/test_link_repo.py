@@ -7,26 +7,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from neo_assets.core.links.passes import Links, semantic_links, temporal_links
-from neo_assets.core.links.records import (
+from neo_assets.links import link_repo as links_service
+from neo_assets.links import rows as links_rows
+from neo_assets.links.link_repo import compute_lists, link_repo
+from neo_assets.links.params import LinkParams
+from neo_assets.links.rows import RepoRows, read_rows, row_times
+from neo_assets.links.rules.passes import Links, semantic_links, temporal_links
+from neo_assets.links.rules.records import (
     LINK_KINDS,
     LINK_SEMANTIC,
     LINK_TEMPORAL,
     generation_groups,
 )
-from neo_assets.services.links import link_repo as links_service
-from neo_assets.services.links.link_repo import (
-    LinkParams,
-    RepoRows,
-    compute_lists,
-    link_repo,
-    read_rows,
-    row_times,
-)
+from neo_assets.links.snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
+from neo_assets.links.store import link_set, replace_links, repo_links
 from neo_assets.store.chroma_store import ChromaStore, open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
-from neo_assets.store.links import link_set, replace_links, repo_links
-from neo_assets.store.links_snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
 
 PARAMS = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
 T = 1_700_000_000.0
@@ -155,7 +151,7 @@ def test_rows_are_gathered_by_generation_and_only_the_uncovered_read_with_metada
         return real_get(self, *args, **kwargs)
 
     monkeypatch.setattr(type(store.collection), "get", counting_get)
-    rows, vectors_read = links_service.gather_rows(
+    rows, vectors_read = links_rows.gather_rows(
         store, declared, tenant_id="acme", repo_slug="w", snapshot=None
     )
     monkeypatch.undo()
@@ -169,7 +165,7 @@ def test_rows_are_gathered_by_generation_and_only_the_uncovered_read_with_metada
     assert set(rows.generations) == {"g1", "g2", None}
     # The metadata read: one sample for g1, one for g2 (learned there too, or not: then
     # its rows are among the rest), then the uncovered rows: far fewer than every row.
-    assert sum(reads) <= 2 * links_service._GENERATION_SAMPLE + 6
+    assert sum(reads) <= 2 * links_rows._GENERATION_SAMPLE + 6
     assert sum(reads) < n
 
 
@@ -211,7 +207,7 @@ def test_params_follow_settings_and_widen_the_candidate_window_for_a_larger_cap(
 # Vectors have 16 entries of 0, +-1 or +-2 whose squares sum to 16: every float32 product
 # of two normalised rows is exact whatever order BLAS sums it in, so the full pass is a
 # function of the rows alone and "equal to a full recompute" is checked bit for bit (see
-# neo_assets_tests/core/links/test_incremental.py).
+# neo_assets_tests/links/rules/test_incremental.py).
 
 SMALL = LinkParams(window_seconds=3600.0, per_chunk=2, threshold=0.7, top_k=3)
 
@@ -295,7 +291,7 @@ class World:
 
     def reference(self, params: LinkParams) -> dict[tuple[str, str], list[tuple[str, float]]]:
         """A full recompute over the same rows by the passes' dict form (read_rows, then
-        each pass as ``core.links`` states it), beside the arrays the service uses."""
+        each pass as ``links.rules`` states it), beside the arrays the service uses."""
         declared = [(c, k, p) for c, (k, p) in self.chunks.items()]
         rows = read_rows(self.store, declared, tenant_id="acme", repo_slug="w")
         by_kind = dict_passes(rows, row_times(rows, self.times), params)
@@ -303,7 +299,7 @@ class World:
 
 
 def dict_passes(rows: RepoRows, times: list[float], params: LinkParams) -> dict[str, Links]:
-    """Both passes as ``core.links`` gives them keyed by chunk id: the reference for
+    """Both passes as ``links.rules`` gives them keyed by chunk id: the reference for
     ``compute_lists``."""
     temporal = temporal_links(
         list(zip(rows.ids, rows.kinds, times, strict=True)),

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.links.records import (
+from neo_assets.links.rules.records import (
     LINK_KINDS,
     LINK_SEMANTIC,
     LINK_TEMPORAL,
@@ -294,7 +294,7 @@ def neighbours(
     ledger: Ledger, tenant_id: str, chunk_ids: Iterable[str], *, limit: int
 ) -> dict[str, list[Neighbour]]:
     """The ``limit`` strongest neighbours of each chunk among the tenant's links, both
-    kinds merged (``core.links.records.strongest_neighbours``). Only links stored under
+    kinds merged (``links.rules.records.strongest_neighbours``). Only links stored under
     ``tenant_id`` are read, so no other tenant's neighbour can come back."""
     wanted = list(dict.fromkeys(chunk_ids))
     found: dict[str, list[tuple[str, str, float]]] = {cid: [] for cid in wanted}

@@ -1,7 +1,7 @@
 """Incremental link passes: a repo's links after a change, from the links of the rows
 before it and work in proportion to the change, equal to the full passes over the new rows.
 
-Both rules below take the output of a full pass (``core.links``) over the previous rows and
+Both rules below take the output of a full pass (``links.rules``) over the previous rows and
 say which chunks' lists can differ in the full pass over the new rows, and what those lists
 are. Every other chunk keeps its previous list unchanged: that is the whole saving.
 
@@ -34,14 +34,14 @@ measures both: the same lists differ between two full passes).
 
 Temporal (``temporal_changes``): a chunk's list in the bounded temporal pass is a function of
 the ``candidate_window`` chunks on either side of it in its kind's (time, id) order (see
-``core.links.passes.temporal_links``). A chunk whose window, before and after the change, holds no
+``links.rules.passes.temporal_links``). A chunk whose window, before and after the change, holds no
 added, removed or re-timed chunk has the same window and so the same list; the others are
 recomputed by the temporal pass itself over a slice that holds each one's whole window. That
 is exact, ties included, because the slice gives each recomputed chunk the very candidates
 the full pass gives it.
 
-``LinkLists`` holds one pass's output over row indices (compressed rows), so the shell can
-keep a repo's lists between runs and patch only the changed rows.
+``LinkLists`` (``links.rules.lists``) holds one pass's output over row indices, so the shell
+can keep a repo's lists between runs and patch only the changed rows.
 """
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -49,195 +49,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neo_assets.core.links.passes import (
-    LinkPairs,
+from neo_assets.links.rules.lists import IndexLinks, LinkLists
+from neo_assets.links.rules.passes import (
     Links,
     best_per_row,
     check_semantic_args,
     temporal_links,
     unit_rows,
 )
-
-IndexLinks = list[tuple[int, float]]
-
-
-# --- compressed lists ------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LinkLists:
-    """One pass's output over row indices: row ``i`` keeps
-    ``neighbours[offsets[i]:offsets[i + 1]]`` (row indices, best first) with their
-    ``weights``."""
-
-    offsets: np.ndarray  # int64, (rows + 1,), offsets[0] == 0, non-decreasing
-    neighbours: np.ndarray  # int64
-    weights: np.ndarray  # float64
-
-    @classmethod
-    def empty(cls, rows: int) -> "LinkLists":
-        return cls(
-            np.zeros(rows + 1, dtype=np.int64),
-            np.zeros(0, dtype=np.int64),
-            np.zeros(0, dtype=np.float64),
-        )
-
-    @classmethod
-    def from_rows(cls, rows: Sequence[Sequence[tuple[int, float]]]) -> "LinkLists":
-        lengths = np.fromiter((len(kept) for kept in rows), dtype=np.int64, count=len(rows))
-        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        total = int(offsets[-1])
-        neighbours = np.fromiter((n for kept in rows for n, _ in kept), dtype=np.int64, count=total)
-        weights = np.fromiter((w for kept in rows for _, w in kept), dtype=np.float64, count=total)
-        return cls(offsets, neighbours, weights)
-
-    @classmethod
-    def from_links(
-        cls, links: Mapping[str, Sequence[tuple[str, float]]], ids: Sequence[str]
-    ) -> "LinkLists":
-        """A pass's output keyed by chunk id, over the rows ``ids`` (a chunk missing from
-        ``links`` keeps nothing). Refuses a neighbour that is not one of ``ids``."""
-        index = {chunk: i for i, chunk in enumerate(ids)}
-        try:
-            rows = [[(index[n], w) for n, w in links.get(chunk, ())] for chunk in ids]
-        except KeyError as missing:
-            raise ValueError(f"a neighbour is not one of the rows: {missing}") from None
-        return cls.from_rows(rows)
-
-    @classmethod
-    def from_pairs(cls, rows: int, pairs: LinkPairs) -> "LinkLists":
-        """A pass's pairs (``core.links``) over ``rows`` rows. Refuses a row out of range."""
-        if len(pairs.src) and (
-            int(pairs.src.min()) < 0
-            or int(pairs.src.max()) >= rows
-            or int(pairs.dst.min()) < 0
-            or int(pairs.dst.max()) >= rows
-        ):
-            raise ValueError(f"a link names a row outside the {rows} rows")
-        offsets = np.zeros(rows + 1, dtype=np.int64)
-        np.cumsum(np.bincount(pairs.src, minlength=rows), out=offsets[1:])
-        return cls(offsets, pairs.dst, pairs.weight)
-
-    @property
-    def rows(self) -> int:
-        return len(self.offsets) - 1
-
-    def lengths(self) -> np.ndarray:
-        return np.diff(self.offsets)
-
-    def row(self, i: int) -> IndexLinks:
-        start, stop = int(self.offsets[i]), int(self.offsets[i + 1])
-        return list(
-            zip(
-                self.neighbours[start:stop].tolist(), self.weights[start:stop].tolist(), strict=True
-            )
-        )
-
-    def to_links(self, ids: Sequence[str]) -> Links:
-        return dict(self.as_links(ids).lists())
-
-    def as_links(self, ids: Sequence[str]) -> "LinksView":
-        """These lists keyed by chunk id (``ids[i]`` is row ``i``), built a list at a time
-        as they are read: what a store writes from without holding a tuple per link."""
-        return LinksView(self, ids)
-
-    def is_well_formed(self, rows: int) -> bool:
-        """Shapes, offsets and neighbour bounds fit ``rows`` rows (for a list read back)."""
-        o, n, w = self.offsets, self.neighbours, self.weights
-        return bool(
-            o.ndim == 1
-            and n.ndim == 1
-            and w.ndim == 1
-            and len(o) == rows + 1
-            and len(n) == len(w)
-            and o[0] == 0
-            and o[-1] == len(n)
-            and np.all(np.diff(o) >= 0)
-            and (len(n) == 0 or (int(n.min()) >= 0 and int(n.max()) < rows))
-            and np.all(np.isfinite(w))
-        )
-
-    def patch(
-        self,
-        source: np.ndarray,
-        remap: np.ndarray,
-        replaced: Mapping[int, Sequence[tuple[int, float]]],
-        *,
-        strict: bool = True,
-    ) -> "LinkLists":
-        """The lists over new rows: row ``r`` keeps ``replaced[r]`` when given, else the list
-        of old row ``source[r]`` with each neighbour renumbered by ``remap`` (old row -> new
-        row), else nothing (``source[r] == -1``). A kept list naming a row that ``remap``
-        drops (-1) is refused when ``strict`` (that row's list had to be replaced), else
-        the neighbour reads -1."""
-        rows = len(source)
-        source = np.asarray(source, dtype=np.int64)
-        remap = np.asarray(remap, dtype=np.int64)
-        keep = source >= 0
-        if replaced:
-            keep[np.fromiter(replaced, dtype=np.int64, count=len(replaced))] = False
-        old_lengths = self.lengths()
-        lengths = np.zeros(rows, dtype=np.int64)
-        lengths[keep] = old_lengths[source[keep]]
-        for r, kept in replaced.items():
-            lengths[r] = len(kept)
-        offsets = np.zeros(rows + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        neighbours = np.empty(int(offsets[-1]), dtype=np.int64)
-        weights = np.empty(int(offsets[-1]), dtype=np.float64)
-
-        kept_rows = np.flatnonzero(keep)
-        counts = lengths[kept_rows]
-        total = int(counts.sum())
-        if total:
-            step = np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(counts) - counts, counts)
-            src = np.repeat(self.offsets[source[kept_rows]], counts) + step
-            dst = np.repeat(offsets[kept_rows], counts) + step
-            mapped = remap[self.neighbours[src]]
-            if strict and np.any(mapped < 0):
-                raise ValueError("a kept list names a row that left; it had to be replaced")
-            neighbours[dst] = mapped
-            weights[dst] = self.weights[src]
-        for r, kept in replaced.items():
-            start = int(offsets[r])
-            for place, (n, w) in enumerate(kept):
-                neighbours[start + place] = n
-                weights[start + place] = w
-        return LinkLists(offsets, neighbours, weights)
-
-
-class LinksView(Mapping[str, list[tuple[str, float]]]):
-    """``LinkLists`` read as ``Links`` (chunk id -> best-first ``(neighbour id, weight)``),
-    each list built when it is read."""
-
-    def __init__(self, lists: LinkLists, ids: Sequence[str]) -> None:
-        if len(ids) != lists.rows:
-            raise ValueError(f"{len(ids)} ids for {lists.rows} rows")
-        self._lists = lists
-        self._ids = ids
-        self._at: dict[str, int] | None = None
-
-    def _list(self, i: int) -> list[tuple[str, float]]:
-        ids = self._ids
-        return [(ids[n], w) for n, w in self._lists.row(i)]
-
-    def __getitem__(self, chunk: str) -> list[tuple[str, float]]:
-        if self._at is None:
-            self._at = {c: i for i, c in enumerate(self._ids)}
-        return self._list(self._at[chunk])
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._ids)
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def lists(self) -> Iterator[tuple[str, list[tuple[str, float]]]]:
-        """``items()`` in row order, without a lookup per chunk."""
-        for i, chunk in enumerate(self._ids):
-            yield chunk, self._list(i)
-
 
 # --- semantic ----------------------------------------------------------------------------
 
@@ -273,6 +92,113 @@ class SemanticUpdate:
     merged: int
 
 
+@dataclass(frozen=True)
+class _Columns:
+    """The columns of the similarity rows: the valid rows in id order, as in
+    ``semantic_links`` (a column index is also the id tie-break rank)."""
+
+    normalized: np.ndarray  # one unit row per column
+    row_of_col: np.ndarray
+    col_of_row: np.ndarray  # -1: the row cannot link
+    rank: np.ndarray  # row -> its rank in id order
+
+
+def _columns(names: Sequence[str], matrix: np.ndarray) -> _Columns:
+    n = len(names)
+    order = np.asarray(sorted(range(n), key=names.__getitem__), dtype=np.int64)
+    valid_sorted, normalized = unit_rows(matrix, order)
+    row_of_col = order[valid_sorted]
+    col_of_row = np.full(n, -1, dtype=np.int64)
+    col_of_row[row_of_col] = np.arange(len(row_of_col))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n)
+    return _Columns(normalized, row_of_col, col_of_row, rank)
+
+
+def _rows_to_recompute(
+    previous: LinkLists, added: np.ndarray, valid: np.ndarray, top_k: int
+) -> tuple[np.ndarray, dict[int, IndexLinks]]:
+    """Which rows get a full row, and the lists already known: unchanged rows that lost a
+    neighbour from a short list drop it; rows that cannot link keep nothing."""
+    n = previous.rows
+    lengths = previous.lengths()
+    replaced: dict[int, IndexLinks] = {}
+    recompute = added.copy()
+    # Unchanged rows that lost a neighbour (a row that left, or one of A: never a previous
+    # neighbour, so a list naming one is not a previous list) or hold more than top_k.
+    owner = np.repeat(np.arange(n), lengths)
+    nbr = previous.neighbours
+    lost = (nbr < 0) | added[np.clip(nbr, 0, max(n - 1, 0))] if len(nbr) else nbr < 0
+    for r in np.unique(owner[lost]).tolist():
+        if added[r]:
+            continue
+        if lengths[r] >= top_k:
+            recompute[r] = True
+        else:
+            replaced[r] = [(m, w) for m, w in previous.row(r) if m >= 0 and not added[m]]
+    recompute[np.flatnonzero(~added & (lengths > top_k))] = True
+    # A row that cannot link keeps nothing.
+    for r in np.flatnonzero(~valid & (added | recompute | (lengths > 0))).tolist():
+        replaced[r] = []
+        recompute[r] = False
+    return recompute, replaced
+
+
+def _full_rows(
+    rows: np.ndarray,
+    cols: _Columns,
+    replaced: dict[int, IndexLinks],
+    *,
+    threshold: float,
+    top_k: int,
+    block_rows: int,
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """Full rows for ``rows`` (into ``replaced``), block by block, with each block's
+    similarities to every column."""
+    for start in range(0, len(rows), block_rows):
+        block = rows[start : start + block_rows]
+        at = cols.col_of_row[block]
+        sims = cols.normalized[at] @ cols.normalized.T
+        sims[np.arange(len(block)), at] = -np.inf  # a chunk never links to itself
+        for r, kept in zip(block.tolist(), _best(sims, threshold, top_k), strict=True):
+            replaced[r] = [(int(cols.row_of_col[c]), w) for c, w in kept]
+        yield block, sims
+
+
+def _gains(
+    previous: LinkLists,
+    cols: _Columns,
+    takes: np.ndarray,
+    blocks: Iterable[tuple[np.ndarray, np.ndarray]],
+    *,
+    threshold: float,
+    top_k: int,
+) -> dict[int, list[tuple[int, float]]]:
+    """The rows of A that enter the lists of unchanged rows (``takes``). A gain enters a
+    full list only if it beats the list's last entry (weight, then id): the k entries
+    ranked above it stay. Checked for all pairs at once."""
+    n, rank, nbr = previous.rows, cols.rank, previous.neighbours
+    lengths = previous.lengths()
+    full = takes & (lengths >= top_k)
+    last = np.where(full, previous.offsets[1:] - 1, 0)
+    last_weight = np.where(full, previous.weights[last] if len(nbr) else 0.0, -np.inf)
+    last_rank = np.where(full, rank[np.maximum(nbr[last], 0)] if len(nbr) else 0, n)
+    gains: dict[int, list[tuple[int, float]]] = {}
+    for block, sims in blocks:
+        a_local, at = np.nonzero((sims > threshold) & takes[cols.row_of_col][None, :])
+        targets = cols.row_of_col[at]
+        weights = sims[a_local, at].astype(np.float64)
+        sources = block[a_local]
+        beats = (weights > last_weight[targets]) | (
+            (weights == last_weight[targets]) & (rank[sources] < last_rank[targets])
+        )
+        for a, u, w in zip(
+            sources[beats].tolist(), targets[beats].tolist(), weights[beats].tolist(), strict=True
+        ):
+            gains.setdefault(u, []).append((a, w))
+    return gains
+
+
 def semantic_update(
     names: Sequence[str],
     vectors: np.ndarray,
@@ -300,78 +226,26 @@ def semantic_update(
     if top_k == 0:
         return SemanticUpdate({r: [] for r in range(n) if added[r] or lengths[r]}, 0, 0)
 
-    # Columns are the valid rows in id order, as in semantic_links: a column index is also
-    # the id tie-break rank.
-    order = np.asarray(sorted(range(n), key=names.__getitem__), dtype=np.int64)
-    valid_sorted, normalized = unit_rows(matrix, order)
-    row_of_col = order[valid_sorted]
-    col_of_row = np.full(n, -1, dtype=np.int64)
-    col_of_row[row_of_col] = np.arange(len(row_of_col))
-    rank = np.empty(n, dtype=np.int64)
-    rank[order] = np.arange(n)
-    valid = col_of_row >= 0
-
-    replaced: dict[int, IndexLinks] = {}
-    recompute = added.copy()
-    # Unchanged rows that lost a neighbour (a row that left, or one of A: never a previous
-    # neighbour, so a list naming one is not a previous list) or hold more than top_k.
-    owner = np.repeat(np.arange(n), lengths)
-    nbr = previous.neighbours
-    lost = (nbr < 0) | added[np.clip(nbr, 0, max(n - 1, 0))] if len(nbr) else nbr < 0
-    for r in np.unique(owner[lost]).tolist():
-        if added[r]:
-            continue
-        if lengths[r] >= top_k:
-            recompute[r] = True
-        else:
-            replaced[r] = [(m, w) for m, w in previous.row(r) if m >= 0 and not added[m]]
-    recompute[np.flatnonzero(~added & (lengths > top_k))] = True
-    # A row that cannot link keeps nothing.
-    for r in np.flatnonzero(~valid & (added | recompute | (lengths > 0))).tolist():
-        replaced[r] = []
-        recompute[r] = False
+    cols = _columns(names, matrix)
+    valid = cols.col_of_row >= 0
+    recompute, replaced = _rows_to_recompute(previous, added, valid, top_k)
     recomputed = int(np.count_nonzero(recompute))
+    pass_args = {"threshold": threshold, "top_k": top_k, "block_rows": block_rows}
 
-    def full_rows(rows: np.ndarray) -> Iterable[tuple[np.ndarray, np.ndarray]]:
-        for start in range(0, len(rows), block_rows):
-            block = rows[start : start + block_rows]
-            cols = col_of_row[block]
-            sims = normalized[cols] @ normalized.T
-            sims[np.arange(len(block)), cols] = -np.inf  # a chunk never links to itself
-            for r, kept in zip(block.tolist(), _best(sims, threshold, top_k), strict=True):
-                replaced[r] = [(int(row_of_col[c]), w) for c, w in kept]
-            yield block, sims
-
-    # Rows of A: full rows, and their similarities to every row give the others' gains. A
-    # gain enters a full list only if it beats the list's last entry (weight, then id): the
-    # k entries ranked above it stay. Checked for all pairs at once, merged row by row.
+    # Rows of A: full rows, and their similarities to every row give the others' gains,
+    # merged row by row below.
     takes = valid & ~recompute  # unchanged rows that keep their list and merge
-    full = takes & (lengths >= top_k)
-    last = np.where(full, previous.offsets[1:] - 1, 0)
-    last_weight = np.where(full, previous.weights[last] if len(nbr) else 0.0, -np.inf)
-    last_rank = np.where(full, rank[np.maximum(nbr[last], 0)] if len(nbr) else 0, n)
-    gains: dict[int, list[tuple[int, float]]] = {}
-    for block, sims in full_rows(np.flatnonzero(recompute & added)):
-        a_local, cols = np.nonzero((sims > threshold) & takes[row_of_col][None, :])
-        targets = row_of_col[cols]
-        weights = sims[a_local, cols].astype(np.float64)
-        sources = block[a_local]
-        beats = (weights > last_weight[targets]) | (
-            (weights == last_weight[targets]) & (rank[sources] < last_rank[targets])
-        )
-        for a, u, w in zip(
-            sources[beats].tolist(), targets[beats].tolist(), weights[beats].tolist(), strict=True
-        ):
-            gains.setdefault(u, []).append((a, w))
+    of_added = _full_rows(np.flatnonzero(recompute & added), cols, replaced, **pass_args)
+    gains = _gains(previous, cols, takes, of_added, threshold=threshold, top_k=top_k)
     # Unchanged rows that lost a neighbour from a full list: full rows.
-    for _ in full_rows(np.flatnonzero(recompute & ~added)):
+    for _ in _full_rows(np.flatnonzero(recompute & ~added), cols, replaced, **pass_args):
         pass
 
     merged = set(replaced) - set(np.flatnonzero(recompute).tolist())
     for r, extra in gains.items():
         base = replaced[r] if r in replaced else previous.row(r)
         candidates = base + extra
-        candidates.sort(key=lambda link: (-link[1], rank[link[0]]))
+        candidates.sort(key=lambda link: (-link[1], cols.rank[link[0]]))
         replaced[r] = candidates[:top_k]
         merged.add(r)
     return SemanticUpdate(replaced, recomputed, len(merged))
