@@ -87,7 +87,7 @@ def seed(
 
     from neo_assets.config.tenants import load_tenants
     from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
-    from neo_assets.services.generations import configured_generation
+    from neo_assets.generations.serving import configured_generation
     from neo_assets.store.ledger import DeclaredChunk
 
     tenants = load_tenants(settings.store.resolved_tenants_file)
@@ -399,11 +399,11 @@ def definition_name(definition: str) -> str | None:
 def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
     from bench.retrieval import QUESTIONS, corpus, load_model
     from neo_assets.config.settings import load_settings
+    from neo_assets.generations.serving import configured_generation
     from neo_assets.query.rules.ranking import DEFAULT_RANKING, LEGACY
     from neo_assets.query.rules.request import SearchRequest
     from neo_assets.query.search import QueryService
     from neo_assets.query.serving import Resident
-    from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
     from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 

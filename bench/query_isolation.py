@@ -210,11 +210,11 @@ def world(
     import numpy as np
 
     from neo_assets.config.settings import load_settings
+    from neo_assets.generations.serving import configured_generation
     from neo_assets.query.rules.request import SearchRequest
     from neo_assets.query.search import QueryService
     from neo_assets.query.serving import Resident, serving_targets
     from neo_assets.query.vector_cache import VectorCache
-    from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import open_ledger, open_store
 
     tenants_path = write_tenants(root, {"a": ["big"]})

@@ -114,7 +114,7 @@ def sweep_in(
         else:
             os.environ[name] = value
     from neo_assets.core.ids.stamps import tenant_filter  # noqa: PLC0415
-    from neo_assets.services.generations import (  # noqa: PLC0415
+    from neo_assets.generations.serving import (  # noqa: PLC0415
         configured_generation,
         generation_store,
     )

@@ -184,11 +184,11 @@ def project_case(
     """(figures per repo and variant, per repo: the question set and served files)."""
     from neo_assets.config.settings import load_settings
     from neo_assets.config.tenants import load_tenants
+    from neo_assets.generations.serving import configured_generation
     from neo_assets.quality.evaluate import ask, repo_question_set
     from neo_assets.quality.rules import metrics
     from neo_assets.query.search import QueryService
     from neo_assets.query.serving import Resident
-    from neo_assets.services.generations import configured_generation
     from neo_assets.services.handles import build_provider, open_ledger, open_store
     from neo_assets.services.sweep.run import SweepInputs, run_sweep
     from neo_assets.services.sweep.steps import RepoContext

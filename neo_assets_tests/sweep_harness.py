@@ -28,7 +28,7 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.services.generations import configured_generation, generation_store
+from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 from neo_assets.status.report import build_status
 from neo_assets.store import ledger_schema as t

@@ -6,7 +6,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.core.generations import GenerationRecord, RepoGeneration
+from neo_assets.generations.rules import GenerationRecord, RepoGeneration
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
 

@@ -1,5 +1,5 @@
 """Embedding generations as the services see them: the digest of the settings or of a
-built provider (one function, ``core/generations.generation_digest``); each generation's
+built provider (one function, ``generations/rules.generation_digest``); each generation's
 collection; which generation serves a tenant's queries and which provider embeds them
 (``serving_generation``, ``query_provider``: the query path's one rule)."""
 
@@ -8,7 +8,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.generations import (
+from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.rules.input import embedding_input_format
+from neo_assets.embedding.rules.lane import LaneSettings, admission_band
+from neo_assets.generations.records import (
+    generation_records,
+    register_generation,
+    repo_generations,
+)
+from neo_assets.generations.rules import (
     GenerationRecord,
     Serving,
     collection_name_for,
@@ -16,16 +24,8 @@ from neo_assets.core.generations import (
     resolved_collection,
     tenant_serving,
 )
-from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.embedding.rules.input import embedding_input_format
-from neo_assets.embedding.rules.lane import LaneSettings, admission_band
 from neo_assets.quality.gate import GateVerdict, gate
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_generations import (
-    generation_records,
-    register_generation,
-    repo_generations,
-)
 from neo_assets.store.quality import decision, latest_scores
 
 if TYPE_CHECKING:

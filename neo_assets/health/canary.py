@@ -17,6 +17,7 @@ from typing import Any
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.generations.serving import generation_for
 from neo_assets.health import records as store
 from neo_assets.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
 from neo_assets.health.rules.canary import (
@@ -27,7 +28,6 @@ from neo_assets.health.rules.canary import (
     canary_record,
     reusable,
 )
-from neo_assets.services.generations import generation_for
 from neo_assets.services.handles import build_provider, open_ledger
 from neo_assets.store.ledger import Ledger
 

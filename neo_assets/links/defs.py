@@ -21,12 +21,12 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.defs.sweep import OWNERS, repo_context
+from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.links.due import evaluate_links
 from neo_assets.links.link_repo import LinkReport, link_repo
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.services.declaration import warning_lines
-from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.services.sweep.due import declared_repos
 from neo_assets.services.sweep.lease import SweepLease
 from neo_assets.services.sweep.progress import report as report_progress

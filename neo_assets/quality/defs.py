@@ -17,12 +17,12 @@ from neo_assets.core.ids.partition_keys import parse_partition_key
 from neo_assets.defs.partitions import tenant_repos
 from neo_assets.defs.resources import LedgerResource, SettingsResource, TenantsResource
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.generations.serving import configured_generation, serving_generation
 from neo_assets.quality.gate import QualityScore
 from neo_assets.quality.measure import Measured, evaluate_due
 from neo_assets.quality.rules import Metrics, dropped
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
-from neo_assets.services.generations import configured_generation, serving_generation
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.quality import score_history

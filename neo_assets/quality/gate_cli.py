@@ -101,8 +101,8 @@ def register(app: typer.Typer) -> None:
         measured); the decision is recorded with who made it and why."""
 
         def go() -> int:
+            from neo_assets.generations.records import generation_records
             from neo_assets.services.handles import open_ledger
-            from neo_assets.store.ledger_generations import generation_records
             from neo_assets.store.quality import record_decision
 
             settings, tenants = common.load_config()

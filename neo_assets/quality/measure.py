@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import anyio
 
+from neo_assets.generations.serving import serving_generation
 from neo_assets.quality.evaluate import QualityUnavailable, ask, repo_question_set
 from neo_assets.quality.gate import (
     EvaluationDue,
@@ -16,7 +17,6 @@ from neo_assets.quality.gate import (
 )
 from neo_assets.quality.rules import metrics
 from neo_assets.query.search import QueryService
-from neo_assets.services.generations import serving_generation
 from neo_assets.store.quality import latest_scores, record_score
 
 

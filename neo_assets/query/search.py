@@ -22,6 +22,8 @@ import numpy as np
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
+from neo_assets.generations.records import repo_generations
+from neo_assets.generations.serving import GenerationUnavailable
 from neo_assets.links.store import neighbours as linked_neighbours
 from neo_assets.query.deadline import checkpoint
 from neo_assets.query.freshness import HeadCache
@@ -54,8 +56,6 @@ from neo_assets.query.serving import (
 from neo_assets.query.truth import TruthCache, TruthView
 from neo_assets.query.vector_cache import VectorCache
 from neo_assets.secrets.rules import redact
-from neo_assets.services.generations import GenerationUnavailable
-from neo_assets.store.ledger_generations import repo_generations
 
 # Vector candidates asked per result wanted, and the most ever asked at once (always
 # with the tenant's where-filter).

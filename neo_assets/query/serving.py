@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsConfigError, TenantsFile
 from neo_assets.core import codes
-from neo_assets.core.generations import GenerationRecord
 from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.generations.records import generation_records
+from neo_assets.generations.rules import GenerationRecord
+from neo_assets.generations.serving import collection_of, query_provider, serving_generation
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.services.declaration import load_declaration
-from neo_assets.services.generations import collection_of, query_provider, serving_generation
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_generations import generation_records
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
@@ -112,7 +112,7 @@ class Resident:
 
     def provider_for(self, target: ServingTarget) -> EmbeddingProvider:
         """The provider that embeds at ``target``'s generation, built once and kept;
-        raises ``services.generations.GenerationUnavailable`` when it cannot be built."""
+        raises ``generations.serving.GenerationUnavailable`` when it cannot be built."""
         generation = target.embedding_generation
         with self._lock:
             provider = self._providers.get(generation)

@@ -16,6 +16,7 @@ import numpy as np
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.reconcile.reading import read_snapshot
 from neo_assets.reconcile.retirement import declared_owners, read_retired
 from neo_assets.reconcile.rules.checks import (
@@ -29,7 +30,6 @@ from neo_assets.reconcile.rules.checks import (
     row_ids_by_path,
 )
 from neo_assets.reconcile.rules.retirement import RETIRED_KINDS
-from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 

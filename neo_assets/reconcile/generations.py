@@ -1,7 +1,7 @@
 """Reclaiming an old embedding generation, tenant by tenant.
 
 A generation's rows are reclaimed for a tenant only once no repo of that tenant is served
-by it (the switch is per tenant: ``core/generations.tenant_serving``) and it is not the
+by it (the switch is per tenant: ``generations/rules.tenant_serving``) and it is not the
 configured one, and only when reclamation is enabled. Only the tenant's own rows are
 deleted (filtered by tenantId in Chroma and re-checked row by row), so one tenant's run
 never touches another's rows; the collection itself is dropped, and the generation
@@ -12,15 +12,15 @@ import time
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.generations import reclaimable_generations, resolved_collection
-from neo_assets.services.generations import configured_generation, serving_generation
-from neo_assets.store.chroma_store import ChromaStore
-from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_generations import (
+from neo_assets.generations.records import (
     forget_repo_generations,
     generation_records,
     mark_reclaimed,
 )
+from neo_assets.generations.rules import reclaimable_generations, resolved_collection
+from neo_assets.generations.serving import configured_generation, serving_generation
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
 
 
 def reclaim_generations(

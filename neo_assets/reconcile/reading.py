@@ -13,9 +13,9 @@ from neo_assets.config.tenants import RepoDecl, Tenant, TenantsFile
 from neo_assets.core import codes
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.embedding.rules.lane import FenceRecord, fence_row_from_record
+from neo_assets.generations.serving import configured_generation
 from neo_assets.reconcile.rules.declaration import TenantDeclaration
 from neo_assets.reconcile.rules.inputs import RepoRecords, sweep_settled, tenant_declaration
-from neo_assets.services.generations import configured_generation
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger

@@ -28,6 +28,7 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.sweep.leases import sweep_lease_key
+from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.reconcile.generations import reclaim_generations
 from neo_assets.reconcile.reading import (
     TenantSnapshot,
@@ -45,7 +46,6 @@ from neo_assets.reconcile.rules.orphans import classify_orphans
 from neo_assets.reconcile.rules.plan import ACTIONABLE_KINDS, ORPHAN_KINDS, ReconcilePlan
 from neo_assets.reconcile.rules.reclaim_gate import reclaim_blocked
 from neo_assets.reconcile.rules.retirement import Retired
-from neo_assets.services.generations import configured_generation, generation_store
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.leases import LeaseKeeper, LeaseLostError, holder_detail
 from neo_assets.store.ledger import Ledger

@@ -7,12 +7,14 @@ from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.codes import DISPOSITION_SECRET, OUTCOME_FAILED
 from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVIDER_UNREACHABLE
-from neo_assets.core.generations import GenerationRecord, RepoGeneration
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.generations.records import generation_records, repo_generations
+from neo_assets.generations.rules import GenerationRecord, RepoGeneration
+from neo_assets.generations.serving import collection_of, serving_generation
 from neo_assets.health import records as health_store
 from neo_assets.quality.gate import GateVerdict
 from neo_assets.reconcile.retirement import read_retired
@@ -23,13 +25,11 @@ from neo_assets.services.declaration import (
     remembered_repo_row,
     withheld_repo_rows,
 )
-from neo_assets.services.generations import collection_of, serving_generation
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_generations import generation_records, repo_generations
 
 
 def retired_repo_rows(

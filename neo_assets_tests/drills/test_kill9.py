@@ -41,7 +41,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.leases import sweep_lease_key
-from neo_assets.services.generations import configured_generation
+from neo_assets.generations.serving import configured_generation
 from neo_assets.store import leases
 from neo_assets.store import ledger_schema as t
 from neo_assets_tests.drills.harness import ROOT, child_env, open_state, release_store

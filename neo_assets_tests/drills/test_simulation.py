@@ -35,7 +35,7 @@ from hypothesis.stateful import (
 )
 
 from neo_assets.core import codes
-from neo_assets.services.generations import configured_generation
+from neo_assets.generations.serving import configured_generation
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     HoleTracker,

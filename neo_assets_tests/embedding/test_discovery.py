@@ -21,7 +21,7 @@ from neo_assets.config.settings import load_settings
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.discovery import discover_and_record
 from neo_assets.embedding.rules.band import SOURCE_DISCOVERED, SOURCE_SERVER, SOURCE_TOKENIZER
-from neo_assets.services.generations import configured_generation
+from neo_assets.generations.serving import configured_generation
 from neo_assets.services.handles import open_ledger
 from neo_assets.store.provider_limits import recorded_discovery
 from neo_assets_tests.servers import LOOPBACK, free_port

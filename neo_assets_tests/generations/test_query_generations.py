@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from neo_assets.cli.app import app
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
+from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
 from neo_assets.query.serving import QueryUnavailable
-from neo_assets.services.generations import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import (
     RepoContext,
@@ -92,7 +92,7 @@ def test_an_unreachable_old_provider_is_named_and_the_answer_comes_from_what_can
     # Once the hashing generation is reclaimed only the refusing server's are left: a
     # clear error naming them, no traceback.
     with open_ledger(load_settings()) as ledger:
-        from neo_assets.store.ledger_generations import mark_reclaimed
+        from neo_assets.generations.records import mark_reclaimed
 
         mark_reclaimed(ledger, new, time.time())
     with pytest.raises(QueryUnavailable) as raised:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from neo_assets.core.generations import generation_digest, normalised_model
+from neo_assets.generations.rules import generation_digest, normalised_model
 
 GEOMETRY = (384, 7372, 60_000, "header-v1")
 
@@ -58,7 +58,7 @@ def test_the_digest_of_a_correct_spelling_is_unchanged() -> None:
 
 
 # ------------------------------------------------------------------ which generation serves
-from neo_assets.core.generations import (  # noqa: E402
+from neo_assets.generations.rules import (  # noqa: E402
     GenerationRecord,
     RepoGeneration,
     reclaimable_generations,

@@ -5,7 +5,7 @@ reconciliation and the status digest the settings)."""
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.services.generations import configured_generation, generation_for
+from neo_assets.generations.serving import configured_generation, generation_for
 from neo_assets.services.handles import build_provider
 from neo_assets_tests.extras import require_sentence_transformers
 

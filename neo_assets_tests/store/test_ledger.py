@@ -386,7 +386,7 @@ def test_a_generation_recorded_by_two_sweeps_at_once_is_recorded_once(tmp_path: 
     the one that loses the insert updates instead of failing its sweep."""
     import threading
 
-    from neo_assets.store.ledger_generations import generation_records, register_generation
+    from neo_assets.generations.records import generation_records, register_generation
 
     url = f"sqlite:///{tmp_path / 'l.sqlite'}"
     Ledger.open(url).dispose()

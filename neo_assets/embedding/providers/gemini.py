@@ -17,7 +17,6 @@ from urllib.parse import quote
 
 import numpy as np
 
-from neo_assets.core.generations import normalised_model
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.providers.http import (
@@ -26,6 +25,7 @@ from neo_assets.embedding.providers.http import (
     malformed,
 )
 from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.generations.rules import normalised_model
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 GEMINI_MAX_BATCH = 100

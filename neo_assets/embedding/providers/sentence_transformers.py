@@ -34,15 +34,15 @@ from typing import Any
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.generations import (
-    SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
-    SENTENCE_TRANSFORMERS_BUNDLED_MODEL,
-    normalised_model,
-)
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
+from neo_assets.generations.rules import (
+    SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
+    SENTENCE_TRANSFORMERS_BUNDLED_MODEL,
+    normalised_model,
+)
 
 BUNDLED_MODEL = SENTENCE_TRANSFORMERS_BUNDLED_MODEL
 _BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES

@@ -16,9 +16,9 @@ from neo_assets.core.sweep.scheduling import (
     unreadable_source_reason,
 )
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.generations.serving import configured_generation
 from neo_assets.health import records as health_store
 from neo_assets.health.rules.freeze import released_by_lift
-from neo_assets.services.generations import configured_generation
 from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.sources.revision import current_revision

@@ -19,7 +19,6 @@ from neo_assets.code_tools.rules import Unit
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
-from neo_assets.core.generations import resolved_collection
 from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
@@ -37,14 +36,16 @@ from neo_assets.embedding.rules.input import embedding_input
 from neo_assets.embedding.rules.lane import LaneSettings
 from neo_assets.embedding.rules.reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.embedding.server_tokens import CountUnavailable
+from neo_assets.generations.records import record_repo_generation
+from neo_assets.generations.rules import resolved_collection
+from neo_assets.generations.serving import (
+    configured_generation,
+    register_provider_generation,
+)
 from neo_assets.health.evidence import VectorEvidenceRecorder
 from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.health.rules.freeze import frozen_summary
 from neo_assets.secrets.rules import secret_locations
-from neo_assets.services.generations import (
-    configured_generation,
-    register_provider_generation,
-)
 from neo_assets.services.sweep.secrets import fence_secrets
 from neo_assets.sources.envelope import build_envelope, read_texts
 from neo_assets.sources.model import Envelope, FileEntry
@@ -60,7 +61,6 @@ from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
-from neo_assets.store.ledger_generations import record_repo_generation
 
 # Rows per write of copied vectors (the store splits further at its own limit).
 COPY_BATCH = 4096

@@ -7,7 +7,7 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.embedding.rules import input as inputs
 from neo_assets.embedding.rules.lane import embedding_generation
-from neo_assets.services.generations import configured_generation
+from neo_assets.generations.serving import configured_generation
 
 BODY = "static doSort(a, b) {\n    return a - b;\n}"
 

@@ -14,7 +14,7 @@ from neo_assets.config.tenants import load_tenants
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.embedding.rules import input as inputs
-from neo_assets.services.generations import configured_generation, generation_store
+from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.services.sweep import due
 from neo_assets.services.sweep.steps import (
     EmbedContext,

@@ -10,8 +10,8 @@ from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
+from neo_assets.generations.serving import configured_generation
 from neo_assets.links.due import _embedded
-from neo_assets.services.generations import configured_generation
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
 from neo_assets.status.report import build_status
