@@ -8,10 +8,10 @@ import gc
 
 import dagster as dg
 
-import neo_assets.defs.declaration as declaration_defs
 import neo_assets.health.defs as health_defs
 import neo_assets.reconcile.defs as reconciliation_defs
 from neo_assets.alerts import defs as alerts_defs
+from neo_assets.declaration import defs as declaration_defs
 from neo_assets.defs import sweep as sweep_defs
 from neo_assets.defs.resources import default_resources
 from neo_assets.links import defs as links_defs

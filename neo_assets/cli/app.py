@@ -22,8 +22,8 @@ from neo_assets.cli.common import (
 from neo_assets.cli.filter_options import with_filter_options
 from neo_assets.code_tools.cli import register as register_code_tools
 from neo_assets.core import codes
-from neo_assets.core.declaration import SOURCE_FILE
 from neo_assets.core.sweep import summary as keys
+from neo_assets.declaration.rules import SOURCE_FILE
 from neo_assets.health.cli import register as register_health
 from neo_assets.quality.cli import register as register_eval
 from neo_assets.quality.gate_cli import register as register_quality
@@ -49,7 +49,7 @@ def sweep(
     """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
 
     def go() -> int:
-        from neo_assets.services.declaration import (
+        from neo_assets.declaration.in_force import (
             declaration_doc,
             misdeclared_doc,
             misdeclared_for,

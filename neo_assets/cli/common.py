@@ -41,13 +41,13 @@ def load_settings_or_usage():  # noqa: ANN201 - Settings
 
 
 def load_config():  # noqa: ANN201 - (settings, tenants)
-    """The settings and the declaration in force (services/declaration.py). What the
+    """The settings and the declaration in force (declaration/in_force.py). What the
     file gets wrong is told on stderr, one warning per problem: a misdeclared tenant or
     repo keeps its last good declaration, and the others run as usual. Only a file that
     gives no tenant, with no last good declaration to stand in, is a usage error."""
     from neo_assets.config.settings import SettingsError, load_settings
     from neo_assets.config.tenants import TenantsConfigError
-    from neo_assets.services.declaration import load_declaration, warning_lines
+    from neo_assets.declaration.in_force import load_declaration, warning_lines
 
     try:
         settings = load_settings()

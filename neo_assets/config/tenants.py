@@ -4,7 +4,7 @@
 raises one ``TenantsConfigError`` listing EVERY problem found, before anything runs.
 ``read_tenants(path)`` never refuses: it returns every problem attributed to its tenant
 block or repo entry (a YAML error inside one tenant's block included), from which
-``services/declaration.py`` builds the declaration in force (core/declaration.py: a
+``declaration/in_force.py`` builds the declaration in force (declaration/rules.py: a
 misdeclared entry keeps its last good declaration; the others load).
 Each problem names the place (a tenant or repo by its id/slug, by index when the id
 itself is bad, e.g. ``tenants[1].repos[0].slug``), the field, what was found and what
@@ -30,8 +30,8 @@ import yaml
 
 from neo_assets.config.settings import SettingsError, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
-from neo_assets.core.declaration import SOURCE_FILE, Misdeclared, TenantBlock
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.declaration.rules import SOURCE_FILE, Misdeclared, TenantBlock
 from neo_assets.secrets.rules import DEFAULT_SECRET_FILE_GLOBS
 from neo_assets.sources.rules.parser_versions import (
     NEO_CODE,
@@ -191,7 +191,7 @@ class TenantsFile:
     """A validated tenants file; ``path`` is the file's absolute path.
 
     Loaded through ``services/declaration.load_declaration``, it is the declaration in
-    force (core/declaration.py): ``tenants`` may hold last good declarations standing in
+    force (declaration/rules.py): ``tenants`` may hold last good declarations standing in
     for misdeclared ones; ``misdeclared`` lists what the file gets wrong, ``withheld`` the
     (tenant, repo or None) names declared but unusable (never swept, served or retired),
     ``source`` is ``file`` or ``last-good`` (the file could not be read at all) and
@@ -1225,7 +1225,7 @@ def _parse_yaml(text: str, add: Callable[[str, int | None], None]) -> tuple[bool
 @dataclass(frozen=True, slots=True)
 class TenantsReading:
     """What ``read_tenants`` found: every problem, the tenant blocks with their problems
-    attributed (core/declaration.py), the problems of the file as a whole, and whether
+    attributed (declaration/rules.py), the problems of the file as a whole, and whether
     the file gave tenant blocks at all (False: unreadable, not YAML, no usable list)."""
 
     path: Path

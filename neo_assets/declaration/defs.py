@@ -1,4 +1,4 @@
-"""The tenants file's misdeclarations as asset checks (services/declaration.py): each
+"""The tenants file's misdeclarations as asset checks (declaration/in_force.py): each
 tenant's own on its reconciliation (``declaration``, partitioned by tenant, so another
 tenant's typo never turns it red), and the whole file's on ``kb_status``
 (``tenants_file``: also the entries that name no tenant and the file's own problems).
@@ -11,10 +11,10 @@ import warnings
 
 import dagster as dg
 
-from neo_assets.core.declaration import DeclarationVerdict
+from neo_assets.declaration.in_force import file_verdict, tenant_verdict
+from neo_assets.declaration.rules import DeclarationVerdict
 from neo_assets.defs.partitions import tenants_partitions
 from neo_assets.defs.resources import LedgerResource, TenantsResource
-from neo_assets.services.declaration import file_verdict, tenant_verdict
 
 
 def _result(verdict: DeclarationVerdict) -> dg.AssetCheckResult:

@@ -1,6 +1,6 @@
 """The declaration in force: the tenants file read without refusing it, with the last
 good declaration of each tenant (the ledger's) standing in for what the file gets wrong
-(the rule: core/declaration.py).
+(the rule: declaration/rules.py).
 
 Every reader of the tenants file goes through ``load_declaration``: the sensors and runs
 (``defs/resources.TenantsResource``), the CLI (``cli/common.load_config``) and the query
@@ -23,7 +23,9 @@ from neo_assets.config.tenants import (
     read_tenants,
 )
 from neo_assets.core import codes
-from neo_assets.core.declaration import (
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.declaration.records import last_good_declarations, record_good_declaration
+from neo_assets.declaration.rules import (
     SOURCE_LAST_GOOD,
     STANDS_LAST_GOOD,
     DeclarationVerdict,
@@ -31,8 +33,6 @@ from neo_assets.core.declaration import (
     declaration_verdict,
     in_force,
 )
-from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.store.declarations import last_good_declarations, record_good_declaration
 from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:

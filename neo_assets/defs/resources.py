@@ -14,10 +14,10 @@ from pydantic import PrivateAttr
 
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.config.tenants import TenantsFile
+from neo_assets.declaration.in_force import load_declaration
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.services import handles
-from neo_assets.services.declaration import load_declaration
 from neo_assets.services.handles import OpenOnFirstUse
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -39,7 +39,7 @@ class TenantsResource(dg.ConfigurableResource):
     settings: SettingsResource
 
     def load(self, ledger: Ledger | None = None) -> TenantsFile:
-        """The declaration in force (services/declaration.py): a misdeclared tenant or
+        """The declaration in force (declaration/in_force.py): a misdeclared tenant or
         repo keeps its last good declaration, read from (and recorded in) the ledger,
         which is opened only when needed (``ledger``: the run's own, when it has one)."""
         return load_declaration(self.settings.load(), ledger)

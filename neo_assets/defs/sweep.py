@@ -26,6 +26,7 @@ from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
 from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
 from neo_assets.core.sweep.summary import LaneSummary
+from neo_assets.declaration.in_force import misdeclared_for, warning_lines
 from neo_assets.defs.metadata import (
     census_summary,
     chunks_summary,
@@ -54,7 +55,6 @@ from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
 from neo_assets.reconcile.retirement import apply_retirement
-from neo_assets.services.declaration import misdeclared_for, warning_lines
 from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.services.sweep.lease import lease_metadata
 from neo_assets.services.sweep.progress import report as report_progress

@@ -12,6 +12,7 @@ from typing import Any
 
 import dagster as dg
 
+from neo_assets.declaration.in_force import warning_lines
 from neo_assets.defs.metadata import markdown_table
 from neo_assets.defs.partitions import TENANT_REPOS, tenant_repos
 from neo_assets.defs.resources import (
@@ -26,7 +27,6 @@ from neo_assets.links.due import evaluate_links
 from neo_assets.links.link_repo import LinkReport, link_repo
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.records import LINK_KINDS
-from neo_assets.services.declaration import warning_lines
 from neo_assets.services.sweep.due import declared_repos
 from neo_assets.services.sweep.lease import SweepLease
 from neo_assets.services.sweep.progress import report as report_progress

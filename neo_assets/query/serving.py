@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 from neo_assets.config.settings import Settings
 from neo_assets.config.tenants import TenantsConfigError, TenantsFile
 from neo_assets.core import codes
+from neo_assets.declaration.in_force import load_declaration
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.generations.records import generation_records
 from neo_assets.generations.rules import GenerationRecord
 from neo_assets.generations.serving import collection_of, query_provider, serving_generation
 from neo_assets.query.rules.request import QueryInputError
-from neo_assets.services.declaration import load_declaration
 from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Resident:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def tenants(self) -> TenantsFile:
-        """The declaration in force (services/declaration.py), re-read when the file's
+        """The declaration in force (declaration/in_force.py), re-read when the file's
         modification time or size changed: a misdeclared tenant or repo keeps its last
         good declaration, so the others (and it) go on being served; a file that cannot
         be read keeps the last good declaration of every tenant."""

@@ -61,7 +61,7 @@ def withheld_slugs(
     tenants: TenantsFile, tenant_id: str, rows: Iterable[dict[str, Any]]
 ) -> set[str]:
     """The tenant's repos that are declared but unusable (misdeclared with no last good
-    declaration, core/declaration.py): every repo its rows name when the whole tenant is
+    declaration, declaration/rules.py): every repo its rows name when the whole tenant is
     withheld, or when part of the file names no tenant and this one is not declared)."""
     slugs = {slug for tid, slug in tenants.withheld if tid == tenant_id and slug is not None}
     unnamed = tenants.retires_nothing and find_tenant(tenants, tenant_id) is None

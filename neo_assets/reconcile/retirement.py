@@ -15,7 +15,7 @@ from neo_assets.store.tokens import revoke_tenant_tokens
 
 def declared_owners(tenants: TenantsFile) -> dict[str, set[str]]:
     """tenantId -> its declared repo slugs. A withheld (misdeclared, no last good) tenant
-    or repo counts as declared: a typo never retires anything (core/declaration.py)."""
+    or repo counts as declared: a typo never retires anything (declaration/rules.py)."""
     owners = {tenant.id: {repo.slug for repo in tenant.repos} for tenant in tenants.tenants}
     for tenant_id, slug in tenants.withheld:
         slugs = owners.setdefault(tenant_id, set())

@@ -12,6 +12,12 @@ from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.censuses import decode_census
 from neo_assets.core.sweep.scheduling import Observed, retry_due_at
 from neo_assets.core.sweep.summary import read_stored_summary
+from neo_assets.declaration.in_force import (
+    declaration_doc,
+    mark_misdeclared,
+    remembered_repo_row,
+    withheld_repo_rows,
+)
 from neo_assets.generations.records import generation_records, repo_generations
 from neo_assets.generations.rules import GenerationRecord, RepoGeneration
 from neo_assets.generations.serving import collection_of, serving_generation
@@ -19,12 +25,6 @@ from neo_assets.health import records as health_store
 from neo_assets.quality.gate import GateVerdict
 from neo_assets.reconcile.retirement import read_retired
 from neo_assets.secrets.rules import secret_locations
-from neo_assets.services.declaration import (
-    declaration_doc,
-    mark_misdeclared,
-    remembered_repo_row,
-    withheld_repo_rows,
-)
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line

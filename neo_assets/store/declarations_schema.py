@@ -1,4 +1,4 @@
-"""The ledger's last good declaration of each tenant (``services/declaration.py``).
+"""The ledger's last good declaration of each tenant (``declaration/in_force.py``).
 
 Imported where declarations are read, so ``ledger_schema.metadata`` knows the table only
 then; the migration ``0012_tenant_declarations`` creates it.

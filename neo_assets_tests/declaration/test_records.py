@@ -1,10 +1,10 @@
-"""The ledger's last good declaration of each tenant (store/declarations.py)."""
+"""The ledger's last good declaration of each tenant (declaration/records.py)."""
 
 from pathlib import Path
 
 import sqlalchemy as sa
 
-from neo_assets.store.declarations import last_good_declarations, record_good_declaration
+from neo_assets.declaration.records import last_good_declarations, record_good_declaration
 from neo_assets.store.declarations_schema import tenant_declarations
 from neo_assets.store.ledger import Ledger
 

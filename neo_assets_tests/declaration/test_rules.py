@@ -1,6 +1,6 @@
 """The declaration in force when part of the tenants file cannot be used: plain data."""
 
-from neo_assets.core.declaration import (
+from neo_assets.declaration.rules import (
     SOURCE_FILE,
     SOURCE_LAST_GOOD,
     STANDS_LAST_GOOD,
