@@ -291,8 +291,8 @@ def latency_case(
     provider: str, rows: int, requests: int, extra_env: dict[str, str]
 ) -> dict[str, Any]:
     from neo_assets.config.settings import load_settings
+    from neo_assets.serve.tokens import issue_token
     from neo_assets.services.handles import open_ledger, open_store
-    from neo_assets.store.tokens import issue_token
 
     rng = random.Random(25)
     with tempfile.TemporaryDirectory(prefix="bench-query-") as tmp:

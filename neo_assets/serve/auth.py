@@ -10,8 +10,8 @@ from contextlib import asynccontextmanager
 from neo_assets.core import codes
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.serve.rules.tokens import TokenRecord, token_id_of, verify
+from neo_assets.serve.tokens import revoke_tenant_tokens, token_record
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.tokens import revoke_tenant_tokens, token_record
 
 log = logging.getLogger("neo_assets.serve")
 

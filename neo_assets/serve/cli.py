@@ -179,8 +179,8 @@ def issue(
 
     def go() -> int:
         from neo_assets.serve.rules.tokens import parse_life
+        from neo_assets.serve.tokens import issue_token
         from neo_assets.services.handles import open_ledger
-        from neo_assets.store.tokens import issue_token
 
         settings, tenants = common.load_config()
         declared = tenants.tenant(tenant)
@@ -234,8 +234,8 @@ def list_(
     """The issued tokens (never the tokens themselves)."""
 
     def go() -> int:
+        from neo_assets.serve.tokens import list_tokens
         from neo_assets.services.handles import open_ledger
-        from neo_assets.store.tokens import list_tokens
 
         settings = common.load_settings_or_usage()
         with open_ledger(settings) as ledger:
@@ -261,8 +261,8 @@ def revoke(
     """Revoke a token: it stops working at the next request."""
 
     def go() -> int:
+        from neo_assets.serve.tokens import revoke_token
         from neo_assets.services.handles import open_ledger
-        from neo_assets.store.tokens import revoke_token
 
         settings = common.load_settings_or_usage()
         with open_ledger(settings) as ledger, ledger_writes(settings):

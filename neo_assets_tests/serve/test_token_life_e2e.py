@@ -36,8 +36,8 @@ def _search(served: Served, token: str) -> httpx.Response:
 
 def _issue_with_life(kb: ServedKb, tenant: str, life_s: float) -> str:
     from neo_assets.config.settings import load_settings
+    from neo_assets.serve.tokens import issue_token
     from neo_assets.services.handles import open_ledger
-    from neo_assets.store.tokens import issue_token
 
     with kb.environment(), open_ledger(load_settings()) as ledger:
         _record, token = issue_token(ledger, tenant, [], "short", time.time(), life_s)

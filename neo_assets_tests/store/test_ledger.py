@@ -362,7 +362,7 @@ def test_a_ledger_at_0009_gets_the_provider_work_table(tmp_path: Path) -> None:
 def test_a_ledger_at_0007_gets_the_token_table_and_keeps_its_records(tmp_path: Path) -> None:
     """0008_generations, 0009_tokens on a ledger at 0007: api_tokens is added (if missing),
     nothing else changes, and tokens can be issued, read and revoked."""
-    from neo_assets.store.tokens import issue_token, list_tokens, revoke_token, token_record
+    from neo_assets.serve.tokens import issue_token, list_tokens, revoke_token, token_record
 
     url = ledger_before(tmp_path, "api_tokens", "0007")
     ledger = Ledger.open(url)
