@@ -25,8 +25,8 @@ from neo_assets.generations.rules import (
     tenant_serving,
 )
 from neo_assets.quality.gate import GateVerdict, gate
+from neo_assets.quality.records import decision, latest_scores
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.quality import decision, latest_scores
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore

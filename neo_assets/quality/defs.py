@@ -20,12 +20,12 @@ from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.generations.serving import configured_generation, serving_generation
 from neo_assets.quality.gate import QualityScore
 from neo_assets.quality.measure import Measured, evaluate_due
+from neo_assets.quality.records import score_history
 from neo_assets.quality.rules import Metrics, dropped
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.quality import score_history
 
 ASSET = "retrieval_quality"
 OUT = dg.AssetOut(

@@ -102,8 +102,8 @@ def register(app: typer.Typer) -> None:
 
         def go() -> int:
             from neo_assets.generations.records import generation_records
+            from neo_assets.quality.records import record_decision
             from neo_assets.services.handles import open_ledger
-            from neo_assets.store.quality import record_decision
 
             settings, tenants = common.load_config()
             if tenants.tenant(tenant) is None:

@@ -1,6 +1,6 @@
 """Self-evaluations the gate and the ``retrieval_quality`` asset record: each repo's
 question set (``quality.evaluate``) asked at one named embedding generation, whether or
-not it serves yet, and written to the ledger (``store/quality.py``)."""
+not it serves yet, and written to the ledger (``quality/records.py``)."""
 
 import time
 from dataclasses import dataclass
@@ -15,9 +15,9 @@ from neo_assets.quality.gate import (
     evaluations_due,
     question_set_digest,
 )
+from neo_assets.quality.records import latest_scores, record_score
 from neo_assets.quality.rules import metrics
 from neo_assets.query.search import QueryService
-from neo_assets.store.quality import latest_scores, record_score
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The ledger's self-evaluations and the operators' quality decisions
-(``store/quality.py``); the migration ``0016_quality`` creates them."""
+(``quality/records.py``); the migration ``0016_quality`` creates them."""
 
 import sqlalchemy as sa
 
