@@ -7,14 +7,15 @@ through ``neo-assets sweep --json`` (Dagster, the default local Chroma server), 
 first sweep (every file parsed and indexed) and one after a one-file commit (the index
 reuses every other file's entry). From each sweep's own timings: the seconds spent on the
 code index (``codeIndexSeconds``, part of the chunk stage) against the sweep's stages
-(``stagesSeconds``); the target is at most 10 %.
+(``stagesSeconds``); the target is at most 10 %. And how many file rows of the index each
+sweep wrote (``codeIndexFileRowsWritten``: every file first, the changed one after).
 
 Then ``neo-assets serve`` in a subprocess answers ``--requests`` calls of each tool over
 HTTP (httpx, one client, sequential), with arguments drawn from the repo itself: names of
 its units, identifiers, paths and line windows, and a fixed set of grep patterns. The
 first call of each tool is timed apart (it decodes the index; later calls reuse it).
 
-    python -m bench.code_tools [--repo /tmp/bench-repos/neo] [--requests 100]
+    python -m bench.code_tools [--repo /tmp/bench-repos/neo] [--requests 100] [--sweeps-only]
 
 The last stdout line is one JSON object with every figure.
 """
@@ -95,6 +96,32 @@ def _sweep(env: dict[str, str]) -> dict[str, Any]:
     }
 
 
+def _index_rows(env: dict[str, str]) -> tuple[int, int]:
+    """(file rows, newest row id) of the code index (SQLite gives a written row a new id)."""
+    os.environ.update(env)
+    import sqlalchemy as sa
+
+    from neo_assets.config.settings import load_settings
+    from neo_assets.services.handles import open_ledger
+
+    with open_ledger(load_settings()) as ledger, ledger.engine.connect() as conn:
+        count, newest = conn.execute(
+            sa.text("SELECT count(*), coalesce(max(rowid), 0) FROM code_index_files")
+        ).one()
+    return int(count), int(newest)
+
+
+def _swept(env: dict[str, str]) -> dict[str, Any]:
+    """A sweep's figures and how many file rows of the code index it wrote."""
+    _count, before = _index_rows(env)
+    summary = _sweep(env)
+    count, after = _index_rows(env)
+    # Rows whose id is past the newest before the sweep: the files it (re-)indexed.
+    summary["codeIndexFileRowsWritten"] = after - before if after > before else 0
+    summary["codeIndexFileRows"] = count
+    return summary
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -140,6 +167,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
     parser.add_argument("--requests", type=int, default=100)
+    parser.add_argument("--sweeps-only", action="store_true", help="skip the tools' timings")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-tools-"))
@@ -165,12 +193,16 @@ def main() -> None:
     files = sum(1 for p in (repo / "src").rglob("*") if p.is_file())
     size = sum(p.stat().st_size for p in (repo / "src").rglob("*") if p.is_file())
 
-    first = _sweep(env)
+    first = _swept(env)
     # One changed file: the index re-reads only it.
     target = sorted((repo / "src").rglob("*.mjs"))[0]
     target.write_text(target.read_text() + "\nexport function benchAdded() { return 1; }\n")
     _git(repo, "commit", "-qam", "one file")
-    incremental = _sweep(env)
+    incremental = _swept(env)
+    if args.sweeps_only:
+        shutil.rmtree(work, ignore_errors=True)
+        print(json.dumps({"firstSweep": first, "oneFileSweep": incremental}))
+        return
 
     os.environ.update(env)
     from neo_assets.code_tools.index_store import read_payload

@@ -1,7 +1,10 @@
 """Tests that need an optional extra skip with the reason where it is missing; CI installs
-every extra and sets NEO_REQUIRE_EXTRAS, which turns such a skip into a failure."""
+every extra and sets NEO_REQUIRE_EXTRAS, which turns such a skip into a failure (and the
+MCP Inspector, with NEO_REQUIRE_INSPECTOR)."""
 
 import os
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -17,3 +20,25 @@ def require_sentence_transformers(model: str | None = None) -> None:
     if os.environ.get("NEO_REQUIRE_EXTRAS"):
         pytest.fail(f"{reason} (NEO_REQUIRE_EXTRAS is set: the extra must be installed)")
     pytest.skip(f"sentence-transformers extra not installed: {reason}")
+
+
+# Where .ci/run installs the MCP Inspector (npm install --prefix); NEO_MCP_INSPECTOR names
+# another install's bin.
+INSPECTOR_DEFAULT = Path.home() / ".cache/neo-assets/mcp-inspector/node_modules/.bin/mcp-inspector"
+
+
+def require_mcp_inspector() -> str:
+    """The MCP Inspector's executable; skip (or, under NEO_REQUIRE_INSPECTOR, fail) when it
+    is not installed here."""
+    path = Path(os.environ.get("NEO_MCP_INSPECTOR") or INSPECTOR_DEFAULT)
+    node = shutil.which("node")
+    if path.is_file() and node:
+        return str(path)
+    reason = (
+        f"the MCP Inspector is not installed at {path} (or node is missing): run "
+        "`npm install --prefix ~/.cache/neo-assets/mcp-inspector "
+        "@modelcontextprotocol/inspector@2.12.0` (--strict is a 2.x flag), as .ci/run does"
+    )
+    if os.environ.get("NEO_REQUIRE_INSPECTOR"):
+        pytest.fail(f"{reason} (NEO_REQUIRE_INSPECTOR is set: it must be installed)")
+    pytest.skip(reason)

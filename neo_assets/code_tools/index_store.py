@@ -1,10 +1,14 @@
-"""The code index in the ledger (``schema.code_indexes``): built by the sweep's chunk stage
-for the revision it declares, read by the tools at the revision a repo is indexed at.
+"""The code index in the ledger, built by the sweep's chunk stage for the revision it
+declares, read by the tools at the revision a repo is indexed at.
 
-One row per (tenant, repo, revision), written whole in one transaction: a reader finds
-the complete index or none. A write keeps only the row it writes and the row of the
-revision the repo is served at (its checkpoint), so the index follows the generations
-and is reclaimed with them; a retired repo's rows go with ``forget_repo``.
+Two tables (``code_tools.schema``): ``code_index_files`` holds one row per indexed file
+content (keyed by chunking, path and blob), shared by every revision that has that file;
+``code_indexes`` holds one row per (tenant, repo, revision): the revision's file map,
+naming the file row of each path. A revision writes the rows of the files it changed,
+then its map, in one transaction: a reader finds the complete index or none. A write
+keeps only the map it writes and the map of the revision the repo is served at (its
+checkpoint), and drops the file rows no kept map names, so the index follows the
+generations and is reclaimed with them; a retired repo's rows go with ``forget_repo``.
 """
 
 import hashlib
@@ -17,13 +21,15 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.code_tools.rules import Unit, file_record
-from neo_assets.code_tools.schema import code_indexes
+from neo_assets.code_tools.schema import code_index_files, code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger
 
-FORMAT = 3
+FORMAT = 4
 # (path, text, units) of the files the chunk stage parsed.
 ParsedFile = tuple[str, str, list[Unit]]
+# Keys per statement when deleting file rows (under every backend's bound-parameter cap).
+_BATCH = 500
 
 
 def index_digest(chunking: str, env: Envelope) -> str:
@@ -36,9 +42,14 @@ def index_digest(chunking: str, env: Envelope) -> str:
     return h.hexdigest()
 
 
-def _row_key(tenant_id: str, repo_slug: str) -> tuple[Any, ...]:
-    c = code_indexes.c
-    return (c.tenant_id == tenant_id, c.repo_slug == repo_slug)
+def file_key(chunking: str, path: str, blob: str) -> str:
+    """The file row a path with ``blob`` uses: its record depends on the content and on
+    the language its path gives it, cut with ``chunking``."""
+    return hashlib.sha256(f"{FORMAT}\0{chunking}\0{path}\0{blob}".encode()).hexdigest()
+
+
+def _row_key(table: sa.Table, tenant_id: str, repo_slug: str) -> tuple[Any, ...]:
+    return (table.c.tenant_id == tenant_id, table.c.repo_slug == repo_slug)
 
 
 def index_head(
@@ -49,83 +60,113 @@ def index_head(
     with ledger.engine.connect() as conn:
         row = conn.execute(
             sa.select(c.digest, c.kind).where(
-                *_row_key(tenant_id, repo_slug), c.revision == revision
+                *_row_key(code_indexes, tenant_id, repo_slug), c.revision == revision
             )
         ).first()
     return None if row is None else (row.digest, row.kind)
 
 
-def _encode(header: dict[str, Any], lines: dict[str, bytes]) -> bytes:
-    """The stored form: zlib over the header's JSON, then one line per file, sorted by
-    path: ``<path as a JSON string>\t<blob>\t<the file's record as JSON>``. A sweep that
-    reuses a file's entry copies its line without decoding it."""
+def _encode_map(header: dict[str, Any], files: Mapping[str, tuple[str, str]]) -> bytes:
+    """The stored map: zlib over the header's JSON, then one line per file, sorted by
+    path: ``<path as a JSON string>\t<blob>\t<file key>``."""
     body = json.dumps(header, separators=(",", ":")).encode() + b"\n"
-    body += b"".join(lines[p] for p in sorted(lines))
+    body += b"".join(
+        f"{json.dumps(p)}\t{files[p][0]}\t{files[p][1]}\n".encode() for p in sorted(files)
+    )
     return zlib.compress(body, 1)
 
 
-def _line(path: str, record: list[Any]) -> bytes:
-    rec = json.dumps(record, separators=(",", ":"))
-    return f"{json.dumps(path)}\t{record[0]}\t{rec}\n".encode()
-
-
-def _raw(
-    ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None
-) -> tuple[dict[str, Any], list[bytes]] | None:
-    c = code_indexes.c
-    query = sa.select(c.payload).where(*_row_key(tenant_id, repo_slug))
-    query = (
-        query.where(c.revision == revision)
-        if revision is not None
-        else query.order_by(c.created_at.desc())
-    )
-    with ledger.engine.connect() as conn:
-        row = conn.execute(query.limit(1)).first()
-    if row is None:
-        return None
+def _decode_map(payload: bytes) -> tuple[dict[str, Any], dict[str, tuple[str, str]]] | None:
+    """(header, path -> (blob, file key)), or None when it cannot be decoded or is of
+    another format (a torn or older map reads as unobserved)."""
     try:
-        head, _, rest = zlib.decompress(row.payload).partition(b"\n")
+        head, _, rest = zlib.decompress(payload).partition(b"\n")
         header = json.loads(head)
+        if not isinstance(header, dict) or header.get("format") != FORMAT:
+            return None
+        files = {}
+        for line in rest.splitlines():
+            path, blob, key = line.split(b"\t")
+            files[json.loads(path)] = (blob.decode(), key.decode())
     except (zlib.error, ValueError):
         return None
-    if not isinstance(header, dict) or header.get("format") != FORMAT:
-        return None
-    return header, rest.splitlines(keepends=True)
+    return header, files
+
+
+def _encode_record(record: list[Any]) -> bytes:
+    return zlib.compress(json.dumps(record, separators=(",", ":")).encode(), 1)
 
 
 def read_payload(
     ledger: Ledger, tenant_id: str, repo_slug: str, revision: str | None = None
 ) -> dict[str, Any] | None:
     """The index at ``revision`` (None: the newest written), decoded: its header's keys
-    and ``files`` (path -> record); None when there is none or it cannot be decoded (a
-    torn record reads as unobserved)."""
-    raw = _raw(ledger, tenant_id, repo_slug, revision)
-    if raw is None:
-        return None
-    header, lines = raw
+    and ``files`` (path -> record); None when there is none, it cannot be decoded or a
+    file row it names is missing (a torn index reads as unobserved)."""
+    c = code_indexes.c
+    query = sa.select(c.payload).where(*_row_key(code_indexes, tenant_id, repo_slug))
+    query = (
+        query.where(c.revision == revision)
+        if revision is not None
+        else query.order_by(c.created_at.desc())
+    )
+    f = code_index_files.c
+    with ledger.engine.connect() as conn:
+        row = conn.execute(query.limit(1)).first()
+        decoded = None if row is None else _decode_map(row.payload)
+        if decoded is None:
+            return None
+        stored = dict(
+            conn.execute(
+                sa.select(f.file_key, f.record).where(
+                    *_row_key(code_index_files, tenant_id, repo_slug)
+                )
+            ).all()
+        )
+    header, mapping = decoded
     files = {}
     try:
-        for line in lines:
-            path, _blob, rec = line.split(b"\t", 2)
-            files[json.loads(path)] = json.loads(rec)
-    except ValueError:
+        for path, (_blob, key) in mapping.items():
+            files[path] = json.loads(zlib.decompress(stored[key]))
+    except (KeyError, zlib.error, ValueError):
         return None
     return {**header, "files": files}
 
 
-def _reusable_lines(
-    ledger: Ledger, tenant_id: str, repo_slug: str, chunking: str
+def _stored_keys(ledger: Ledger, tenant_id: str, repo_slug: str) -> set[str]:
+    f = code_index_files.c
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(f.file_key).where(*_row_key(code_index_files, tenant_id, repo_slug))
+        ).all()
+    return {r[0] for r in rows}
+
+
+def new_file_rows(
+    env: Envelope,
+    keys: Mapping[str, str],
+    stored: set[str],
+    parsed: Iterable[ParsedFile],
+    parse_missing: Callable[[Sequence[str]], Iterable[ParsedFile]],
 ) -> dict[str, tuple[str, bytes]]:
-    """path -> (blob, stored line) of the repo's newest index, when it was cut with
-    ``chunking``; empty otherwise."""
-    raw = _raw(ledger, tenant_id, repo_slug, None)
-    if raw is None or raw[0].get("chunking") != chunking:
-        return {}
-    out = {}
-    for line in raw[1]:
-        path, blob, _rec = line.split(b"\t", 2)
-        out[json.loads(path)] = (blob.decode(), line)
-    return out
+    """file key -> (blob, encoded record) of the yielded files no stored row holds: from
+    the chunk stage's parse when it parsed them, else parsed by ``parse_missing``."""
+    entries = {e.path: e for e in env.entries if e.yielded}
+    rows: dict[str, tuple[str, bytes]] = {}
+
+    def add(path: str, text: str, units: list[Unit]) -> None:
+        e = entries.get(path)
+        if e is not None and keys[path] not in stored and keys[path] not in rows:
+            record = file_record(path, text, e.blob, e.size, units)
+            rows[keys[path]] = (e.blob, _encode_record(record))
+
+    for path, text, units in parsed:
+        add(path, text, units)
+    still = [p for p in entries if keys[p] not in stored and keys[p] not in rows]
+    if still:
+        for path, text, units in parse_missing(still):
+            add(path, text, units)
+    return rows
 
 
 def build_index(
@@ -141,32 +182,18 @@ def build_index(
     now: float,
 ) -> float:
     """Record the index of ``env`` (one repo at one revision) unless the ledger holds it
-    already; return the seconds it took. ``parsed``: the files the chunk stage parsed (with
-    their units); a yielded file it did not parse (same blob as before) keeps its entry of
-    the repo's newest index, and one no index holds is parsed by ``parse_missing``."""
+    already; return the seconds it took. ``parsed``: the files the chunk stage parsed
+    (with their units); a yielded file whose content a stored row holds reuses that row,
+    and one none holds and the chunk stage did not parse is parsed by ``parse_missing``."""
     started = time.perf_counter()
     digest = index_digest(chunking, env)
     head = index_head(ledger, tenant_id, repo_slug, env.revision)
     if head is not None and head[0] == digest:
         return time.perf_counter() - started
-    entries = {e.path: e for e in env.entries if e.yielded}
-    lines: dict[str, bytes] = {}
-    for path, text, units in parsed:
-        e = entries.get(path)
-        if e is not None:
-            lines[path] = _line(path, file_record(path, text, e.blob, e.size, units))
-    missing = [p for p in entries if p not in lines]
-    if missing:
-        old = _reusable_lines(ledger, tenant_id, repo_slug, chunking)
-        for path in missing:
-            kept = old.get(path)
-            if kept is not None and kept[0] == entries[path].blob:
-                lines[path] = kept[1]
-        still = [p for p in missing if p not in lines]
-        if still:
-            for path, text, units in parse_missing(still):
-                e = entries[path]
-                lines[path] = _line(path, file_record(path, text, e.blob, e.size, units))
+    files = {e.path: (e.blob, file_key(chunking, e.path, e.blob)) for e in env.entries if e.yielded}
+    keys = {path: key for path, (_blob, key) in files.items()}
+    stored = _stored_keys(ledger, tenant_id, repo_slug)
+    rows = new_file_rows(env, keys, stored, parsed, parse_missing)
     header = {"format": FORMAT, "revision": env.revision, "kind": env.kind, "chunking": chunking}
     write_index(
         ledger,
@@ -175,8 +202,9 @@ def build_index(
         env.revision,
         digest=digest,
         kind=env.kind,
-        files=len(lines),
-        payload=_encode(header, lines),
+        files=len(files),
+        payload=_encode_map(header, files),
+        rows=rows,
         keep=serving_revision,
         now=now,
     )
@@ -193,20 +221,31 @@ def write_index(
     kind: str,
     files: int,
     payload: bytes,
+    rows: Mapping[str, tuple[str, bytes]],
     keep: str | None,
     now: float,
 ) -> None:
-    """Write the index of ``revision`` and reclaim the repo's others but ``keep`` (the
-    revision it is served at), in one transaction."""
+    """Write the new file ``rows`` and the map of ``revision``, reclaim the repo's other
+    maps but ``keep`` (the revision it is served at) and the file rows no kept map names,
+    in one transaction."""
     c = code_indexes.c
     keep_revisions = {revision} | ({keep} if keep else set())
     with ledger.engine.begin() as conn:
         conn.execute(
             sa.delete(code_indexes).where(
-                *_row_key(tenant_id, repo_slug),
+                *_row_key(code_indexes, tenant_id, repo_slug),
                 sa.or_(c.revision.not_in(keep_revisions), c.revision == revision),
             )
         )
+        # Checked again inside the transaction: a row another writer added is reused.
+        present = _keys_in(conn, tenant_id, repo_slug)
+        fresh = [
+            {"tenant_id": tenant_id, "repo_slug": repo_slug, "file_key": k, "blob": b, "record": r}
+            for k, (b, r) in rows.items()
+            if k not in present
+        ]
+        if fresh:
+            conn.execute(sa.insert(code_index_files), fresh)
         conn.execute(
             sa.insert(code_indexes).values(
                 tenant_id=tenant_id,
@@ -219,23 +258,61 @@ def write_index(
                 created_at=now,
             )
         )
+        _drop_unnamed(conn, tenant_id, repo_slug, present | set(rows))
+
+
+def _keys_in(conn: sa.Connection, tenant_id: str, repo_slug: str) -> set[str]:
+    f = code_index_files.c
+    rows = conn.execute(
+        sa.select(f.file_key).where(*_row_key(code_index_files, tenant_id, repo_slug))
+    ).all()
+    return {r[0] for r in rows}
+
+
+def _drop_unnamed(conn: sa.Connection, tenant_id: str, repo_slug: str, present: set[str]) -> int:
+    """Drop the repo's file rows (of ``present``) that no map of the repo names; how many."""
+    c = code_indexes.c
+    named: set[str] = set()
+    for (payload,) in conn.execute(
+        sa.select(c.payload).where(*_row_key(code_indexes, tenant_id, repo_slug))
+    ).all():
+        decoded = _decode_map(payload)
+        if decoded is not None:
+            named.update(key for _blob, key in decoded[1].values())
+    gone = sorted(present - named)
+    for i in range(0, len(gone), _BATCH):
+        conn.execute(
+            sa.delete(code_index_files).where(
+                *_row_key(code_index_files, tenant_id, repo_slug),
+                code_index_files.c.file_key.in_(gone[i : i + _BATCH]),
+            )
+        )
+    return len(gone)
 
 
 def reclaim_indexes(ledger: Ledger, tenant_id: str, repo_slug: str, keep: set[str | None]) -> int:
-    """Drop the repo's indexes at every revision but ``keep``; how many went."""
+    """Drop the repo's indexes at every revision but ``keep`` (and the file rows only
+    they named); how many maps went."""
     c = code_indexes.c
     kept = [r for r in keep if r]
     with ledger.engine.begin() as conn:
         done = conn.execute(
-            sa.delete(code_indexes).where(*_row_key(tenant_id, repo_slug), c.revision.not_in(kept))
+            sa.delete(code_indexes).where(
+                *_row_key(code_indexes, tenant_id, repo_slug), c.revision.not_in(kept)
+            )
         )
+        if done.rowcount:
+            _drop_unnamed(conn, tenant_id, repo_slug, _keys_in(conn, tenant_id, repo_slug))
     return done.rowcount or 0
 
 
 def forget_repo(ledger: Ledger, tenant_id: str, repo_slug: str) -> None:
-    """Drop every index of a repo (it was retired)."""
+    """Drop every index of a repo and every file row (it was retired)."""
     with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(code_indexes).where(*_row_key(tenant_id, repo_slug)))
+        conn.execute(sa.delete(code_indexes).where(*_row_key(code_indexes, tenant_id, repo_slug)))
+        conn.execute(
+            sa.delete(code_index_files).where(*_row_key(code_index_files, tenant_id, repo_slug))
+        )
 
 
 def indexed_revisions(ledger: Ledger, tenant_id: str) -> Mapping[str, list[str]]:
@@ -249,3 +326,14 @@ def indexed_revisions(ledger: Ledger, tenant_id: str) -> Mapping[str, list[str]]
     for slug, revision in rows:
         out.setdefault(slug, []).append(revision)
     return out
+
+
+def file_rows(ledger: Ledger, tenant_id: str, repo_slug: str | None = None) -> int:
+    """How many file rows the tenant (or one of its repos) holds (for status and tests)."""
+    f = code_index_files.c
+    query = sa.select(sa.func.count()).select_from(code_index_files)
+    query = query.where(f.tenant_id == tenant_id)
+    if repo_slug is not None:
+        query = query.where(f.repo_slug == repo_slug)
+    with ledger.engine.connect() as conn:
+        return int(conn.execute(query).scalar_one())

@@ -1,5 +1,8 @@
-"""The ledger's code-index table: one row per repo per indexed revision, written whole in
-one transaction (so a reader never sees half an index). Migration ``0014_code_tools``."""
+"""The ledger's code-index tables. ``code_indexes``: one row per repo per indexed
+revision, the revision's file map (path -> blob -> file row), published last in one
+transaction so a reader never sees half an index (migration ``0014_code_tools``).
+``code_index_files``: one row per indexed file content, shared by every revision whose
+map names it, so a revision writes only the files it changed (``0018_code_index_files``)."""
 
 import sqlalchemy as sa
 
@@ -15,6 +18,18 @@ code_indexes = sa.Table(
     sa.Column("digest", sa.String(64), nullable=False),
     sa.Column("kind", sa.String(8), nullable=False),  # "git" or "dir": how files are read
     sa.Column("files", sa.Integer, nullable=False),
-    sa.Column("payload", sa.LargeBinary, nullable=False),  # zlib(JSON)
+    sa.Column("payload", sa.LargeBinary, nullable=False),  # zlib(header + file map)
     sa.Column("created_at", sa.Float, nullable=False),
+)
+
+code_index_files = sa.Table(
+    "code_index_files",
+    metadata,
+    sa.Column("tenant_id", sa.String(64), primary_key=True),
+    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    # sha256 over the index format, the chunking identity, the path and the blob: the
+    # record depends on the content and on the language the path gives it
+    sa.Column("file_key", sa.String(64), primary_key=True),
+    sa.Column("blob", sa.String(64), nullable=False),
+    sa.Column("record", sa.LargeBinary, nullable=False),  # zlib(JSON): rules.file_record
 )

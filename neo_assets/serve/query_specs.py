@@ -99,7 +99,25 @@ SEARCH_TOOLS: dict[str, ToolSpec] = {
                             },
                         },
                     },
-                    "notices": {"type": "array", "items": {"type": "object"}},
+                    "notices": {
+                        "type": "array",
+                        "description": "Generations that could not embed the query.",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "code": {"type": "string", "description": "Why, as a stable code."},
+                                "generation": {
+                                    "type": "string",
+                                    "description": "The generation skipped.",
+                                },
+                                "message": {
+                                    "type": "string",
+                                    "description": "What failed, for a person.",
+                                },
+                            },
+                            "required": ["code", "generation", "message"],
+                        },
+                    },
                 },
                 "required": ["results"],
             },

@@ -10,8 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 
-from neo_assets.code_tools.index_store import indexed_revisions
+from neo_assets.code_tools.index_store import file_rows, indexed_revisions
 from neo_assets.code_tools.service import CodeTools
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
@@ -106,3 +107,45 @@ def test_grep_is_linear_on_a_catastrophic_pattern_and_cut_at_its_time_bound(
     assert (cut["truncated"], cut["truncatedBy"], cut["matches"]) == (True, "time", [])
     capped = call(tools, "grep", pattern=".", max_results=1)
     assert (capped["truncatedBy"], len(capped["matches"])) == ("max_results", 1)
+
+
+def test_a_one_file_commit_writes_one_file_row_and_the_rest_are_reused(
+    env: SweepEnv,
+) -> None:
+    env.commit({f"pkg/mod{i}.py": f"def handler_{i}():\n    return {i}\n" for i in range(6)})
+    assert env.sweep(force=True)["outcome"] == codes.OUTCOME_COMPLETE
+    first = env.head()
+    files = 8  # app.py, long.txt and the six modules
+    assert file_rows(env.ledger, TENANT, SLUG) == files
+    before = last_rowid(env)
+    second = env.commit({"pkg/mod3.py": "def handler_three():\n    return 3\n"})
+    assert env.sweep(force=True)["outcome"] == codes.OUTCOME_COMPLETE
+    # Only the changed file's row was written (the sweep runs in another process: counted
+    # by row id); its old row went with the first
+    # revision's map, every other row serves both revisions.
+    assert rows_after(env, before) == 1
+    assert file_rows(env.ledger, TENANT, SLUG) == files
+    assert indexed_revisions(env.ledger, TENANT)[SLUG] == [second]
+    tools = tools_of(env)
+    found = call(tools, "find_symbol", name="handler_three")["symbols"]
+    assert [(s["path"], s["startLine"]) for s in found] == [("pkg/mod3.py", 1)]
+    gone = call(tools, "find_symbol", name="handler_3")["symbols"]
+    assert [s for s in gone if s["name"] == "handler_3"] == []
+    kept = call(tools, "find_symbol", name="handler_5")["symbols"]
+    assert [(s["path"], s["match"]) for s in kept if s["name"] == "handler_5"] == [
+        ("pkg/mod5.py", "exact")
+    ]
+    assert first != second
+
+
+def last_rowid(env: SweepEnv) -> int:
+    """The newest row's id in ``code_index_files`` (SQLite gives a rewritten row a new one)."""
+    with env.ledger.engine.connect() as conn:
+        return int(conn.execute(sa.text("SELECT max(rowid) FROM code_index_files")).scalar_one())
+
+
+def rows_after(env: SweepEnv, rowid: int) -> int:
+    """How many rows of ``code_index_files`` were written after ``rowid``."""
+    with env.ledger.engine.connect() as conn:
+        query = sa.text("SELECT count(*) FROM code_index_files WHERE rowid > :r")
+        return int(conn.execute(query, {"r": rowid}).scalar_one())

@@ -8,7 +8,7 @@ import dagster as dg
 import pytest
 
 from neo_assets.cli.launch import run_sweeps
-from neo_assets.code_tools.index_store import indexed_revisions
+from neo_assets.code_tools.index_store import file_rows, indexed_revisions
 from neo_assets.config.settings import load_settings
 from neo_assets.config.tenants import load_tenants
 from neo_assets.services.handles import open_ledger
@@ -45,10 +45,14 @@ def test_a_retired_repo_and_tenant_lose_their_code_indexes(
         with open_ledger(settings) as ledger:
             assert set(indexed_revisions(ledger, "acme")) == {"web", "api"}
             assert set(indexed_revisions(ledger, "globex")) == {"ops"}
+            assert file_rows(ledger, "acme", "api") == 1 and file_rows(ledger, "globex") == 1
         write_tenants(path, {"acme": declared["acme"][:1]})  # api and globex leave
         run_sweeps(settings, load_tenants(path), instance)
         with open_ledger(settings) as ledger:
             assert set(indexed_revisions(ledger, "acme")) == {"web"}
             assert dict(indexed_revisions(ledger, "globex")) == {}
+            # Their per-file rows went with them; the staying repo's did not.
+            assert (file_rows(ledger, "acme", "api"), file_rows(ledger, "globex")) == (0, 0)
+            assert file_rows(ledger, "acme", "web") == 1
     finally:
         instance.dispose()
