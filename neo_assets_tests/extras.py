@@ -1,6 +1,7 @@
 """Tests that need an optional extra skip with the reason where it is missing; CI installs
 every extra and sets NEO_REQUIRE_EXTRAS, which turns such a skip into a failure (and the
-MCP Inspector, with NEO_REQUIRE_INSPECTOR)."""
+MCP Inspector and the published ky package the code tools are checked on, with
+NEO_REQUIRE_INSPECTOR)."""
 
 import os
 import shutil
@@ -41,4 +42,25 @@ def require_mcp_inspector() -> str:
     )
     if os.environ.get("NEO_REQUIRE_INSPECTOR"):
         pytest.fail(f"{reason} (NEO_REQUIRE_INSPECTOR is set: it must be installed)")
+    pytest.skip(reason)
+
+
+# The published ky package (real code, npm's tarball): .ci/run fetches it with `npm pack`;
+# NEO_KY_TARBALL names another copy.
+KY_VERSION = "1.14.3"
+KY_DEFAULT = Path.home() / f".cache/neo-assets/npm/ky-{KY_VERSION}.tgz"
+
+
+def require_ky_tarball() -> Path:
+    """The ky package's tarball; skip (or, under NEO_REQUIRE_INSPECTOR, fail) when it is
+    not here."""
+    path = Path(os.environ.get("NEO_KY_TARBALL") or KY_DEFAULT)
+    if path.is_file():
+        return path
+    reason = (
+        f"the ky {KY_VERSION} package is not at {path}: run `mkdir -p {path.parent} && "
+        f"npm pack ky@{KY_VERSION} --pack-destination {path.parent}`, as .ci/run does"
+    )
+    if os.environ.get("NEO_REQUIRE_INSPECTOR"):
+        pytest.fail(f"{reason} (NEO_REQUIRE_INSPECTOR is set: it must be here)")
     pytest.skip(reason)

@@ -113,8 +113,20 @@ def signature_line(lines: Sequence[str], name: str, start: int, end: int) -> int
     ``start``."""
     bare = short_name(name)
     first_code = None
+    in_block = False  # inside a /* ... */ comment that opened on an earlier line
     for number in range(start, min(end, len(lines)) + 1):
         line = lines[number - 1]
+        stripped = line.strip()
+        if in_block:
+            in_block = "*/" not in stripped
+            continue
+        if stripped.startswith("/*"):
+            # JSDoc without leading stars: its example lines name the unit too.
+            close = stripped.find("*/", 2)
+            in_block = close < 0
+            line = "" if in_block else stripped[close + 2 :]
+            if not line.strip():
+                continue
         if is_comment_line(line):
             continue
         if bare and bare in IDENT.findall(line):

@@ -254,3 +254,21 @@ def test_nullable_types_are_spelled_as_any_of_for_portability() -> None:
     }
     for spec in rules.TOOLS.values():
         assert '"type": [' not in str(rules.portable(spec.output)).replace("'", '"')
+
+
+def test_a_block_comment_naming_the_unit_is_not_its_signature() -> None:
+    # ky's JSDoc: no leading stars, and an example that calls the function it documents.
+    lines = [
+        "/**",
+        "Type guard to check if an error is a Ky error.",
+        "```",
+        "if (isKyError(error)) {",
+        "```",
+        "*/",
+        "export function isKyError(error) {",
+        "    return isHTTPError(error);",
+        "}",
+        "/* one line */ function after() {}",
+    ]
+    assert rules.signature_line(lines, "isKyError", 1, 9) == 7
+    assert rules.signature_line(["/**", "x", "*/", "/* y */ function x() {}"], "x", 1, 4) == 4

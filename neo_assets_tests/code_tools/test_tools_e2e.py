@@ -3,7 +3,8 @@
 HTTP and over stdio). Each answer is checked against the repo itself: every def / func /
 function of a file is found by find_symbol at its line, grep equals ``git grep -n`` at
 the indexed revision, read_file equals ``git show``; and tenant globex's files never
-appear in acme's answers, whatever repo or path acme sends."""
+appear in acme's answers, whatever repo or path acme sends. Beside small made repos, the
+published ky package (real code: npm's tarball, committed as a git repo here)."""
 
 import re
 import subprocess
@@ -20,6 +21,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from neo_assets_tests.extras import require_ky_tarball
 from neo_assets_tests.gitrepo import git_env
 from neo_assets_tests.serve.service_harness import ROOT, Served, ServedKb
 
@@ -94,13 +96,13 @@ PATTERNS = [
 
 @pytest.fixture(scope="module")
 def kb(tmp_path_factory: pytest.TempPathFactory) -> ServedKb:
+    tarball = require_ky_tarball()
     root = tmp_path_factory.mktemp("tools-kb")
     ky = root / "ky-copy"
-    subprocess.run(
-        ["git", "clone", "-q", "--no-hardlinks", "/tmp/bench-repos/ky", str(ky)],
-        check=True,
-        env=git_env(),
-    )
+    ky.mkdir()
+    subprocess.run(["tar", "xzf", str(tarball), "-C", str(ky), "--strip-components=1"], check=True)
+    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "ky 1.14.3"]):
+        subprocess.run(["git", *step], cwd=ky, check=True, env=git_env())
     return ServedKb.build(root, REPOS, existing={("acme", "ky"): ky})
 
 
@@ -156,7 +158,15 @@ def test_every_definition_of_each_file_is_found_at_its_line(
     checked = 0
     for slug, paths in (
         ("tools", ["app/dispatch.py", "app/args.go", "web/retry.js"]),
-        ("ky", ["source/core/Ky.ts", "source/index.ts", "source/utils/merge.ts"]),
+        (
+            "ky",
+            [
+                "distribution/core/Ky.js",
+                "distribution/utils/merge.js",
+                "distribution/utils/type-guards.js",
+                "distribution/errors/HTTPError.js",
+            ],
+        ),
     ):
         listed = ok(tool(served, tokens["acme"], "list_files", repo=slug))
         revision = listed["revision"]
@@ -177,7 +187,7 @@ def test_every_definition_of_each_file_is_found_at_its_line(
                 assert hits[0]["startLine"] <= line <= hits[0]["endLine"]
                 assert hits[0]["signature"] == lines[line - 1][:500]
                 checked += 1
-    assert checked >= 12
+    assert checked >= 17
 
 
 def test_grep_equals_git_grep_at_the_indexed_revision(
@@ -185,7 +195,7 @@ def test_grep_equals_git_grep_at_the_indexed_revision(
 ) -> None:
     for slug in ("tools", "ky"):
         revision = git(kb, slug, "rev-parse", "HEAD").strip()
-        blank = [r"^\s*$"] if slug == "tools" else []  # ky has 3,500 blank lines
+        blank = [r"^\s*$"] if slug == "tools" else []  # many blank lines in ky
         for pattern in [*PATTERNS, *blank, "throw new", r"timeout\s*[:=]"]:
             for case_sensitive in (True, False):
                 flags = ["-n", "-I", "-P"] + ([] if case_sensitive else ["-i"])
@@ -217,14 +227,14 @@ def test_grep_equals_git_grep_at_the_indexed_revision(
 def test_read_file_equals_git_show_and_references_name_their_units(
     kb: ServedKb, served: Served, tokens: dict[str, str]
 ) -> None:
-    text = git(kb, "ky", "show", "HEAD:source/core/Ky.ts").split("\n")
+    text = git(kb, "ky", "show", "HEAD:distribution/core/Ky.js").split("\n")
     got = ok(
         tool(
             served,
             tokens["acme"],
             "read_file",
             repo="ky",
-            path="source/core/Ky.ts",
+            path="distribution/core/Ky.js",
             start_line=10,
             end_line=30,
         )
