@@ -1,9 +1,10 @@
 """The stages of one repo sweep, in order, as plain functions over the store, ledger and provider.
 
 Each stage is its own module: ``envelope`` (revision and file list), ``chunk`` (parse, fit,
-record), ``embed`` (vectors), ``census`` (census, fences, switch); ``failures`` records a sweep
-that did not finish. The Dagster assets and ``run.py`` call them in this order; benchmarks and
-tests import them from here. Every rule they apply lives in ``neo_assets.core``.
+record), ``embed`` (vectors: ``embed_plan`` decides what is copied or sent, ``embed_writes``
+writes the rows), ``census`` (census, fences, switch); ``failures`` records a sweep that did
+not finish. The Dagster assets and ``run.py`` call them in this order; benchmarks and tests
+import them from here. Every rule they apply lives in ``neo_assets.core``.
 """
 
 from neo_assets.core.sweep.scheduling import RetryPolicy
@@ -32,15 +33,15 @@ from neo_assets.services.sweep.context import (
     check_parser,
     lane_settings,
 )
-from neo_assets.services.sweep.embed import (
+from neo_assets.services.sweep.embed import SweepAborted, embed_step, run_lane_abortably
+from neo_assets.services.sweep.embed_plan import (
     EmbedContext,
-    SweepAborted,
-    embed_step,
+    EmbedPlan,
     embeddable_by_id,
-    run_lane_abortably,
+    plan_embedding,
     stale_rows,
-    write_copies,
 )
+from neo_assets.services.sweep.embed_writes import batch_writer, write_copies
 from neo_assets.services.sweep.envelope import EnvelopeResult, envelope_step, previous_envelope
 from neo_assets.services.sweep.failures import (
     UnfinishedAttempt,
@@ -51,15 +52,12 @@ from neo_assets.services.sweep.failures import (
     record_unfinished_attempt,
 )
 
-# The order a sweep runs its stages in.
-STAGES = (envelope_step, chunk_step, embed_step, census_step)
-
 __all__ = [
     "COPY_BATCH",
-    "STAGES",
     "ChunkGeneration",
     "ChunkPlan",
     "EmbedContext",
+    "EmbedPlan",
     "EnvelopeResult",
     "ParserUnavailable",
     "RecordedGeneration",
@@ -68,6 +66,7 @@ __all__ = [
     "SweepAborted",
     "UnfinishedAttempt",
     "backoff_due_at",
+    "batch_writer",
     "census_step",
     "check_parser",
     "chunk_step",
@@ -85,6 +84,7 @@ __all__ = [
     "parsed_chunks",
     "parsed_files",
     "plan_chunks",
+    "plan_embedding",
     "previous_envelope",
     "record_deferred_before_lane",
     "record_failed_sweep",
