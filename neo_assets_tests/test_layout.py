@@ -107,7 +107,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_the_checks_see_the_package() -> None:
     assert len(MODULES) > 100 and "neo_assets.services.sweep.run" in MODULES
-    assert "neo_assets.core.sweep.summary" in _graph()["neo_assets.services.sweep.steps"]
+    assert "neo_assets.core.sweep.summary" in _graph()["neo_assets.services.sweep.census"]
     # The cycle finder finds one when there is one.
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None

@@ -91,16 +91,16 @@ def _before(owner: Any, name: str, point: str, nth: int) -> None:
 
 def install(point: str, nth: int) -> None:
     """Wrap the function of ``point`` so its ``nth`` call kills this process."""
-    from neo_assets.services.sweep import steps
+    from neo_assets.services.sweep import chunk, envelope
     from neo_assets.store.chroma_store import ChromaStore
     from neo_assets.store.ledger import Ledger
 
     if point == "envelope":
-        _after(steps, "build_envelope", point, nth)
+        _after(envelope, "build_envelope", point, nth)
     elif point == "envelope-recorded":
         _after(Ledger, "record_envelope", point, nth)
     elif point == "parse":
-        real = steps.read_texts
+        real = chunk.read_texts
         due = _counting(nth)  # files read across calls
 
         def read_texts(*args: Any, **kwargs: Any) -> Iterator[tuple[str, str]]:
@@ -109,7 +109,7 @@ def install(point: str, nth: int) -> None:
                 if due():
                     _die(point)
 
-        steps.read_texts = read_texts
+        chunk.read_texts = read_texts
     elif point == "generation-recorded":
         _after(Ledger, "record_generation", point, nth)
     elif point == "mid-write":

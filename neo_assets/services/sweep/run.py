@@ -6,7 +6,7 @@ kb_embeddings -> fence_census — under the repo's sweep lease, and yields a
 lease leaves alone); its return value is the ``SweepResult``. The Dagster asset turns
 the events into materializations, the CLI's progress and the tests read them or ignore
 them: ``run_sweep`` drains the stages and returns the result. Every rule the stages
-apply lives in ``neo_assets.core``; the steps are ``services/sweep/steps.py``.
+apply lives in ``neo_assets.core``; the stages are the modules ``services/sweep/steps.py`` lists.
 """
 
 import contextlib
@@ -152,22 +152,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             try:
                 chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
             except CountUnavailable as unavailable:
-                # The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of
-                # the generation was recorded; defer, as the lane would without its server.
-                code, message = unavailable.code, str(unavailable)
-                if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED:
-                    # Nothing listens where the provider was: named at once, like the lane.
-                    code = codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
-                    message = unreachable_message(
-                        cfg.embedding.provider,
-                        cfg.embedding.base_url,
-                        UNREACHABLE_REFUSED,
-                        cfg.embedding.unreachable_wait_s,
-                    )
-                report = record_deferred_before_lane(
-                    ctx, cfg, book, envelope, code, message, inputs.clock()
-                )
-                return SweepResult(replace(report, lease=lease.info), errors=1)
+                return _deferred_before_lane(inputs, lease, envelope, unavailable)
         chunks_s = time.perf_counter() - mark
         code_index_s = chunks.index_s
         yield StageEnded("chunk_generation", envelope, tally=generation_tally(chunks))
@@ -176,23 +161,7 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
             return (yield from _skipped(ctx, lease.info, SWEEP_STAGES[2:]))
         started = time.monotonic()
         with failure_recorded(ctx, cfg, book, codes.KB_VECTOR_EMBED_UNCLASSIFIED, envelope):
-            try:
-                summary = embed_step(
-                    ctx,
-                    cfg,
-                    inputs.open_store(),
-                    book,
-                    envelope,
-                    chunks,
-                    EmbedContext(
-                        provider=inputs.provider, progress=inputs.progress, guard=lease.check
-                    ),
-                )
-            except SweepAborted as aborted:
-                # Record the sweep as the lane left it (deferred, cause aborted), then end.
-                census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
-                raise aborted.interrupt from None
-            summary = _resplit_refused(inputs, lease, envelope, summary)
+            summary = _embed_stage(inputs, lease, envelope, chunks)
         del chunks  # the declared generation is in the ledger; the census needs no chunk
         embed_s = time.monotonic() - started
         summary = replace(summary, seconds=embed_s)
@@ -215,6 +184,48 @@ def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult
         )
         report = replace(report, timings=timings, lease=lease.info)
     return SweepResult(report, embed_seconds=embed_s, errors=len(summary.errors))
+
+
+def _deferred_before_lane(
+    inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, unavailable: CountUnavailable
+) -> SweepResult:
+    """The split could not count (NEO_EMBEDDING_TOKENIZER=server): nothing of the
+    generation was recorded; defer, as the lane would without its server."""
+    ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
+    code, message = unavailable.code, str(unavailable)
+    if code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED:
+        # Nothing listens where the provider was: named at once, like the lane.
+        code = codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+        message = unreachable_message(
+            cfg.embedding.provider,
+            cfg.embedding.base_url,
+            UNREACHABLE_REFUSED,
+            cfg.embedding.unreachable_wait_s,
+        )
+    report = record_deferred_before_lane(ctx, cfg, book, envelope, code, message, inputs.clock())
+    return SweepResult(replace(report, lease=lease.info), errors=1)
+
+
+def _embed_stage(
+    inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, chunks: ChunkGeneration
+) -> LaneSummary:
+    """The embed stage, and the resplit rounds after size refusals."""
+    ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
+    try:
+        summary = embed_step(
+            ctx,
+            cfg,
+            inputs.open_store(),
+            book,
+            envelope,
+            chunks,
+            EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
+        )
+    except SweepAborted as aborted:
+        # Record the sweep as the lane left it (deferred, cause aborted), then end.
+        census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
+        raise aborted.interrupt from None
+    return _resplit_refused(inputs, lease, envelope, summary)
 
 
 # Rounds of split-smaller-and-send-again after size refusals, per sweep (bounded: each

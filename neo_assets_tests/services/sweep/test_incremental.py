@@ -171,7 +171,7 @@ def test_a_release_that_changes_the_parsers_rules_reparses_unchanged_files(
     ctx = _ctx(env["tenants"])
     _sweep(env["kb"], ctx)
     monkeypatch.setattr(
-        "neo_assets.services.sweep.steps.parser_rules_digest", lambda: "0123456789abcdef"
+        "neo_assets.services.sweep.chunk.parser_rules_digest", lambda: "0123456789abcdef"
     )
     again = _sweep(env["kb"], ctx)
     assert again["chunks"].parsed_paths == 30 and again["chunks"].reused_paths == 0
