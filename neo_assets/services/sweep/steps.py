@@ -17,7 +17,6 @@ import numpy as np
 from neo_assets.code_tools.index_store import ParsedFile, build_index, reclaim_indexes
 from neo_assets.code_tools.rules import Unit
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
 from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
@@ -61,6 +60,7 @@ from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.tenants.validation import RepoDecl, Tenant
 
 # Rows per write of copied vectors (the store splits further at its own limit).
 COPY_BATCH = 4096
