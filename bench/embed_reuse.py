@@ -60,7 +60,6 @@ def counting_provider() -> Any:
 def sweep(work: Path, version: str) -> dict[str, int]:
     """One sweep of the repo declared at parser ``version``: its counts and texts sent."""
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.services.handles import open_ledger, open_store
     from neo_assets.services.sweep.steps import (
         EmbedContext,
@@ -70,6 +69,7 @@ def sweep(work: Path, version: str) -> dict[str, int]:
         embed_step,
         envelope_step,
     )
+    from neo_assets.tenants.validation import load_tenants
 
     (work / "tenants.yaml").write_text(TENANTS.format(repo=work / "repo", version=version))
     settings = load_settings()

@@ -67,11 +67,11 @@ def main() -> int:
     from chromadb.api.shared_system_client import SharedSystemClient
 
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.services import handles
     from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
     from neo_assets.services.sweep.steps import RepoContext
+    from neo_assets.tenants.validation import load_tenants
 
     tenant = load_tenants(tenants_path).tenants[0]
     ctx = RepoContext(tenant=tenant, repo=tenant.repos[0])

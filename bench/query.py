@@ -85,10 +85,10 @@ def seed(
     """Write ``chunks`` as rows and record them as the repo's complete declared generation."""
     import numpy as np
 
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
     from neo_assets.generations.serving import configured_generation
     from neo_assets.store.ledger import DeclaredChunk
+    from neo_assets.tenants.validation import load_tenants
 
     tenants = load_tenants(settings.store.resolved_tenants_file)
     repo = next(r for r in tenants.tenant(tenant).repos if r.slug == slug)

@@ -67,7 +67,6 @@ def sweep_declared(
     seconds). ``watch_provider`` is handed the provider before the sweep (to wrap its
     calls); the caller closes the store and disposes of the ledger."""
     from neo_assets.config.settings import load_settings  # noqa: PLC0415
-    from neo_assets.config.tenants import load_tenants  # noqa: PLC0415
     from neo_assets.services.handles import (  # noqa: PLC0415
         build_provider,
         open_ledger,
@@ -75,6 +74,7 @@ def sweep_declared(
     )
     from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
     from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
+    from neo_assets.tenants.validation import load_tenants  # noqa: PLC0415
 
     settings = load_settings()
     tenant = load_tenants(tenants).tenants[0]

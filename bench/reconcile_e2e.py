@@ -73,8 +73,8 @@ def build(root: Path, rows: int) -> dict[str, Any]:
     import yaml
 
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.services import handles
+    from neo_assets.tenants.validation import load_tenants
 
     rng = random.Random(11)
     doc: dict[str, Any] = {"tenants": []}
@@ -185,8 +185,8 @@ def main() -> None:
 
 def run(root: Path, rows: int) -> dict[str, Any]:
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.services import handles
+    from neo_assets.tenants.validation import load_tenants
 
     started = time.perf_counter()
     build_s, counts = timed(lambda: build(root, rows))

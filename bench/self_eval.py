@@ -183,7 +183,6 @@ def project_case(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """(figures per repo and variant, per repo: the question set and served files)."""
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
     from neo_assets.generations.serving import configured_generation
     from neo_assets.quality.evaluate import ask, repo_question_set
     from neo_assets.quality.rules import metrics
@@ -192,6 +191,7 @@ def project_case(
     from neo_assets.services.handles import build_provider, open_ledger, open_store
     from neo_assets.services.sweep.run import SweepInputs, run_sweep
     from neo_assets.services.sweep.steps import RepoContext
+    from neo_assets.tenants.validation import load_tenants
 
     figures: dict[str, Any] = {}
     sets: dict[str, Any] = {}

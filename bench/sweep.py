@@ -219,7 +219,7 @@ def pair_child(files: int) -> int:
     import dagster as dg
 
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
+    from neo_assets.tenants.validation import load_tenants
 
     work = Path(tempfile.mkdtemp(prefix="neo-bench-pair-"))
     setup(work, files)
@@ -269,7 +269,7 @@ def main() -> int:
 
     from neo_assets.cli.launch import run_sweeps
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
+    from neo_assets.tenants.validation import load_tenants
 
     settings = load_settings()
     tenants = load_tenants(work / "tenants.yaml")

@@ -26,7 +26,6 @@ import sqlalchemy as sa
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
@@ -34,6 +33,7 @@ from neo_assets.status.report import build_status
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep import leases as rules
@@ -32,6 +31,7 @@ from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.store import leases
 from neo_assets.store.lease_schema import leases as lease_table
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

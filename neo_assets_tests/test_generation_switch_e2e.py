@@ -15,7 +15,6 @@ import pytest
 
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.defs.resources import default_resources
 from neo_assets.generations.records import generation_records
 from neo_assets.generations.serving import configured_generation, generation_store
@@ -23,6 +22,7 @@ from neo_assets.query.one_shot import run_query
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.status.defs import kb_status
 from neo_assets.status.report import build_status
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

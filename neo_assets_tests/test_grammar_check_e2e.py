@@ -86,7 +86,7 @@ def test_a_missing_grammar_fails_the_2x_sweep_up_front_with_the_package_to_insta
 
 
 def _ctx(tmp_path: Path, version: str) -> RepoContext:
-    from neo_assets.config.tenants import load_tenants
+    from neo_assets.tenants.validation import load_tenants
 
     path = write_tenants(
         tmp_path / "t.yaml", {"acme": [repo_entry("w", tmp_path, version=version)]}

@@ -10,7 +10,6 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.generations.records import generation_records, repo_generations
 from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
@@ -18,6 +17,7 @@ from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import (
     RepoContext,
 )
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

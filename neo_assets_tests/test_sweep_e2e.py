@@ -7,11 +7,11 @@ import pytest
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.chunk_ids import is_chunk_id
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.store.chroma_store import STAMP_KEYS
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -10,7 +10,9 @@ import pytest
 
 from neo_assets.config.examples import ensure_sample_repo
 from neo_assets.config.settings import BUNDLED_TENANTS_FILE, load_settings
-from neo_assets.config.tenants import (
+from neo_assets.core.codes import CONFIG_INVALID
+from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.tenants.validation import (
     ID_PATTERN,
     MAX_PROBLEMS_SHOWN,
     MAX_TENANTS_FILE_BYTES,
@@ -27,8 +29,6 @@ from neo_assets.config.tenants import (
     is_valid_id,
     load_tenants,
 )
-from neo_assets.core.codes import CONFIG_INVALID
-from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
 from neo_assets_tests.gitrepo import GitRepo
 
 PARSER = "{id: neo-code, version: 1.0.0}"

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.config.tenants import TenantsConfigError, load_tenants, read_tenants
+from neo_assets.tenants.validation import TenantsConfigError, load_tenants, read_tenants
 
 
 @pytest.fixture

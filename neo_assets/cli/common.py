@@ -46,8 +46,8 @@ def load_config():  # noqa: ANN201 - (settings, tenants)
     repo keeps its last good declaration, and the others run as usual. Only a file that
     gives no tenant, with no last good declaration to stand in, is a usage error."""
     from neo_assets.config.settings import SettingsError, load_settings
-    from neo_assets.config.tenants import TenantsConfigError
     from neo_assets.declaration.in_force import load_declaration, warning_lines
+    from neo_assets.tenants.validation import TenantsConfigError
 
     try:
         settings = load_settings()

@@ -14,7 +14,6 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
 from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
 from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
@@ -23,6 +22,7 @@ from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.services.sweep.progress import listening
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 

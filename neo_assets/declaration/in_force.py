@@ -14,14 +14,6 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import (
-    ConfigProblem,
-    Tenant,
-    TenantsConfigError,
-    TenantsFile,
-    TenantsReading,
-    read_tenants,
-)
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.declaration.records import last_good_declarations, record_good_declaration
@@ -34,6 +26,14 @@ from neo_assets.declaration.rules import (
     in_force,
 )
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import (
+    ConfigProblem,
+    Tenant,
+    TenantsConfigError,
+    TenantsFile,
+    TenantsReading,
+    read_tenants,
+)
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore

@@ -15,7 +15,6 @@ from collections.abc import Sequence
 
 import dagster as dg
 
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.partition_changes import (
     partition_changes,
     repo_partition_keys,
@@ -24,6 +23,7 @@ from neo_assets.core.ids.partition_changes import (
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.reconcile.retirement import retired_tenant_ids
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
 

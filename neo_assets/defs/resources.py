@@ -13,7 +13,6 @@ import dagster as dg
 from pydantic import PrivateAttr
 
 from neo_assets.config.settings import Settings, load_settings
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.declaration.in_force import load_declaration
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -21,6 +20,7 @@ from neo_assets.services import handles
 from neo_assets.services.handles import OpenOnFirstUse
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 
 class SettingsResource(dg.ConfigurableResource):

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsConfigError, TenantsFile
 from neo_assets.core import codes
 from neo_assets.declaration.in_force import load_declaration
 from neo_assets.embedding.provider import EmbeddingProvider
@@ -24,6 +23,7 @@ from neo_assets.generations.rules import GenerationRecord
 from neo_assets.generations.serving import collection_of, query_provider, serving_generation
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsConfigError, TenantsFile
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore

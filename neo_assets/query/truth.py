@@ -21,7 +21,6 @@ from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.query.rules.filters import facet_values
 from neo_assets.query.rules.ranking import LexicalIndex
 from neo_assets.query.rules.truth import RepoServing, tenant_serving
@@ -34,6 +33,7 @@ from neo_assets.reconcile.reading import (
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 log = logging.getLogger("neo_assets.serve")
 

@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.reconcile.reading import read_snapshot
@@ -32,6 +31,7 @@ from neo_assets.reconcile.rules.checks import (
 from neo_assets.reconcile.rules.retirement import RETIRED_KINDS
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 MAX_NAMED = 20
 # Results asked of the tenant-scoped probe query.

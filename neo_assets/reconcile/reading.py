@@ -9,7 +9,6 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import RepoDecl, Tenant, TenantsFile
 from neo_assets.core import codes
 from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.embedding.rules.lane import FenceRecord, fence_row_from_record
@@ -19,6 +18,7 @@ from neo_assets.reconcile.rules.inputs import RepoRecords, sweep_settled, tenant
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import RepoDecl, Tenant, TenantsFile
 
 
 def find_tenant(tenants: TenantsFile, tenant_id: str) -> Tenant | None:

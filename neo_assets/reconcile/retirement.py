@@ -4,13 +4,13 @@
 import sqlalchemy as sa
 
 from neo_assets.code_tools.index_store import forget_repo, indexed_revisions
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.reconcile.rules.retirement import Retired, retired, scope_label
 from neo_assets.serve.tokens import revoke_tenant_tokens
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 
 def declared_owners(tenants: TenantsFile) -> dict[str, set[str]]:

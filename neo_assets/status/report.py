@@ -4,7 +4,6 @@ import time
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core.codes import DISPOSITION_SECRET, OUTCOME_FAILED
 from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVIDER_UNREACHABLE
 from neo_assets.core.ids.partition_keys import partition_key
@@ -30,6 +29,7 @@ from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_poli
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 
 def retired_repo_rows(

@@ -10,8 +10,8 @@ import pytest
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.code_tools.index_store import file_rows, indexed_revisions
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.services.handles import open_ledger
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

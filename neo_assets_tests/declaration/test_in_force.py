@@ -6,10 +6,10 @@ from pathlib import Path
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import TenantsConfigError
 from neo_assets.declaration.in_force import load_declaration, warning_lines
 from neo_assets.declaration.records import last_good_declarations, record_good_declaration
 from neo_assets.services.handles import open_ledger
+from neo_assets.tenants.validation import TenantsConfigError
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 

@@ -106,7 +106,7 @@ def test_an_invalid_tenants_file_fails_the_tick_naming_it(env) -> None:
 def test_a_forced_request_runs_the_sweep_even_when_nothing_is_due(env) -> None:
     from neo_assets.cli.launch import run_sweeps
     from neo_assets.config.settings import load_settings
-    from neo_assets.config.tenants import load_tenants
+    from neo_assets.tenants.validation import load_tenants
 
     instance = env["instance"]
     run_sweeps(load_settings(), load_tenants(env["tenants"]), instance, tenant="globex")

@@ -11,7 +11,6 @@ import pytest
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.definitions import defs
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import (
@@ -22,6 +21,7 @@ from neo_assets.defs.resources import (
     default_resources,
 )
 from neo_assets.defs.sweep import sweep_sensor
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

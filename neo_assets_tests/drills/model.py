@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 from neo_assets.config.settings import Settings, load_settings
-from neo_assets.config.tenants import TenantsFile, load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.health.freezing import unfreeze
@@ -36,6 +35,7 @@ from neo_assets.services.sweep.steps import (
     plan_chunks,
 )
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.tenants.validation import TenantsFile, load_tenants
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

@@ -34,10 +34,10 @@ import pytest
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.generations.serving import configured_generation
 from neo_assets.services.handles import open_ledger, open_store
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.drills.invariants import (
     census_problems,

@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from neo_assets.cli.app import app
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
 from neo_assets.query.serving import QueryUnavailable
@@ -20,6 +19,7 @@ from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import (
     RepoContext,
 )
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.fixtures import fault_server  # noqa: F401 - fixture
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once

@@ -15,7 +15,6 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
@@ -27,6 +26,7 @@ from neo_assets.health.rules.canary import CANARY_OPERATION_LABEL
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
 from neo_assets.status.report import build_status
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.health.conftest import DIM, HealthEnv
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -23,7 +23,6 @@ import pytest
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
@@ -52,6 +51,7 @@ from neo_assets.health.rules.freeze import (
     FreezeTrigger,
 )
 from neo_assets.status.report import build_status
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.health.conftest import DIM, HealthEnv
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -8,12 +8,12 @@ import pytest
 
 from neo_assets.cli.launch import QUIET_CONSOLE, run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
 from neo_assets.links.defs import links_sensor
 from neo_assets.links.store import link_set
 from neo_assets.services.handles import open_ledger
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

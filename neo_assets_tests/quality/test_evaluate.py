@@ -10,13 +10,13 @@ from typer.testing import CliRunner
 
 from neo_assets.cli.app import app
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.quality.evaluate import QualityUnavailable, evaluate_repo
 from neo_assets.quality.history import build_question_set
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.services.sweep.steps import RepoContext
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -26,7 +26,7 @@ import pytest
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.defs.test_ui import (
     CHROMIUM,
     _png_size,

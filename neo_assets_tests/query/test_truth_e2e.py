@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.query.rules.request import QueryInputError, SearchRequest
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident, serving_targets
 from neo_assets.reconcile.reading import read_snapshot
 from neo_assets.reconcile.rules.checks import path_wholeness, row_ids_by_path
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.reconcile.test_reconciliation import (  # noqa: F401 - fixtures

@@ -28,7 +28,6 @@ import pytest
 
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.defs.resources import default_resources
 from neo_assets.reconcile.defs import (
@@ -48,6 +47,7 @@ from neo_assets.reconcile.rules.plan import (
 from neo_assets.reconcile.rules.reclaim_gate import RECONCILE_CLASSIFY_ONLY, RECONCILE_DISABLED
 from neo_assets.reconcile.tenant import plan_containment, reconcile_tenant
 from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

@@ -21,13 +21,13 @@ import pytest
 from neo_assets.alerts.sinks import ALERTS_FILE
 from neo_assets.cli.launch import QUIET_CONSOLE, _checks
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
 from neo_assets.reconcile.rules.retirement import RETIRED_REPO, RETIRED_TENANT
 from neo_assets.status.report import build_status
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -24,8 +24,8 @@ import httpx
 
 from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.store.local_server import ServerPaths, stop_local_server
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.servers import LOOPBACK, free_port
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

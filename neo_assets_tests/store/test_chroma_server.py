@@ -13,11 +13,11 @@ from chromadb.config import Settings as ChromaSettings
 
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.servers import ChromaServer, chroma_server_or_skip

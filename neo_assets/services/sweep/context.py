@@ -3,12 +3,12 @@
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import RepoDecl, Tenant
 from neo_assets.core import codes
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.rules.band import Band
 from neo_assets.embedding.rules.lane import LaneSettings
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
+from neo_assets.tenants.validation import RepoDecl, Tenant
 
 # Rows per write of copied vectors (the store splits further at its own limit).
 COPY_BATCH = 4096

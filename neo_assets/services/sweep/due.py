@@ -4,7 +4,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.config.tenants import TenantsFile
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.ids.partition_keys import partition_key
@@ -23,6 +22,7 @@ from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_poli
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import TenantsFile
 
 DUE_FORCED = "forced"
 

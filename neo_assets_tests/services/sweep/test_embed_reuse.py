@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.services.sweep.steps import (
@@ -23,6 +22,7 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import (
@@ -17,6 +16,7 @@ from neo_assets.services.sweep.steps import (
 )
 from neo_assets.sources import git_reader
 from neo_assets.store.ledger import Ledger
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

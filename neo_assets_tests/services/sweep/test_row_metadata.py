@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.stamps import CHUNK_META_KEYS, tenant_filter
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.services.sweep.steps import (
@@ -20,6 +19,7 @@ from neo_assets.services.sweep.steps import (
     envelope_step,
 )
 from neo_assets.store.chroma_store import STAMP_KEYS
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -12,9 +12,9 @@ from pathlib import Path
 import httpx
 import pytest
 
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.services.sweep.steps import RepoContext
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles, sweep_once
 from neo_assets_tests.real_servers import (

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core.ids.chunk_ids import chunk_id, part_chunk_id
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.providers.sentence_transformers import (
@@ -25,6 +24,7 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

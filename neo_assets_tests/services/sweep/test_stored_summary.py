@@ -7,7 +7,6 @@ import time
 from pathlib import Path
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.generations.serving import configured_generation
@@ -15,6 +14,7 @@ from neo_assets.links.due import _embedded
 from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
 from neo_assets.status.report import build_status
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.core.sweep.test_summary import OLD_STYLE
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

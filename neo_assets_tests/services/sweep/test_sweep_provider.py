@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from neo_assets.config.settings import load_settings
-from neo_assets.config.tenants import load_tenants
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.slot_backend import slots_for
@@ -21,6 +20,7 @@ from neo_assets.services.handles import build_provider
 from neo_assets.services.sweep.run import SweepInputs, run_sweep
 from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.batch_caps import provider_batch_cap
+from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 from neo_assets_tests.gitrepo import GitRepo

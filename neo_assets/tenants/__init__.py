@@ -1,0 +1,1 @@
+"""The tenants file (tenants.yaml): its shape, its rules, and reading it."""
