@@ -61,7 +61,7 @@ def sweep(work: Path, version: str) -> dict[str, int]:
     """One sweep of the repo declared at parser ``version``: its counts and texts sent."""
     from neo_assets.config.settings import load_settings
     from neo_assets.services.handles import open_ledger, open_store
-    from neo_assets.services.sweep.steps import (
+    from neo_assets.sweep.steps import (
         EmbedContext,
         RepoContext,
         census_step,

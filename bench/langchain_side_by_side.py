@@ -69,8 +69,8 @@ def main() -> int:
     from neo_assets.config.settings import load_settings
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.services import handles
-    from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
-    from neo_assets.services.sweep.steps import RepoContext
+    from neo_assets.sweep.run import StageEnded, SweepInputs, run_sweep
+    from neo_assets.sweep.steps import RepoContext
     from neo_assets.tenants.validation import load_tenants
 
     tenant = load_tenants(tenants_path).tenants[0]
@@ -116,7 +116,7 @@ def main() -> int:
             if isinstance(event, StageEnded) and event.stage == "kb_embeddings":
                 summaries.append(event.summary)
 
-        # The sweep the asset runs (services/sweep/run.py), without Dagster.
+        # The sweep the asset runs (sweep/run.py), without Dagster.
         run_sweep(
             SweepInputs(
                 ctx=ctx,

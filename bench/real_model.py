@@ -2,7 +2,7 @@
 
 One process, measured in this one run:
 
-- the sweep (``services.sweep.run.run_sweep``: envelope, chunks split to the model's
+- the sweep (``sweep.run.run_sweep``: envelope, chunks split to the model's
   band, the lane, the census) of a real git repository with
   ``NEO_EMBEDDING_PROVIDER=sentence_transformers`` (the bundled all-MiniLM-L6-v2, 256
   word pieces per input), from a fresh provider: the model load is inside its time;
@@ -72,8 +72,8 @@ def sweep_declared(
         open_ledger,
         open_store,
     )
-    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
-    from neo_assets.services.sweep.steps import RepoContext  # noqa: PLC0415
+    from neo_assets.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
+    from neo_assets.sweep.steps import RepoContext  # noqa: PLC0415
     from neo_assets.tenants.validation import load_tenants  # noqa: PLC0415
 
     settings = load_settings()
@@ -116,13 +116,13 @@ def stored_input(document: str, meta: dict[str, Any]) -> str:
 def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
     """The parser's own chunks of the repo (before any split), from a serial parse."""
 
-    from neo_assets.services.sweep.steps import (  # noqa: PLC0415
+    from neo_assets.sources.envelope import read_texts  # noqa: PLC0415
+    from neo_assets.sources.parsing import parse_rows  # noqa: PLC0415
+    from neo_assets.sweep.steps import (  # noqa: PLC0415
         parse_identity,
         parsed_chunks,
         previous_envelope,
     )
-    from neo_assets.sources.envelope import read_texts  # noqa: PLC0415
-    from neo_assets.sources.parsing import parse_rows  # noqa: PLC0415
 
     env = previous_envelope(ledger, ctx)
     paths = env.yielded_paths()

@@ -12,12 +12,12 @@ import neo_assets.health.defs as health_defs
 import neo_assets.reconcile.defs as reconciliation_defs
 from neo_assets.alerts import defs as alerts_defs
 from neo_assets.declaration import defs as declaration_defs
-from neo_assets.defs import sweep as sweep_defs
 from neo_assets.defs.resources import default_resources
 from neo_assets.links import defs as links_defs
 from neo_assets.quality import defs as quality_defs
 from neo_assets.status import defs as status_defs
 from neo_assets.store.private_files import owner_only_umask
+from neo_assets.sweep import defs as sweep_defs
 
 # The code server and every run process import this module: what they write under
 # NEO_HOME (the ledger, Chroma's files, Dagster's storage) is the owner's only.

@@ -15,8 +15,8 @@ from neo_assets.services.handles import open_ledger, open_store
 from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
-    from neo_assets.services.sweep.steps import RepoContext
     from neo_assets.store.chroma_store import ChromaStore
+    from neo_assets.sweep.steps import RepoContext
 
 
 class KbHandles:
@@ -50,7 +50,7 @@ def sweep_once(ctx: "RepoContext") -> dict[str, Any]:
     Dagster asset and the benches call), with handles opened from the settings of that
     moment and closed after; its contract-shaped result (``SweepResult.to_doc()``)."""
     from neo_assets.services.handles import build_provider  # noqa: PLC0415
-    from neo_assets.services.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
+    from neo_assets.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
 
     settings = load_settings()
     with open_ledger(settings) as ledger, open_store(settings) as store:

@@ -1,6 +1,6 @@
 """Two sweeps of one repo never interleave their writes: the ledger lease, on SQLite.
 
-The store's statements are checked against the pure rules (core/sweep/leases.py), mutual
+The store's statements are checked against the pure rules (sweep/rules/leases.py), mutual
 exclusion is checked across real processes, and the sweep is run for real (Dagster,
 Chroma, git) against a lease left by a killed process, one held by a live process, and
 one taken away in the middle of embedding. The same store checks run on Postgres in
@@ -26,11 +26,11 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep import leases as rules
-from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.store import leases
 from neo_assets.store.lease_schema import leases as lease_table
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules import leases as rules
+from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
@@ -467,7 +467,7 @@ def test_a_lease_lost_mid_embedding_stops_the_writes_and_the_new_holder_finishes
 
 def test_embedding_runs_in_the_provider_pool() -> None:
     from neo_assets.definitions import defs
-    from neo_assets.defs.sweep import EMBEDDING_POOL
+    from neo_assets.sweep.defs import EMBEDDING_POOL
 
     node = defs.resolve_job_def("sweep").graph.node_named("sweep_repo")
     assert node.definition.pool == EMBEDDING_POOL == "neo-embedding-provider"

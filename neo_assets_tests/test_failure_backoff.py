@@ -16,14 +16,14 @@ import pytest
 from neo_assets.cli.launch import QUIET_CONSOLE, run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.scheduling import (
+from neo_assets.defs.partition_sync import apply_requests
+from neo_assets.defs.resources import default_resources
+from neo_assets.services.handles import open_ledger
+from neo_assets.sweep.rules.scheduling import (
     DUE_BACKOFF_ELAPSED,
     DUE_DECLARATION_MOVED,
     DUE_REVISION_MOVED,
 )
-from neo_assets.defs.partition_sync import apply_requests
-from neo_assets.defs.resources import default_resources
-from neo_assets.services.handles import open_ledger
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

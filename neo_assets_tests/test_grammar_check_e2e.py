@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.services.sweep.steps import RepoContext, check_parser
 from neo_assets.sources.parsers import grammars
+from neo_assets.sweep.steps import RepoContext, check_parser
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -106,8 +106,8 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_checks_see_the_package() -> None:
-    assert len(MODULES) > 100 and "neo_assets.services.sweep.run" in MODULES
-    assert "neo_assets.core.sweep.summary" in _graph()["neo_assets.services.sweep.census"]
+    assert len(MODULES) > 100 and "neo_assets.sweep.run" in MODULES
+    assert "neo_assets.sweep.rules.summary" in _graph()["neo_assets.sweep.census"]
     # The cycle finder finds one when there is one.
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
@@ -119,18 +119,18 @@ def test_an_import_inside_a_function_counts_and_a_type_checking_one_does_not() -
         "if TYPE_CHECKING:\n"
         "    from neo_assets.store.ledger import Ledger\n"
         "def f():\n"
-        "    from neo_assets.services.sweep.due import evaluate\n"
+        "    from neo_assets.sweep.due import evaluate\n"
         "    return evaluate\n"
     )
     # Planted in the module the due check imports its scheduling helpers from.
-    planted_in = "neo_assets.services.sweep.repo_state"
+    planted_in = "neo_assets.sweep.repo_state"
     found = _imports_of(planted_in, planted, is_package=False, top_level_only=False)
-    assert "neo_assets.services.sweep.due" in found
+    assert "neo_assets.sweep.due" in found
     assert "neo_assets.store.ledger" not in found
     # A circle closed only by a function's import is a circle.
     graph = _graph()
     graph[planted_in] = graph[planted_in] | found
-    assert "neo_assets.services.sweep.due" in (_cycle(graph) or [])
+    assert "neo_assets.sweep.due" in (_cycle(graph) or [])
 
 
 def test_no_import_circle() -> None:
@@ -218,11 +218,11 @@ def test_an_impure_rules_module_is_found() -> None:
 
 
 # A module named in a docstring or comment (``links.rules.due``, ``neo_assets.x.y``,
-# ``services/sweep/run.py``) must exist: a moved module's old name misleads the reader.
+# ``sweep/run.py``) must exist: a moved module's old name misleads the reader.
 _DOTTED = re.compile(r"(?<![\w.])((?:neo_assets|core|reconcile|health)(?:\.[a-z_]\w*)+)")
-_PATHS = re.compile(
-    r"(?<![\w./])((?:neo_assets/)?(?:core|services|defs|store|embedding|config|sources|cli|serve|reconcile|health|links)/[\w/]+\.py)"
-)
+# Every folder of the package (a capability, or a shared one) may begin such a path.
+_FOLDERS = "|".join(sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()))
+_PATHS = re.compile(rf"(?<![\w./])((?:neo_assets/)?(?:{_FOLDERS})/[\w/]+\.py)")
 
 
 def _named_modules(text: str) -> set[str]:
@@ -261,12 +261,12 @@ def test_the_modules_named_in_comments_exist() -> None:
 
 def test_a_stale_module_name_is_found() -> None:
     planted = (
-        "The rule is ``core.links_due``; see services/sweep/gone.py, neo_assets.links.rules.due; "
+        "The rule is ``core.links_due``; see sweep/gone.py, neo_assets.links.rules.due; "
         "``reconcile.rules.gone`` and health/rules/gone.py, not reconcile.rules.orphans."
     )
     assert {n for n in _named_modules(planted) if not _names_a_module(n)} == {
         "neo_assets.core.links_due",
-        "neo_assets.services.sweep.gone",
+        "neo_assets.sweep.gone",
         "neo_assets.reconcile.rules.gone",
         "neo_assets.health.rules.gone",
     }

@@ -26,14 +26,14 @@ import pytest
 import sqlalchemy as sa
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.censuses import CENSUS_MAX_IDS
-from neo_assets.core.sweep.fence_gate import fence_family, is_durable_fence
-from neo_assets.core.sweep.outcomes import PROVIDER_FAILURE_CODES
-from neo_assets.core.sweep.scheduling import DUE_GENERATION_CHANGED
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import sweep_sensor
 from neo_assets.embedding.rules import lane as rules
+from neo_assets.sweep.defs import sweep_sensor
+from neo_assets.sweep.rules.censuses import CENSUS_MAX_IDS
+from neo_assets.sweep.rules.fence_gate import fence_family, is_durable_fence
+from neo_assets.sweep.rules.outcomes import PROVIDER_FAILURE_CODES
+from neo_assets.sweep.rules.scheduling import DUE_GENERATION_CHANGED
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

@@ -22,7 +22,6 @@ from neo_assets.cli.common import (
 from neo_assets.cli.filter_options import with_filter_options
 from neo_assets.code_tools.cli import register as register_code_tools
 from neo_assets.core import codes
-from neo_assets.core.sweep import summary as keys
 from neo_assets.declaration.rules import SOURCE_FILE
 from neo_assets.health.cli import register as register_health
 from neo_assets.quality.cli import register as register_eval
@@ -30,6 +29,7 @@ from neo_assets.quality.gate_cli import register as register_quality
 from neo_assets.reconcile.cli import register as register_reconcile
 from neo_assets.serve.cli import register as register_serve
 from neo_assets.store.private_files import owner_only_umask
+from neo_assets.sweep.rules import summary as keys
 
 app = typer.Typer(
     add_completion=False,

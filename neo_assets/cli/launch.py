@@ -16,12 +16,12 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
-from neo_assets.defs.sweep import EMBEDDING_POOL, SWEEP_STEP
 from neo_assets.reconcile.retirement import apply_retirement
 from neo_assets.services.handles import open_ledger, store_kept_open
-from neo_assets.services.sweep.due import declared_repos, evaluate
-from neo_assets.services.sweep.progress import listening
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.defs import EMBEDDING_POOL, SWEEP_STEP
+from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.sweep.progress import listening
 from neo_assets.tenants.validation import TenantsFile
 
 PROJECT_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"

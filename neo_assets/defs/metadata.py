@@ -7,7 +7,7 @@ from typing import Any
 import dagster as dg
 import pandas as pd
 
-from neo_assets.core.sweep import summary as keys
+from neo_assets.sweep.rules import summary as keys
 
 _PREVIEW_ROWS = 10
 

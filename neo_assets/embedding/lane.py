@@ -52,7 +52,7 @@ proves.
    ``KB_VECTOR_EMBED_WRITE_ERROR`` row (no fence, no strike) and the rest is deferred with
    that code.
 
-The summary (a ``core.sweep.summary.LaneSummary``, read by the outcome classifier, the
+The summary (a ``sweep.rules.summary.LaneSummary``, read by the outcome classifier, the
 census and the asset metadata): ``counts`` (offered, embedded, already_fenced,
 fenced_poison, fenced_undeliverable, deferred, requests), ``errors`` (fence rows, then
 live rows), ``strikes`` (``{"chunkId", "kind", "strikes", "threshold"}`` rows),
@@ -77,7 +77,6 @@ from typing import Any, Protocol
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts, zero_lane_counts
 from neo_assets.embedding.cancel import Cancelled, CancelScope
 from neo_assets.embedding.failures import (
     as_embed_failure,
@@ -106,6 +105,7 @@ from neo_assets.embedding.vectors import (
     answered_dimensions,
     validate_vectors,
 )
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts, zero_lane_counts
 
 __all__ = [
     "BatchCapMemory",

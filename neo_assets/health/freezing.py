@@ -6,7 +6,6 @@ durable record (committed before the sweep acts on it).
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.health import records as store
 from neo_assets.health.rules.freeze import (
     FreezePolicy,
@@ -19,6 +18,7 @@ from neo_assets.health.rules.freeze import (
     operator_unfreeze,
 )
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.summary import LaneSummary
 
 _CAS_RETRIES = 20
 

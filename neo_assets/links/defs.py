@@ -21,15 +21,15 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.defs.sweep import OWNERS, repo_context
 from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.links.due import evaluate_links
 from neo_assets.links.link_repo import LinkReport, link_repo
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.records import LINK_KINDS
-from neo_assets.services.sweep.due import declared_repos
-from neo_assets.services.sweep.lease import SweepLease
-from neo_assets.services.sweep.progress import report as report_progress
+from neo_assets.sweep.defs import OWNERS, repo_context
+from neo_assets.sweep.due import declared_repos
+from neo_assets.sweep.lease import SweepLease
+from neo_assets.sweep.progress import report as report_progress
 
 
 def links_metadata(report: LinkReport) -> dict[str, Any]:

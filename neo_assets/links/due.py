@@ -7,12 +7,12 @@ stored link set, latest sweep) for the links sensor and the CLI's runner.
 from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.sweep.summary import EMBEDDED, read_stored_summary
 from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.due import links_due_reason, links_run_key
 from neo_assets.links.store import link_set
-from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.summary import EMBEDDED, read_stored_summary
+from neo_assets.sweep.steps import RepoContext
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,6 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.defs.sweep import sweep_job
 from neo_assets.reconcile import checks
 from neo_assets.reconcile.rules.plan import ACTIONABLE_KINDS, ORPHAN_KINDS
 from neo_assets.reconcile.rules.trigger import (
@@ -35,6 +34,7 @@ from neo_assets.reconcile.rules.trigger import (
     tenant_of_sweep,
 )
 from neo_assets.reconcile.tenant import reconcile_tenant
+from neo_assets.sweep.defs import sweep_job
 
 OWNERS = ["team:knowledge-platform"]
 RECONCILE_JOB = "reconcile"

@@ -10,7 +10,6 @@ import sqlalchemy as sa
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import is_durable_fence
 from neo_assets.embedding.rules.lane import FenceRecord, fence_row_from_record
 from neo_assets.generations.serving import configured_generation
 from neo_assets.reconcile.rules.declaration import TenantDeclaration
@@ -18,6 +17,7 @@ from neo_assets.reconcile.rules.inputs import RepoRecords, sweep_settled, tenant
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.tenants.validation import RepoDecl, Tenant, TenantsFile
 
 

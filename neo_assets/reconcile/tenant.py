@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.reconcile.generations import reclaim_generations
 from neo_assets.reconcile.reading import (
@@ -48,6 +47,7 @@ from neo_assets.reconcile.rules.retirement import Retired
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.leases import LeaseKeeper, LeaseLostError, holder_detail
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.tenants.validation import TenantsFile
 
 # Example ids per kind (and offending paths) in a report: enough to act on, bounded.

@@ -15,10 +15,10 @@ from neo_assets.defs.resources import (
     StoreResource,
     TenantsResource,
 )
-from neo_assets.defs.sweep import OWNERS, sweep_job
 from neo_assets.reconcile.defs import RECONCILE_JOB
 from neo_assets.status.report import build_status
 from neo_assets.status.rules import FinishedRun, refresh_request
+from neo_assets.sweep.defs import OWNERS, sweep_job
 
 
 @dg.asset(

@@ -8,9 +8,6 @@ from neo_assets.core.codes import DISPOSITION_SECRET, OUTCOME_FAILED
 from neo_assets.core.codes import KB_VECTOR_EMBED_PROVIDER_UNREACHABLE as PROVIDER_UNREACHABLE
 from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep.censuses import decode_census
-from neo_assets.core.sweep.scheduling import Observed, retry_due_at
-from neo_assets.core.sweep.summary import read_stored_summary
 from neo_assets.declaration.in_force import (
     declaration_doc,
     mark_misdeclared,
@@ -24,11 +21,14 @@ from neo_assets.health import records as health_store
 from neo_assets.quality.gate import GateVerdict
 from neo_assets.reconcile.retirement import read_retired
 from neo_assets.secrets.rules import secret_locations
-from neo_assets.services.sweep.due import declared_repos, evaluate
-from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
+from neo_assets.sweep.rules.censuses import decode_census
+from neo_assets.sweep.rules.scheduling import Observed, retry_due_at
+from neo_assets.sweep.rules.summary import read_stored_summary
 from neo_assets.tenants.validation import TenantsFile
 
 
@@ -121,7 +121,7 @@ def build_status(
 ) -> dict[str, Any]:
     repos = []
     records = generation_records(ledger)
-    # Due and behind by the sweep sensor's own rule (services.sweep.due.evaluate).
+    # Due and behind by the sweep sensor's own rule (sweep.due.evaluate).
     dues = {d.key: d for d in evaluate(declared_repos(tenants), settings, ledger, time.time())}
     for tenant in tenants.tenants:
         choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])

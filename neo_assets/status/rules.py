@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.scheduling import (
+from neo_assets.sweep.rules.scheduling import (
     DUE_DECLARATION_MOVED,
     DUE_GENERATION_CHANGED,
     DUE_NEVER_SWEPT,
@@ -29,7 +29,7 @@ STATE_RETIRED = "retired"
 STATE_NEVER = "never swept"
 STATE_MISDECLARED = "misdeclared"
 
-# What to do about each failure code (a sweep fails only for these, see services/sweep).
+# What to do about each failure code (a sweep fails only for these, see sweep/).
 FAILURE_FIXES: Mapping[str, str] = {
     codes.SOURCE_REPO_MISSING: "fix the repo's `path` in tenants.yaml (it must exist)",
     codes.SOURCE_UNREADABLE: (
@@ -129,7 +129,7 @@ def behind_line(
     due_reason: str | None, indexed: str | None, current: str | None
 ) -> tuple[bool | None, str | None]:
     """(behind, why) for one repo, from the sweep sensor's own due reason
-    (``core.sweep.scheduling.due_reason``) and the revisions it compared: the knowledge
+    (``sweep.rules.scheduling.due_reason``) and the revisions it compared: the knowledge
     base is behind the declared repo when its head moved, its declaration changed, the
     embedding generation changed or it was never swept; unknown (None) when the repo
     cannot be read now and nothing else says so."""

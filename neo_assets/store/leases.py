@@ -3,7 +3,7 @@
 Each operation is ONE conditional statement, so it is atomic on SQLite (one writer at a
 time) and on Postgres (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` locks the
 conflicting row and re-checks the condition against its newest version): two processes
-can never both be told they hold a key. The rules are ``neo_assets.core.sweep.leases``.
+can never both be told they hold a key. The rules are ``neo_assets.sweep.rules.leases``.
 
 ``LeaseKeeper`` is the holder's side: wait (bounded) for the key, renew it from a
 background thread while work runs, and tell the work when it may no longer write.
@@ -19,10 +19,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from neo_assets.core.sweep import leases as rules
-from neo_assets.core.sweep.leases import LeaseRecord
 from neo_assets.store.lease_schema import leases as t
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules import leases as rules
+from neo_assets.sweep.rules.leases import LeaseRecord
 
 # Why a keeper does not hold its key.
 REASON_HELD = "held"  # another holder had it for the whole wait

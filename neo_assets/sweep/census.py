@@ -6,16 +6,16 @@ from typing import Any
 from neo_assets.code_tools.index_store import reclaim_indexes
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.censuses import build_censuses, encode_census
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.report import SweepReport, cause_message
-from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.generations.records import record_repo_generation
 from neo_assets.secrets.rules import secret_locations
-from neo_assets.services.sweep.context import RepoContext
-from neo_assets.services.sweep.envelope import EnvelopeResult
-from neo_assets.services.sweep.failures import _json, backoff_due_at
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.envelope import EnvelopeResult
+from neo_assets.sweep.failures import _json, backoff_due_at
+from neo_assets.sweep.rules.censuses import build_censuses, encode_census
+from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
+from neo_assets.sweep.rules.report import SweepReport, cause_message
+from neo_assets.sweep.rules.summary import LaneSummary
 
 
 def census_step(

@@ -11,8 +11,6 @@ from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.rules.band import SOURCE_SERVER, Band
 from neo_assets.embedding.rules.input import embedding_input
-from neo_assets.services.sweep.context import RepoContext
-from neo_assets.services.sweep.envelope import EnvelopeResult, previous_envelope
 from neo_assets.sources.envelope import read_texts
 from neo_assets.sources.model import Envelope
 from neo_assets.sources.parsers.rules_digest import parser_rules_digest
@@ -21,6 +19,8 @@ from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.sources.rules.fit_parts import fit_parts
 from neo_assets.sources.rules.line_parts import part_name
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.envelope import EnvelopeResult, previous_envelope
 
 
 def chunking_identity(ctx: RepoContext, settings: Settings) -> str:

@@ -9,7 +9,7 @@ envelope and chunk frames pass in memory instead of being pickled between steps.
 asset is materialized as soon as its stage ends, so a failure later in the sweep still
 leaves the earlier stages visible.
 
-The asset only wires resources to ``run_sweep``'s stages (neo_assets/services/sweep/run.py)
+The asset only wires resources to ``run_sweep``'s stages (neo_assets/sweep/run.py)
 and describes each stage's end as metadata the UI can show and plot.
 """
 
@@ -24,8 +24,6 @@ import dagster as dg
 from neo_assets.config.settings import SettingsError, SweepSettings, load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.partition_keys import parse_partition_key
-from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, ChunkTally
-from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.declaration.in_force import misdeclared_for, warning_lines
 from neo_assets.defs.metadata import (
     census_summary,
@@ -55,17 +53,19 @@ from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
 from neo_assets.reconcile.retirement import apply_retirement
-from neo_assets.services.sweep.due import DUE_FORCED, declared_repos, evaluate
-from neo_assets.services.sweep.lease import lease_metadata
-from neo_assets.services.sweep.progress import report as report_progress
-from neo_assets.services.sweep.run import (
+from neo_assets.sweep.due import DUE_FORCED, declared_repos, evaluate
+from neo_assets.sweep.lease import lease_metadata
+from neo_assets.sweep.progress import report as report_progress
+from neo_assets.sweep.rules.chunk_tally import PREVIEW_COLUMNS, ChunkTally
+from neo_assets.sweep.rules.summary import LaneSummary
+from neo_assets.sweep.run import (
     StageEnded,
     StageSkipped,
     SweepInputs,
     SweepResult,
     sweep_stages,
 )
-from neo_assets.services.sweep.steps import EnvelopeResult, RepoContext
+from neo_assets.sweep.steps import EnvelopeResult, RepoContext
 
 OWNERS = ["team:knowledge-platform"]
 # The Dagster concurrency pool of everything that calls the embedding provider.

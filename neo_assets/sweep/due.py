@@ -7,21 +7,21 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.core.ids.partition_keys import partition_key
-from neo_assets.core.sweep.scheduling import (
+from neo_assets.generations.serving import configured_generation
+from neo_assets.health import records as health_store
+from neo_assets.health.rules.freeze import released_by_lift
+from neo_assets.sources.revision import current_revision
+from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
+from neo_assets.sweep.rules.scheduling import (
     DUE_RECOVERY_HEALTHY,
     Observed,
     due_reason,
     retry_due_at,
     unreadable_source_reason,
 )
-from neo_assets.core.sweep.summary import read_stored_summary
-from neo_assets.generations.serving import configured_generation
-from neo_assets.health import records as health_store
-from neo_assets.health.rules.freeze import released_by_lift
-from neo_assets.services.sweep.repo_state import repo_state_from_row, retry_policy
-from neo_assets.services.sweep.steps import RepoContext
-from neo_assets.sources.revision import current_revision
-from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.summary import read_stored_summary
+from neo_assets.sweep.steps import RepoContext
 from neo_assets.tenants.validation import TenantsFile
 
 DUE_FORCED = "forced"

@@ -13,7 +13,6 @@ import numpy as np
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.summary import LaneSummary, SweepTimings
 from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import LaneItem, embed_chunks
@@ -22,15 +21,16 @@ from neo_assets.embedding.rules.band import check_band, headroom_notice
 from neo_assets.health.evidence import VectorEvidenceRecorder
 from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.health.rules.freeze import frozen_summary
-from neo_assets.services.sweep.chunk import ChunkGeneration
-from neo_assets.services.sweep.context import RepoContext, lane_settings
-from neo_assets.services.sweep.embed_plan import EmbedContext, EmbedPlan, plan_embedding
-from neo_assets.services.sweep.embed_writes import batch_writer, write_copies
-from neo_assets.services.sweep.envelope import EnvelopeResult
 from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.sweep.chunk import ChunkGeneration
+from neo_assets.sweep.context import RepoContext, lane_settings
+from neo_assets.sweep.embed_plan import EmbedContext, EmbedPlan, plan_embedding
+from neo_assets.sweep.embed_writes import batch_writer, write_copies
+from neo_assets.sweep.envelope import EnvelopeResult
+from neo_assets.sweep.rules.summary import LaneSummary, SweepTimings
 
 
 def embed_step(

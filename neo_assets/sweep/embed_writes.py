@@ -10,9 +10,9 @@ import numpy as np
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
 from neo_assets.embedding.lane import LaneItem
 from neo_assets.embedding.rules.reuse import ReusePlan
-from neo_assets.services.sweep.context import COPY_BATCH, RepoContext
-from neo_assets.services.sweep.embed_plan import EmbedContext, EmbedPlan
-from neo_assets.services.sweep.envelope import EnvelopeResult
+from neo_assets.sweep.context import COPY_BATCH, RepoContext
+from neo_assets.sweep.embed_plan import EmbedContext, EmbedPlan
+from neo_assets.sweep.envelope import EnvelopeResult
 
 
 def write_copies(

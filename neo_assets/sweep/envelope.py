@@ -4,11 +4,11 @@ from dataclasses import dataclass
 
 from neo_assets.config.settings import Settings
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
-from neo_assets.services.sweep.context import RepoContext
 from neo_assets.sources.envelope import build_envelope
 from neo_assets.sources.model import Envelope, FileEntry
 from neo_assets.sources.rules.envelope_reuse import envelope_delta
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
 
 
 @dataclass

@@ -8,17 +8,17 @@ from typing import Any, NamedTuple
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
-from neo_assets.core.sweep.censuses import decode_census
-from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport
-from neo_assets.core.sweep.scheduling import next_due_at, stable_jitter_seconds
-from neo_assets.core.sweep.summary import LaneSummary
 from neo_assets.generations.serving import (
     configured_generation,
 )
-from neo_assets.services.sweep.context import RepoContext
-from neo_assets.services.sweep.envelope import EnvelopeResult
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.envelope import EnvelopeResult
+from neo_assets.sweep.rules.censuses import decode_census
+from neo_assets.sweep.rules.report import EMPTY_CENSUS, SweepReport
+from neo_assets.sweep.rules.scheduling import next_due_at, stable_jitter_seconds
+from neo_assets.sweep.rules.summary import LaneSummary
 
 
 def backoff_due_at(ctx: RepoContext, settings: Settings, failures: int, now: float) -> float:

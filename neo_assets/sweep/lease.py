@@ -19,11 +19,11 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.leases import sweep_lease_key
-from neo_assets.core.sweep.report import SweepReport
-from neo_assets.services.sweep.steps import RepoContext
 from neo_assets.store.leases import LeaseKeeper
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.leases import sweep_lease_key
+from neo_assets.sweep.rules.report import SweepReport
+from neo_assets.sweep.steps import RepoContext
 
 SWEEP_LEASE_HELD = codes.SWEEP_LEASE_HELD
 

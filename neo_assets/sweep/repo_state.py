@@ -1,10 +1,10 @@
 """A repo's scheduling state read from its ledger row, and the retry policy from the
-settings: what the due check (``services.sweep.due``) and the status snapshot both read."""
+settings: what the due check (``sweep.due``) and the status snapshot both read."""
 
 from typing import Any
 
 from neo_assets.config.settings import Settings
-from neo_assets.core.sweep.scheduling import RepoState, RetryPolicy
+from neo_assets.sweep.rules.scheduling import RepoState, RetryPolicy
 
 
 def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:

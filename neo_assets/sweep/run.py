@@ -6,7 +6,7 @@ kb_embeddings -> fence_census — under the repo's sweep lease, and yields a
 lease leaves alone); its return value is the ``SweepResult``. The Dagster asset turns
 the events into materializations, the CLI's progress and the tests read them or ignore
 them: ``run_sweep`` drains the stages and returns the result. Every rule the stages
-apply lives in ``neo_assets.core``; the stages are the modules ``services/sweep/steps.py`` lists.
+apply lives in ``neo_assets.core``; the stages are the modules ``sweep/steps.py`` lists.
 """
 
 import contextlib
@@ -17,16 +17,19 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.core.sweep.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
-from neo_assets.core.sweep.report import SweepReport
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.discovery import discover_and_record, fit_provider, learn_and_record
 from neo_assets.embedding.lifecycle import close_provider
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.rules.provider_kinds import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.embedding.server_tokens import CountUnavailable
-from neo_assets.services.sweep.lease import SweepLease, skipped_result
-from neo_assets.services.sweep.steps import (
+from neo_assets.store.chroma_store import ChromaStore
+from neo_assets.store.ledger import Ledger
+from neo_assets.store.provider_limits import recorded_discovery
+from neo_assets.sweep.lease import SweepLease, skipped_result
+from neo_assets.sweep.rules.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
+from neo_assets.sweep.rules.report import SweepReport
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
+from neo_assets.sweep.steps import (
     ChunkGeneration,
     EmbedContext,
     EnvelopeResult,
@@ -41,9 +44,6 @@ from neo_assets.services.sweep.steps import (
     plan_chunks,
     record_deferred_before_lane,
 )
-from neo_assets.store.chroma_store import ChromaStore
-from neo_assets.store.ledger import Ledger
-from neo_assets.store.provider_limits import recorded_discovery
 
 # The four stages, in order: each is one asset of the sweep in the Dagster UI.
 SWEEP_STAGES = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")

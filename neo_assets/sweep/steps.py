@@ -7,9 +7,8 @@ not finish. The Dagster assets and ``run.py`` call them in this order; benchmark
 import them from here. Every rule they apply lives in ``neo_assets.core``.
 """
 
-from neo_assets.core.sweep.scheduling import RetryPolicy
-from neo_assets.services.sweep.census import census_step, with_locations
-from neo_assets.services.sweep.chunk import (
+from neo_assets.sweep.census import census_step, with_locations
+from neo_assets.sweep.chunk import (
     ChunkGeneration,
     ChunkPlan,
     RecordedGeneration,
@@ -26,24 +25,24 @@ from neo_assets.services.sweep.chunk import (
     record_parsed,
     recorded_generation,
 )
-from neo_assets.services.sweep.context import (
+from neo_assets.sweep.context import (
     COPY_BATCH,
     ParserUnavailable,
     RepoContext,
     check_parser,
     lane_settings,
 )
-from neo_assets.services.sweep.embed import SweepAborted, embed_step, run_lane_abortably
-from neo_assets.services.sweep.embed_plan import (
+from neo_assets.sweep.embed import SweepAborted, embed_step, run_lane_abortably
+from neo_assets.sweep.embed_plan import (
     EmbedContext,
     EmbedPlan,
     embeddable_by_id,
     plan_embedding,
     stale_rows,
 )
-from neo_assets.services.sweep.embed_writes import batch_writer, write_copies
-from neo_assets.services.sweep.envelope import EnvelopeResult, envelope_step, previous_envelope
-from neo_assets.services.sweep.failures import (
+from neo_assets.sweep.embed_writes import batch_writer, write_copies
+from neo_assets.sweep.envelope import EnvelopeResult, envelope_step, previous_envelope
+from neo_assets.sweep.failures import (
     UnfinishedAttempt,
     backoff_due_at,
     failure_recorded,
@@ -51,6 +50,7 @@ from neo_assets.services.sweep.failures import (
     record_failed_sweep,
     record_unfinished_attempt,
 )
+from neo_assets.sweep.rules.scheduling import RetryPolicy
 
 __all__ = [
     "COPY_BATCH",

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neo_assets.core.sweep.summary import DEPRECATED_SPELLINGS, TIMING_KEYS
+from neo_assets.sweep.rules.summary import DEPRECATED_SPELLINGS, TIMING_KEYS
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import dagster as dg
 
 from neo_assets.cli.launch import ensure_pool
-from neo_assets.defs.sweep import EMBEDDING_POOL
+from neo_assets.sweep.defs import EMBEDDING_POOL
 
 
 class RacingStorage:

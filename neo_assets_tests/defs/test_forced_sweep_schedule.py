@@ -11,7 +11,7 @@ import pytest
 from neo_assets.definitions import defs
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import forced_sweep_schedule
+from neo_assets.sweep.defs import forced_sweep_schedule
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

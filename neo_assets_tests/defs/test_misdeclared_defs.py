@@ -15,11 +15,11 @@ from neo_assets.config.settings import load_settings
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import sweep_sensor
 from neo_assets.query.rules.request import parse_search
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.services.handles import open_ledger, open_store
+from neo_assets.sweep.defs import sweep_sensor
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

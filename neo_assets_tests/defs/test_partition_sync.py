@@ -14,8 +14,8 @@ from neo_assets.definitions import defs
 from neo_assets.defs.partition_sync import apply_requests, partition_requests, sync_partitions
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import forced_sweep_schedule, sweep_sensor
 from neo_assets.reconcile.defs import nightly_reconciliation_schedule
+from neo_assets.sweep.defs import forced_sweep_schedule, sweep_sensor
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

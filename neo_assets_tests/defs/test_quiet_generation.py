@@ -11,7 +11,7 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import sweep_sensor
+from neo_assets.sweep.defs import sweep_sensor
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.fakes.fixtures import fault_server_fixture

@@ -10,7 +10,7 @@ from neo_assets.config.settings import load_settings
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.partitions import TENANT_REPOS
 from neo_assets.defs.resources import default_resources
-from neo_assets.defs.sweep import sweep_sensor
+from neo_assets.sweep.defs import sweep_sensor
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants

@@ -31,11 +31,11 @@ import sqlalchemy as sa
 
 from neo_assets.core import codes
 from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id, part_chunk_id
-from neo_assets.core.sweep.censuses import CENSUS_MAX_IDS, decode_census
-from neo_assets.core.sweep.fence_gate import fence_family
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.chroma_store import STAMP_KEYS, ChromaStore
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.rules.censuses import CENSUS_MAX_IDS, decode_census
+from neo_assets.sweep.rules.fence_gate import fence_family
 
 STR_STAMPS = (
     "tenantId",

@@ -91,9 +91,9 @@ def _before(owner: Any, name: str, point: str, nth: int) -> None:
 
 def install(point: str, nth: int) -> None:
     """Wrap the function of ``point`` so its ``nth`` call kills this process."""
-    from neo_assets.services.sweep import chunk, envelope
     from neo_assets.store.chroma_store import ChromaStore
     from neo_assets.store.ledger import Ledger
+    from neo_assets.sweep import chunk, envelope
 
     if point == "envelope":
         _after(envelope, "build_envelope", point, nth)

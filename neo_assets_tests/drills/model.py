@@ -7,7 +7,7 @@ files; bump a parser; add or remove an exclude glob; change a tenant's declarati
 the fault server's mode; sweep (whole, or interrupted at a chosen point); reconcile.
 
 It also keeps the *model*: what each repo's tree holds, what its declaration says, and so
-which paths the envelope must yield. Sweeps call the steps of ``neo_assets.services.sweep.steps``
+which paths the envelope must yield. Sweeps call the steps of ``neo_assets.sweep.steps``
 directly (the same functions the Dagster assets call; a Dagster run costs seconds), or go
 through ``run_sweeps`` when asked.
 """
@@ -25,7 +25,8 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.health.freezing import unfreeze
 from neo_assets.reconcile.tenant import reconcile_tenant
 from neo_assets.services.handles import build_provider
-from neo_assets.services.sweep.steps import (
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,
@@ -34,7 +35,6 @@ from neo_assets.services.sweep.steps import (
     envelope_step,
     plan_chunks,
 )
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
 from neo_assets.tenants.validation import TenantsFile, load_tenants
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.fakes.fault_server import marker

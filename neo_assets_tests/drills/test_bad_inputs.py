@@ -33,13 +33,13 @@ from typer.testing import CliRunner
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.services.handles import build_provider
-from neo_assets.services.sweep.run import SweepInputs, run_sweep
-from neo_assets.services.sweep.steps import (
+from neo_assets.sources.model import SourceError
+from neo_assets.sweep.run import SweepInputs, run_sweep
+from neo_assets.sweep.steps import (
     RepoContext,
     chunk_step,
     envelope_step,
 )
-from neo_assets.sources.model import SourceError
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.drills.harness import (
     CliResult,

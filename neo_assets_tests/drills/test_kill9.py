@@ -39,10 +39,10 @@ from neo_assets.cli.launch import dagster_instance, run_reconciliation, run_swee
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.generations.serving import configured_generation
 from neo_assets.store import leases
 from neo_assets.store import ledger_schema as t
+from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.drills.harness import ROOT, child_env, open_state, release_store
 from neo_assets_tests.drills.invariants import (

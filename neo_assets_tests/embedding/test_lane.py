@@ -25,9 +25,6 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import is_durable_fence
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
@@ -41,6 +38,9 @@ from neo_assets.embedding.rules.lane import (
     isolation_request_bound,
 )
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
+from neo_assets.sweep.rules.fence_gate import is_durable_fence
+from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 # ---------------------------------------------------------------------------- the fake
 # An in-process EmbeddingProvider that fails on purpose, per input marker.

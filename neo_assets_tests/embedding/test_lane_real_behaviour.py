@@ -19,9 +19,6 @@ import numpy as np
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import is_durable_fence
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
 from neo_assets.embedding.provider_slots import Slots
@@ -29,6 +26,9 @@ from neo_assets.embedding.providers.ollama import OllamaProvider
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.embedding.slot_backend import slots_for
+from neo_assets.sweep.rules.fence_gate import is_durable_fence
+from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_factory, fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor

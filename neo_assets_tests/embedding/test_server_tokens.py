@@ -1,7 +1,7 @@
 """The server's own token count for the split (``embedding/server_tokens.py``), against
 small HTTP servers on loopback that answer in the shapes of vLLM and TEI (which cannot run
 here) and that start late, load, or have no tokenize endpoint. llama.cpp's two servers are
-real in ``services/sweep/test_server_tokenizer_sweep.py``."""
+real in ``sweep/test_server_tokenizer_sweep.py``."""
 
 import json
 import threading

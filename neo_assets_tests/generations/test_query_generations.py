@@ -16,7 +16,7 @@ from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
 from neo_assets.query.serving import QueryUnavailable
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.services.sweep.steps import (
+from neo_assets.sweep.steps import (
     RepoContext,
 )
 from neo_assets.tenants.validation import load_tenants

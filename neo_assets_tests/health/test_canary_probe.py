@@ -17,15 +17,15 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
-from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
 from neo_assets.definitions import defs
 from neo_assets.generations.serving import configured_generation
 from neo_assets.health import records as store
 from neo_assets.health.canary import run_canary
 from neo_assets.health.rules.canary import CANARY_OPERATION_LABEL
-from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
 from neo_assets.status.report import build_status
+from neo_assets.sweep.due import declared_repos, evaluate
+from neo_assets.sweep.rules.scheduling import DUE_RECOVERY_HEALTHY
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.health.conftest import DIM, HealthEnv

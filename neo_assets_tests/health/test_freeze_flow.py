@@ -25,8 +25,6 @@ from neo_assets.cli.launch import run_sweeps
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep.scheduling import DUE_RECOVERY_HEALTHY
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.defs.resources import default_resources
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.health import records as store
@@ -51,6 +49,8 @@ from neo_assets.health.rules.freeze import (
     FreezeTrigger,
 )
 from neo_assets.status.report import build_status
+from neo_assets.sweep.rules.scheduling import DUE_RECOVERY_HEALTHY
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.health.conftest import DIM, HealthEnv

@@ -70,14 +70,14 @@ def test_a_refresh_is_asked_once_per_batch_of_ended_runs() -> None:
 
 
 def test_behind_says_why_from_the_sensors_due_reason() -> None:
-    from neo_assets.core.sweep.scheduling import (
+    from neo_assets.status.rules import behind_line
+    from neo_assets.sweep.rules.scheduling import (
         DUE_BACKOFF_ELAPSED,
         DUE_DECLARATION_MOVED,
         DUE_GENERATION_CHANGED,
         DUE_NEVER_SWEPT,
         DUE_REVISION_MOVED,
     )
-    from neo_assets.status.rules import behind_line
 
     a, b = "a" * 40, "b" * 40
     assert behind_line(DUE_REVISION_MOVED, a, b) == (

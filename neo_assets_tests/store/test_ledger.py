@@ -291,8 +291,8 @@ def test_an_envelope_recorded_by_its_changes_equals_one_recorded_whole(tmp_path:
 def test_a_ledger_migrated_before_the_attempt_inputs_column_gets_it(tmp_path: Path) -> None:
     """0007 on a ledger at 0006 without the column: a failed repo recorded by the old
     code (its inputs those of an older sweep) reads as unobserved, never as compared."""
-    from neo_assets.core.sweep.scheduling import DUE_STATE_UNOBSERVED, Observed, due_reason
-    from neo_assets.services.sweep.repo_state import repo_state_from_row
+    from neo_assets.sweep.repo_state import repo_state_from_row
+    from neo_assets.sweep.rules.scheduling import DUE_STATE_UNOBSERVED, Observed, due_reason
 
     url = f"sqlite:///{tmp_path / 'old.sqlite'}"
     Ledger.open(url).dispose()

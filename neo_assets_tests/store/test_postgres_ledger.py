@@ -15,11 +15,11 @@ import sqlalchemy as sa
 
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.core.sweep import leases as rules
-from neo_assets.core.sweep.leases import sweep_lease_key
 from neo_assets.store import leases
 from neo_assets.store.chroma_store import open_store
 from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.sweep.rules import leases as rules
+from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.servers import PostgresServer, chroma_server_or_skip, postgres_or_skip
 from neo_assets_tests.store.test_ledger import check_config_versions_at_once

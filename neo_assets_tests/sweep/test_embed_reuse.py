@@ -14,7 +14,7 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
-from neo_assets.services.sweep.steps import (
+from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,

@@ -14,8 +14,8 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.embedding.rules import input as inputs
 from neo_assets.generations.serving import configured_generation, generation_store
-from neo_assets.services.sweep import due
-from neo_assets.services.sweep.steps import (
+from neo_assets.sweep import due
+from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,

@@ -8,14 +8,14 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.embedding.providers.hashing import HashingProvider
-from neo_assets.services.sweep.run import StageEnded, SweepInputs, run_sweep
-from neo_assets.services.sweep.steps import (
+from neo_assets.sources import git_reader
+from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.run import StageEnded, SweepInputs, run_sweep
+from neo_assets.sweep.steps import (
     RepoContext,
     chunk_step,
     envelope_step,
 )
-from neo_assets.sources import git_reader
-from neo_assets.store.ledger import Ledger
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
@@ -170,9 +170,7 @@ def test_a_release_that_changes_the_parsers_rules_reparses_unchanged_files(
     ids are too, so nothing is embedded again."""
     ctx = _ctx(env["tenants"])
     _sweep(env["kb"], ctx)
-    monkeypatch.setattr(
-        "neo_assets.services.sweep.chunk.parser_rules_digest", lambda: "0123456789abcdef"
-    )
+    monkeypatch.setattr("neo_assets.sweep.chunk.parser_rules_digest", lambda: "0123456789abcdef")
     again = _sweep(env["kb"], ctx)
     assert again["chunks"].parsed_paths == 30 and again["chunks"].reused_paths == 0
     assert again["summary"].counts.embedded == 0

@@ -10,7 +10,8 @@ import pytest
 from neo_assets.config.settings import load_settings
 from neo_assets.core.ids.stamps import CHUNK_META_KEYS, tenant_filter
 from neo_assets.embedding.providers.hashing import HashingProvider
-from neo_assets.services.sweep.steps import (
+from neo_assets.store.chroma_store import STAMP_KEYS
+from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,
@@ -18,7 +19,6 @@ from neo_assets.services.sweep.steps import (
     embed_step,
     envelope_step,
 )
-from neo_assets.store.chroma_store import STAMP_KEYS
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

@@ -16,7 +16,7 @@ from neo_assets.embedding.providers.sentence_transformers import (
     count_tokens,
 )
 from neo_assets.embedding.rules.input import embedding_input
-from neo_assets.services.sweep.steps import (
+from neo_assets.sweep.steps import (
     EmbedContext,
     RepoContext,
     census_step,

@@ -11,13 +11,13 @@ from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
 from neo_assets.generations.serving import configured_generation
 from neo_assets.links.due import _embedded
-from neo_assets.services.sweep.due import declared_repos, evaluate
 from neo_assets.sources.revision import current_revision
 from neo_assets.status.report import build_status
+from neo_assets.sweep.due import declared_repos, evaluate
 from neo_assets.tenants.validation import load_tenants
-from neo_assets_tests.core.sweep.test_summary import OLD_STYLE
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles
+from neo_assets_tests.sweep.rules.test_summary import OLD_STYLE
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 

@@ -45,7 +45,7 @@ Evidence classes (the decisions this module owns):
 
 Rows (the sweep summary contract, ``errors`` list): ``error_row`` for live work (a failure
 that left chunks deferred) and ``fence_row`` for one fenced chunk, shaped so the fence gate
-(``core/sweep/fence_gate.py``) recognises it: ``code == details.reasonCode`` is the fence code,
+(``sweep/rules/fence_gate.py``) recognises it: ``code == details.reasonCode`` is the fence code,
 ``details.disposition`` is the family, ``details.chunkId`` the chunk.
 """
 

@@ -42,7 +42,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.rules.lane import FenceRecord, error_row, fence_row_from_record
 from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
@@ -51,6 +50,7 @@ from neo_assets.health.rules.canary import (
     is_healthy,
     probe_doc,
 )
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 FREEZE_CLEAR = "clear"
 FREEZE_FROZEN = "frozen"

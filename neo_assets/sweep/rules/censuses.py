@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 
 from neo_assets.core import codes
 from neo_assets.core.ids.chunk_ids import is_chunk_id
-from neo_assets.core.sweep.fence_gate import fence_family
+from neo_assets.sweep.rules.fence_gate import fence_family
 
 CENSUS_MAX_IDS = 32
 

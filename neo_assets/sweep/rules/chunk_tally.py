@@ -11,7 +11,7 @@ PREVIEW_COLUMNS = ("source_path", "kind", "name", "start_line")
 
 @dataclass
 class ChunkTally:
-    """A generation's counts and preview (built by ``services/sweep/run.generation_tally``)."""
+    """A generation's counts and preview (built by ``sweep/run.generation_tally``)."""
 
     chunks: int = 0
     kinds: Counter[str] = field(default_factory=Counter)

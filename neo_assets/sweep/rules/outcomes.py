@@ -2,7 +2,7 @@
 
 ``classify_sweep_outcome(errors)`` reads the summary's error rows and nothing else
 (``LaneSummary.errors``). Each row is ``{"code": str, "message": str, "details": {...}}``.
-It first splits them with the fence gate (``core.sweep.fence_gate``): rows that pass are
+It first splits them with the fence gate (``sweep.rules.fence_gate``): rows that pass are
 durable fences, every other row is live work. Then:
 
 - **complete** — no live row (no errors at all, or only durable fences of either family).
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import FENCEABLE_CODES, is_durable_fence
+from neo_assets.sweep.rules.fence_gate import FENCEABLE_CODES, is_durable_fence
 
 SWEEP_SUMMARY_MALFORMED = codes.SWEEP_SUMMARY_MALFORMED
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.summary import SweepCounts, SweepTimings
+from neo_assets.sweep.rules.summary import SweepCounts, SweepTimings
 
 EMPTY_CENSUS: Mapping[str, Any] = {"count": 0, "ids": []}
 

@@ -238,7 +238,7 @@ class LaneSummary:
     (fence rows and live rows, each ``{"code", "message", "details"}``), strike rows and
     events, the generation it embedded at, and what the sweep adds around the lane.
 
-    The rows stay the contract's JSON shapes: the fence gate (``core.sweep.fence_gate``)
+    The rows stay the contract's JSON shapes: the fence gate (``sweep.rules.fence_gate``)
     validates each row it would take as a fence, wherever the row came from."""
 
     counts: SweepCounts = field(default_factory=SweepCounts)

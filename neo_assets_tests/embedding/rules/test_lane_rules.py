@@ -7,14 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import fence_family, is_durable_fence
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
 from neo_assets.embedding.rules import lane as rules
 from neo_assets.embedding.rules.lane import (
     FenceRecord,
     LaneSettings,
     StrikeRecord,
 )
+from neo_assets.sweep.rules.fence_gate import fence_family, is_durable_fence
+from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 
 CHUNK = "a" * 64
 ALL_CODES = sorted(

@@ -9,9 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.censuses import build_censuses
-from neo_assets.core.sweep.outcomes import classify_sweep_outcome
-from neo_assets.core.sweep.summary import LaneSummary, SweepCounts
 from neo_assets.embedding.rules.lane import FenceRecord
 from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
@@ -48,6 +45,9 @@ from neo_assets.health.rules.freeze import (
     settle_reprobe,
     vector_verdict_counts,
 )
+from neo_assets.sweep.rules.censuses import build_censuses
+from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
+from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 DIM = 32
 POLICY = FreezePolicy(circuit_sweeps=3, reprobe_initial_s=60.0, reprobe_max_s=600.0, max_attempts=3)

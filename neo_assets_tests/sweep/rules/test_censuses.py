@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.censuses import (
+from neo_assets.sweep.rules.censuses import (
     CENSUS_FIELD_BY_FAMILY,
     CENSUS_MAX_IDS,
     build_census,

@@ -8,7 +8,7 @@ from hypothesis import find, given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.fence_gate import FENCEABLE_CODES, fence_family, is_durable_fence
+from neo_assets.sweep.rules.fence_gate import FENCEABLE_CODES, fence_family, is_durable_fence
 
 CHUNK = "a" * 64
 POISON = codes.DISPOSITION_PROVEN_CONTENT_POISON

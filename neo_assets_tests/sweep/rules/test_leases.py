@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from neo_assets.core.sweep.leases import (
+from neo_assets.sweep.rules.leases import (
     RELEASED_AT,
     LeaseRecord,
     after_acquire,

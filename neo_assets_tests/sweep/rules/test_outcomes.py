@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.outcomes import (
+from neo_assets.sweep.rules.outcomes import (
     CAUSE_PRIORITY,
     DEFERRABLE_CODES,
     PROVIDER_FAILURE_CODES,

@@ -3,8 +3,8 @@
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.report import EMPTY_CENSUS, SweepReport
-from neo_assets.core.sweep.summary import SweepCounts, SweepTimings
+from neo_assets.sweep.rules.report import EMPTY_CENSUS, SweepReport
+from neo_assets.sweep.rules.summary import SweepCounts, SweepTimings
 
 CONTRACT_KEYS = {"tenantId", "repoSlug", "outcome", "revision", "counts", "deferredCauseCode"}
 

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
-from neo_assets.core.sweep.scheduling import (
+from neo_assets.sweep.rules.scheduling import (
     DEFAULT_RETRY_POLICY,
     DUE_BACKOFF_ELAPSED,
     DUE_DECLARATION_MOVED,
@@ -109,7 +109,7 @@ def test_jitter_is_stable_per_key_and_bounded() -> None:
 def test_jitter_is_the_same_in_another_process_with_another_hash_seed() -> None:
     here = [stable_jitter_seconds(f"t/r{n}", 30.0) for n in range(5)]
     code = (
-        "from neo_assets.core.sweep.scheduling import stable_jitter_seconds as j;"
+        "from neo_assets.sweep.rules.scheduling import stable_jitter_seconds as j;"
         "print(repr([j(f't/r{n}', 30.0) for n in range(5)]))"
     )
     env = dict(os.environ, PYTHONHASHSEED="12345")
@@ -419,7 +419,7 @@ def test_a_retrying_repo_is_due_exactly_when_its_backoff_has_elapsed(
 
 
 def test_unreadable_source_is_due_once_then_left_to_backoff() -> None:
-    from neo_assets.core.sweep.scheduling import DUE_SOURCE_UNREADABLE, unreadable_source_reason
+    from neo_assets.sweep.rules.scheduling import DUE_SOURCE_UNREADABLE, unreadable_source_reason
 
     assert unreadable_source_reason(None) == DUE_SOURCE_UNREADABLE
     assert unreadable_source_reason(RepoState(last_outcome=codes.OUTCOME_COMPLETE)) == (

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from neo_assets.core.sweep.summary import (
+from neo_assets.sweep.rules.summary import (
     ALREADY_FENCED,
     ALREADY_PRESENT,
     DEPRECATED_SPELLINGS,
