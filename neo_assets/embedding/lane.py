@@ -23,8 +23,11 @@ proves.
      right after a success; otherwise a control, then the input once more). A non-content
      failure anywhere in the walk aborts the isolation: nothing more is attributed, the
      unresolved members become suspects.
-   - a multi-input death/timeout/other failure → members are suspects, dispatched one by
-     one after the healthy work.
+   - a multi-input timeout with nothing else in flight → the batches are halved and sent
+     again (too much work per request for the server at this moment; nobody suspected);
+     beside other requests → one request at a time, the batch sent again.
+   - a multi-input death/other failure → members are suspects, dispatched one by one
+     after the healthy work.
    - a single input whose transport closed → ``death`` strike; whose deadline fired →
      ``timeout`` strike; persisted before moving on; at the threshold it graduates at
      once to ``undeliverable-at-geometry`` (so graduation is reachable when it is the
@@ -555,8 +558,10 @@ class _Lane:
         cap = named or max(1, len(batch) // 2)
         cap = min(cap, len(batch) - 1) if cap >= len(batch) else cap
         self.batch_size = min(self.batch_size, max(1, cap))
+        slow = code == codes.KB_VECTOR_EMBED_TIMEOUT  # this sweep's load, not the server's cap
         try:  # remembered for the provider: later sweeps in this process start at the cap
-            self.provider.batch_cap = self.batch_size  # type: ignore[attr-defined]
+            if not slow:
+                self.provider.batch_cap = self.batch_size  # type: ignore[attr-defined]
         except AttributeError:
             pass
         if named is not None and self.batch_caps is not None:
@@ -574,9 +579,12 @@ class _Lane:
                 else:
                     self.batches.append(part)
         self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
-        self._event(
-            code, f"provider caps a request at {self.batch_size} inputs: batches cut", ids, outcome
+        what = (
+            f"batch past its deadline alone: batches halved to {self.batch_size} inputs"
+            if slow
+            else f"provider caps a request at {self.batch_size} inputs: batches cut"
         )
+        self._event(code, what, ids, outcome)
 
     def _mark_abandoned(self) -> None:
         try:

@@ -88,8 +88,10 @@ class ScriptedProvider:
         always_down: bool = False,
         latency_s: float = 0.0,
         on_request: Callable[[list[str]], None] | None = None,
+        times_out_over: int | None = None,
     ) -> None:
         self.dimensions = dimensions
+        self.times_out_over = times_out_over  # a request of more inputs: past its deadline
         self.script = {
             k: (list(v) if isinstance(v, list) else [v]) for k, v in (script or {}).items()
         }
@@ -138,6 +140,8 @@ class ScriptedProvider:
             self.cancelled += 1
             raise
         behaviour = self._behaviour(texts)
+        if self.times_out_over is not None and len(texts) > self.times_out_over:
+            behaviour = "timeout"  # a slow server: too much work per request, any inputs
         if behaviour == "kill":
             self.epoch += 1
             self.down_for = self.restart_requests
@@ -728,7 +732,7 @@ def test_single_input_past_the_call_ceiling_accrues_timeout_strikes_and_graduate
     assert fence["details"]["disposition"] == codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY
 
 
-def test_a_batch_timeout_makes_suspects_and_only_the_slow_input_strikes() -> None:
+def test_a_batch_timeout_is_halved_until_only_the_slow_input_strikes() -> None:
     provider = ScriptedProvider({"SLOW": "timeout"}, dimensions=DIM)
     result = sweep(corpus(20, {4: "SLOW"}), provider)
     assert result.counts.embedded == 19
@@ -736,6 +740,19 @@ def test_a_batch_timeout_makes_suspects_and_only_the_slow_input_strikes() -> Non
     assert result.book.strike_records(GEN)[cid(4)].kind == "timeout"
     assert result.deferred_ids(codes.KB_VECTOR_EMBED_TIMEOUT) == {cid(4)}
     assert result.live()[0]["details"]["causeCode"] == codes.PROVIDER_TIMEOUT
+
+
+def test_batches_past_the_deadline_alone_are_halved_not_suspected() -> None:
+    # A server too slow for 64 inputs per request at this moment (a loaded machine): one
+    # at a time, each batch over 16 inputs times out. Before the fix its members became
+    # suspects sent one by one (128 single requests), and any that timed out alone struck.
+    provider = ScriptedProvider(dimensions=DIM, times_out_over=16)
+    result = sweep(corpus(128), provider, settings=fast_settings(max_inflight=1))
+    assert result.counts.embedded == 128
+    assert result.book.log == []
+    assert result.summary.strikes == ()
+    assert result.live() == []
+    assert [len(r) for r in provider.requests] == [64, 32] + [16] * 8
 
 
 # ---------------------------------------------------------------------------- refused

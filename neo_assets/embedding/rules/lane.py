@@ -377,7 +377,9 @@ def failure_route(
     - ``wait``: the provider is loading its model — the same inputs go again once it
       answers; no count toward the circuit.
     - ``shrink``: the provider named its cap on inputs per request — the batch (and every
-      later one) is cut to the cap; nothing was learned about any input.
+      later one) is cut to the cap; or a multi-input deadline with nothing else in flight
+      (too much work per request for the server at this moment) — halved; nothing was
+      learned about any input (a single input past its deadline still strikes).
     - ``serialize``: a multi-input deadline while other requests of the lane were in
       flight (``concurrent``): its ceiling may have run while the server worked on them,
       so the lane drops to one request at a time and sends the batch again.
@@ -399,8 +401,8 @@ def failure_route(
         return "shrink" if inputs > 1 else "defer"
     if is_size_refusal(code):
         return "isolate" if inputs > 1 else "geometry"
-    if code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1 and concurrent:
-        return "serialize"
+    if code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1:
+        return "serialize" if concurrent else "shrink"
     if is_content_class(code, status):
         return "isolate"
     if code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):

@@ -262,6 +262,8 @@ def test_failure_route(code: str, status: int | None, inputs: int) -> None:
         assert route == "isolate"
     elif code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
         assert route == "retry"
+    elif code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1:
+        assert route == "shrink"  # halved and sent again, nobody suspected
     elif inputs > 1:
         assert route == "suspects"  # a multi-input failure never strikes anyone
     elif code in (codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, codes.KB_VECTOR_EMBED_TIMEOUT):
@@ -306,8 +308,17 @@ def test_provider_failures_count_toward_the_circuit(code: str) -> None:
 def test_a_multi_input_deadline_beside_other_requests_serializes_the_lane() -> None:
     timeout = codes.KB_VECTOR_EMBED_TIMEOUT
     assert rules.failure_route(timeout, None, 64, concurrent=True) == "serialize"
-    assert rules.failure_route(timeout, None, 64, concurrent=False) == "suspects"
     assert rules.failure_route(timeout, None, 1, concurrent=True) == "strike"
+
+
+def test_a_multi_input_deadline_alone_halves_the_batches() -> None:
+    # A batch past its deadline with nothing else in flight says the request is too much
+    # work for the server at this moment (a loaded machine), nothing about an input: the
+    # lane halves its batches and sends them again; a single input past it still strikes.
+    timeout = codes.KB_VECTOR_EMBED_TIMEOUT
+    assert rules.failure_route(timeout, None, 64, concurrent=False) == "shrink"
+    assert rules.failure_route(timeout, None, 2, concurrent=False) == "shrink"
+    assert rules.failure_route(timeout, None, 1, concurrent=False) == "strike"
 
 
 @pytest.mark.parametrize(
