@@ -369,6 +369,10 @@ FailureRoute = Literal[
 ]
 
 
+# The smallest batch a lone deadline halves (64 -> 32 -> 16, then suspects one by one).
+MIN_TIMEOUT_SHRINK = 32
+
+
 def failure_route(
     code: str, status: int | None, inputs: int, *, concurrent: bool = False
 ) -> FailureRoute:
@@ -377,9 +381,11 @@ def failure_route(
     - ``wait``: the provider is loading its model — the same inputs go again once it
       answers; no count toward the circuit.
     - ``shrink``: the provider named its cap on inputs per request — the batch (and every
-      later one) is cut to the cap; or a multi-input deadline with nothing else in flight
-      (too much work per request for the server at this moment) — halved; nothing was
-      learned about any input (a single input past its deadline still strikes).
+      later one) is cut to the cap; or a deadline of a batch of at least
+      ``MIN_TIMEOUT_SHRINK`` inputs with nothing else in flight (too much work per request
+      for the server at this moment) — halved; nothing was learned about any input. A
+      smaller batch past its deadline alone makes its members suspects (a hung server is
+      found after two halvings, not six), and a single input past its deadline strikes.
     - ``serialize``: a multi-input deadline while other requests of the lane were in
       flight (``concurrent``): its ceiling may have run while the server worked on them,
       so the lane drops to one request at a time and sends the batch again.
@@ -402,7 +408,10 @@ def failure_route(
     if is_size_refusal(code):
         return "isolate" if inputs > 1 else "geometry"
     if code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1:
-        return "serialize" if concurrent else "shrink"
+        if concurrent:
+            return "serialize"
+        if inputs >= MIN_TIMEOUT_SHRINK:
+            return "shrink"
     if is_content_class(code, status):
         return "isolate"
     if code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):

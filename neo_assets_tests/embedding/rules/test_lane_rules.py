@@ -262,7 +262,7 @@ def test_failure_route(code: str, status: int | None, inputs: int) -> None:
         assert route == "isolate"
     elif code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
         assert route == "retry"
-    elif code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs > 1:
+    elif code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs >= rules.MIN_TIMEOUT_SHRINK:
         assert route == "shrink"  # halved and sent again, nobody suspected
     elif inputs > 1:
         assert route == "suspects"  # a multi-input failure never strikes anyone
@@ -317,7 +317,10 @@ def test_a_multi_input_deadline_alone_halves_the_batches() -> None:
     # lane halves its batches and sends them again; a single input past it still strikes.
     timeout = codes.KB_VECTOR_EMBED_TIMEOUT
     assert rules.failure_route(timeout, None, 64, concurrent=False) == "shrink"
-    assert rules.failure_route(timeout, None, 2, concurrent=False) == "shrink"
+    assert rules.failure_route(timeout, None, 32, concurrent=False) == "shrink"
+    # Down to 16: a server that hangs on everything is found after two halvings.
+    assert rules.failure_route(timeout, None, 16, concurrent=False) == "suspects"
+    assert rules.failure_route(timeout, None, 2, concurrent=False) == "suspects"
     assert rules.failure_route(timeout, None, 1, concurrent=False) == "strike"
 
 
