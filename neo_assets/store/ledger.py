@@ -55,7 +55,9 @@ def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]
 
 def _engine(url: str) -> Engine:
     if url.startswith("sqlite"):
-        path = url.split("///", 1)[-1]
+        # The file's path; of a SQLite URI (``file:/path?mode=ro&uri=true``) the part
+        # between "file:" and the query.
+        path = url.split("///", 1)[-1].removeprefix("file:").split("?", 1)[0]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         engine = sa.create_engine(url, connect_args={"timeout": 60})
@@ -106,6 +108,7 @@ def _sqlite_file_lock(engine: Engine) -> Iterator[None]:
     if engine.url.get_backend_name() != "sqlite" or not database or database == ":memory:":
         yield
         return
+    database = database.removeprefix("file:")  # a SQLite URI: see ``_engine``
     with open(f"{database}.migrate-lock", "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:

@@ -15,7 +15,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.serve.rules.tokens import TokenRecord, parse_life, token_in_query, verify
-from neo_assets_tests.serve.service_harness import Served, ServedKb
+from neo_assets_tests.serve.service_harness import ROOT, Served, ServedKb
 
 
 @pytest.fixture(scope="module")
@@ -129,3 +129,5 @@ def test_a_read_only_ledger_is_one_line_for_issue_and_revoke(kb: ServedKb) -> No
         assert "refused the write" in said and "nothing was changed" in said
         assert "Traceback" not in done.stderr and said.count("error:") == 1
     assert os.access(ledger, os.R_OK)
+    # The URI's file, not a "file:" folder made in the working directory.
+    assert not (ROOT / "file:").exists()
