@@ -142,6 +142,9 @@ def test_a_repo_moves_from_1_0_0_to_2_0_0_with_no_hole(
     monkeypatch.setenv("NEO_EMBEDDING_CONTEXT_TOKENS", "2000")  # whole units fit the band
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
     monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
+    # The switch's mechanics path by path; with the quality gate on (the default) the old
+    # parser's rows serve until the new one is evaluated (quality/test_parser_gate_e2e.py).
+    monkeypatch.setenv("NEO_QUALITY_GATE", "false")
     world = make_world({"web": FILES})
 
     # --- 1. Swept under 1.0.0: windows for JS/TS/Go, sections for the README.

@@ -213,6 +213,12 @@ def generation_line(repo: dict) -> str:
     gate = repo.get("qualityGate")
     if gate and gate.get("state") in ("refused", "pending"):
         line += f" held by the quality gate ({gate['state']}: {gate['reason']})"
+    gate = repo.get("parserGate")
+    if gate and gate.get("state") in ("refused", "pending"):
+        line += (
+            f"; parser {gate['candidate']} held by the quality gate "
+            f"({gate['state']}: {gate['reason']})"
+        )
     return line
 
 

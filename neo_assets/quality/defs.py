@@ -20,6 +20,7 @@ from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.generations.serving import configured_generation, serving_generation
 from neo_assets.quality.gate import QualityScore
 from neo_assets.quality.measure import Measured, evaluate_due
+from neo_assets.quality.parser_switch import switch_verdicts
 from neo_assets.quality.records import score_history
 from neo_assets.quality.rules import Metrics, dropped
 from neo_assets.query.search import QueryService
@@ -170,10 +171,11 @@ with warnings.catch_warnings():
         asset=dg.AssetKey(ASSET),
         partitions_def=tenant_repos,
         description=(
-            "Quality gate: the tenant's configured embedding generation serves, or is held "
-            "by the gate (refused: worse than the serving one past NEO_QUALITY_MARGIN on a "
-            "repo's self-evaluation; pending: not yet evaluated at both). WARN with the "
-            "figures and the command that lets it serve anyway."
+            "Quality gate: the tenant's configured embedding generation (and the repo's "
+            "declared parser version) serves, or is held by the gate (refused: worse than "
+            "the serving one past NEO_QUALITY_MARGIN on a repo's self-evaluation; pending: "
+            "not yet evaluated on both sides). WARN with the figures and the command that "
+            "lets it serve anyway."
         ),
     )
     def quality_gate(
@@ -182,19 +184,29 @@ with warnings.catch_warnings():
         tenants: TenantsResource,
         ledger: LedgerResource,
     ) -> dg.AssetCheckResult:
-        tenant_id, _ = parse_partition_key(context.partition_key)
+        tenant_id, repo_slug = parse_partition_key(context.partition_key)
         tenant = tenants.load(ledger.get()).tenant(tenant_id)
-        slugs = [r.slug for r in tenant.repos] if tenant else []
-        verdict = serving_generation(settings.load(), ledger.get(), tenant_id, slugs).gate
+        repos = tenant.repos if tenant else ()
+        cfg = settings.load()
+        choice = serving_generation(cfg, ledger.get(), tenant_id, [r.slug for r in repos])
+        parser = switch_verdicts(
+            cfg,
+            ledger.get(),
+            tenant_id,
+            {r.slug: (r.parser.id, r.parser.version) for r in repos if r.slug == repo_slug},
+            choice.generation,
+        ).get(repo_slug)
+        held = [v for v in (choice.gate, parser) if v is not None and not v.allowed]
+        verdict = held[0] if held else (choice.gate or parser)
         if verdict is None:
             return dg.AssetCheckResult(
                 passed=True, metadata={"summary": "no switch waits on the gate"}
             )
         return dg.AssetCheckResult(
-            passed=verdict.allowed,
+            passed=not held,
             severity=dg.AssetCheckSeverity.WARN,
             metadata={
-                "summary": dg.MetadataValue.md(verdict.reason),
+                "summary": dg.MetadataValue.md(" ".join(v.reason for v in held) or verdict.reason),
                 "state": verdict.state,
                 "candidate": verdict.candidate,
                 "serving": verdict.serving,

@@ -1,5 +1,6 @@
-"""The quality gate: may a tenant's configured embedding generation replace the one
-serving it? Pure: the self-evaluations and the operator's decisions are arguments.
+"""The quality gate: may a tenant's configured embedding generation (or a repo's declared
+parser version) replace the one serving it? Pure: the self-evaluations and the
+operator's decisions are arguments.
 
 The configured generation switches in when, for every repo of the tenant, its
 self-evaluation is not worse than the serving generation's by more than ``margin`` (an
@@ -43,11 +44,51 @@ def question_set_digest(questions: Sequence[tuple[str, str, str]]) -> str:
     return hashlib.sha256(canonical.encode()).hexdigest()[:32]
 
 
+ParserIdentity = tuple[str, str]  # (parser id, version)
+
+
+def parser_name(identity: ParserIdentity) -> str:
+    return f"{identity[0]}@{identity[1]}"
+
+
+def parser_label(generation: str, identity: ParserIdentity) -> str:
+    """What a parser switch's self-evaluations are recorded under: the embedding
+    generation that answered and the parser whose chunks it served (both sides of one
+    switch are measured at the same generation)."""
+    return f"{generation}|{parser_name(identity)}"
+
+
+def label_generation(label: str) -> str:
+    """The embedding generation a self-evaluation's label names (``parser_label``'s first
+    part; an embedding generation's label is the generation)."""
+    return label.split("|", 1)[0]
+
+
+def parser_decision(identity: ParserIdentity) -> str:
+    """The name an operator's decision on a parser version is recorded under (per tenant):
+    ``neo-assets quality allow <tenant> parser:<id>@<version>``."""
+    return f"parser:{parser_name(identity)}"
+
+
+def held_switches(
+    recorded: Mapping[str, ParserIdentity], declared: Mapping[str, ParserIdentity]
+) -> dict[str, tuple[ParserIdentity, ParserIdentity]]:
+    """Per repo whose declared parser is not the one serving it: (declared, serving)."""
+    return {
+        slug: (identity, recorded[slug])
+        for slug, identity in declared.items()
+        if slug in recorded and recorded[slug] != identity
+    }
+
+
 @dataclass(frozen=True)
 class EvaluationDue:
     repo_slug: str
     generation: str
     reason: str
+    # A parser switch's candidate side: measured with the repo's held switch released
+    # (the declared parser's chunks served).
+    release: bool = False
 
 
 def evaluations_due(
@@ -56,25 +97,39 @@ def evaluations_due(
     serving: str | None,
     candidate: str | None,
     latest: Mapping[tuple[str, str], QualityScore],
+    parser_switches: Mapping[str, tuple[ParserIdentity, ParserIdentity]] | None = None,
 ) -> list[EvaluationDue]:
     """Which (repo, generation) self-evaluations are due: the serving generation's when
     the repo's indexed revision moved since its last one (quality over time), and, while
     a switch waits on the gate, the candidate's and the serving one's at the same
-    revision (the gate compares only equal question sets). A repo never indexed has
-    nothing to evaluate."""
+    revision (the gate compares only equal question sets). ``parser_switches``: per repo
+    whose parser switch is held, (declared, serving) parsers: both sides are due too, at
+    the serving generation. A repo never indexed has nothing to evaluate."""
     due: list[EvaluationDue] = []
+    switches = parser_switches or {}
     for slug in sorted(set(repo_slugs)):
         revision = revisions.get(slug)
         if not revision:
             continue
-        for generation, why in ((serving, "revision"), (candidate, "switch")):
-            if generation is None or (why == "switch" and generation == serving):
+        sides: list[tuple[str | None, str, bool]] = [
+            (serving, "revision", False),
+            (None if candidate == serving else candidate, "switch", False),
+        ]
+        if slug in switches and serving is not None:
+            new, old = switches[slug]
+            sides.append((parser_label(serving, new), "parser switch", True))
+            sides.append((parser_label(serving, old), "parser switch", False))
+        for generation, why, release in sides:
+            if generation is None:
                 continue
             last = latest.get((slug, generation))
             if last is None:
-                due.append(EvaluationDue(slug, generation, f"{why}: never evaluated"))
+                reason = f"{why}: never evaluated"
             elif last.revision != revision:
-                due.append(EvaluationDue(slug, generation, f"{why}: indexed at {revision[:12]}"))
+                reason = f"{why}: indexed at {revision[:12]}"
+            else:
+                continue
+            due.append(EvaluationDue(slug, generation, reason, release))
     return due
 
 
@@ -105,9 +160,13 @@ def gate(
     *,
     enabled: bool = True,
     overridden: bool = False,
+    subject: str = "embedding generation",
+    allow: str | None = None,
+    tenant: str = "<tenant>",
 ) -> GateVerdict:
     """May ``candidate`` replace ``serving`` for a tenant over ``repo_slugs``?
-    ``scores`` holds the latest self-evaluation per (repo, generation)."""
+    ``scores`` holds the latest self-evaluation per (repo, candidate or serving);
+    ``subject`` names what switches, ``allow`` what an operator's decision names."""
     if not enabled:
         return GateVerdict(candidate, serving, OFF, "the quality gate is off (NEO_QUALITY_GATE)")
     worse: list[str] = []
@@ -125,7 +184,10 @@ def gate(
                 f"{slug}: MRR@10 {old.mrr_at_10:.3f} -> {new.mrr_at_10:.3f}, "
                 f"recall@10 {old.recall_at_10:.3f} -> {new.recall_at_10:.3f}"
             )
-    fix = f"`neo-assets quality allow <tenant> {candidate} --reason ...` lets it serve anyway"
+    fix = (
+        f"`neo-assets quality allow {tenant} {allow or candidate} --reason ...` lets it "
+        "serve anyway"
+    )
     if overridden and (worse or waiting):
         return GateVerdict(
             candidate,
@@ -140,7 +202,7 @@ def gate(
             candidate,
             serving,
             REFUSED,
-            f"embedding generation {candidate} answers worse than {serving} by more than "
+            f"{subject} {candidate} answers worse than {serving} by more than "
             f"{margin:.2f}: " + "; ".join(notes) + f"; {serving} keeps serving ({fix})",
             tuple(worse),
             tuple(waiting),
@@ -150,11 +212,45 @@ def gate(
             candidate,
             serving,
             PENDING,
-            f"embedding generation {candidate} waits for the self-evaluation of "
-            f"{', '.join(waiting)} at both generations (measured by the sweep that "
-            f"completes it, or now with `neo-assets quality evaluate --tenant <tenant>`); "
+            f"{subject} {candidate} waits for the self-evaluation of "
+            f"{', '.join(waiting)} on both sides (measured by the sweep that "
+            f"completes it, or now with `neo-assets quality evaluate --tenant {tenant}`); "
             f"{serving} keeps serving ({fix})",
             (),
             tuple(waiting),
         )
     return GateVerdict(candidate, serving, PASSED, "not worse on any repo's self-evaluation")
+
+
+def parser_gate(
+    tenant_id: str,
+    repo_slug: str,
+    candidate: ParserIdentity,
+    serving: ParserIdentity,
+    generation: str,
+    scores: Mapping[tuple[str, str], QualityScore],
+    margin: float,
+    *,
+    enabled: bool = True,
+    overridden: bool = False,
+) -> GateVerdict:
+    """May the repo's declared parser ``candidate`` replace ``serving`` (whose chunks
+    serve it now)? Both sides' self-evaluations are the ones made at ``generation``."""
+    sides = {parser_name(candidate): candidate, parser_name(serving): serving}
+    picked = {
+        (repo_slug, name): scores[(repo_slug, parser_label(generation, identity))]
+        for name, identity in sides.items()
+        if (repo_slug, parser_label(generation, identity)) in scores
+    }
+    return gate(
+        parser_name(candidate),
+        parser_name(serving),
+        [repo_slug],
+        picked,
+        margin,
+        enabled=enabled,
+        overridden=overridden,
+        subject="parser",
+        allow=parser_decision(candidate),
+        tenant=tenant_id,
+    )

@@ -131,9 +131,11 @@ def _result(row: dict[str, Any], score: float, similarity: float | None, lexical
 class QueryService:
     """Queries over one ``Resident``; safe to share between concurrent requests."""
 
-    def __init__(self, resident: Resident) -> None:
+    def __init__(self, resident: Resident, *, release_parsers: bool = False) -> None:
+        """``release_parsers``: answer as if every parser switch the quality gate holds
+        were allowed (the switch's candidate side is measured so)."""
         self.resident = resident
-        self.truth = TruthCache(resident.settings.serve.truth_recheck_s)
+        self.truth = TruthCache(resident.settings.serve.truth_recheck_s, release=release_parsers)
         self.heads = HeadCache()
         self.vectors = VectorCache(int(resident.settings.serve.vector_cache_mb * 1024 * 1024))
         # The ranking steps every search takes (bench/self_eval.py compares them).

@@ -110,13 +110,16 @@ def compute_truth(
     tenants: TenantsFile,
     tenant_id: str,
     generation: str,
+    *,
+    release: bool = False,
 ) -> TruthView:
     """Rows first, records second (a sweep records its generation before it writes a row
-    of it: ``reconcile.reading.read_snapshot`` says why)."""
+    of it: ``reconcile.reading.read_snapshot`` says why). ``release``: as if every parser
+    switch the quality gate holds were allowed (``reconcile.reading.read_declaration``)."""
     marker = _marker(ledger, store, tenants, tenant_id, generation)
     rows = tenant_rows_with_documents(store, tenant_id)
     declaration, _problems, records = read_declaration(
-        ledger, tenant_id, find_tenant(tenants, tenant_id)
+        ledger, tenant_id, find_tenant(tenants, tenant_id), release=release
     )
     fenced = durable_fenced_ids(ledger, tenant_id, declaration.repos, generation)
     served = tenant_serving(
@@ -151,7 +154,8 @@ class TruthCache:
     in a background thread while queries keep the previous view (each was a true reading
     when made; the tenant's current repos and each row's tenant are still checked per
     query), so a sweep writing batch after batch never stalls the service:
-    ``background=False`` recomputes in the caller instead."""
+    ``background=False`` recomputes in the caller instead; ``release``: views as if every
+    parser switch the quality gate holds were allowed."""
 
     def __init__(
         self,
@@ -159,8 +163,10 @@ class TruthCache:
         clock: Callable[[], float] = time.monotonic,
         *,
         background: bool = True,
+        release: bool = False,
     ) -> None:
         self._recheck_s = recheck_s
+        self._release = release
         self._clock = clock
         self._background = background
         self._views: dict[str, tuple[float, TruthView]] = {}
@@ -195,7 +201,9 @@ class TruthCache:
                 if self._background and fresh_generation:
                     self._refresh_later(ledger, store, tenants, tenant_id, generation)
                     return view
-            view = compute_truth(ledger, store, tenants, tenant_id, generation)
+            view = compute_truth(
+                ledger, store, tenants, tenant_id, generation, release=self._release
+            )
             self.computations += 1
             self._views[tenant_id] = (now, view)
             return view
@@ -215,7 +223,9 @@ class TruthCache:
 
         def refresh() -> None:
             try:
-                view = compute_truth(ledger, store, tenants, tenant_id, generation)
+                view = compute_truth(
+                    ledger, store, tenants, tenant_id, generation, release=self._release
+                )
                 with self._lock(tenant_id):
                     self.computations += 1
                     self._views[tenant_id] = (self._clock(), view)

@@ -12,6 +12,7 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.rules.lane import FenceRecord, fence_row_from_record
 from neo_assets.generations.serving import configured_generation
+from neo_assets.quality.parser_switch import serving_parsers
 from neo_assets.reconcile.rules.declaration import TenantDeclaration
 from neo_assets.reconcile.rules.inputs import RepoRecords, sweep_settled, tenant_declaration
 from neo_assets.store import ledger_schema as t
@@ -25,12 +26,16 @@ def find_tenant(tenants: TenantsFile, tenant_id: str) -> Tenant | None:
     return next((tenant for tenant in tenants.tenants if tenant.id == tenant_id), None)
 
 
-def repo_records(ledger: Ledger, tenant_id: str, repo: RepoDecl) -> RepoRecords:
+def repo_records(
+    ledger: Ledger, tenant_id: str, repo: RepoDecl, serving_parser: tuple[str, str] | None = None
+) -> RepoRecords:
     """The repo's declaration now and its ledger records (chunks read only when the
-    headers agree, since only then are they used)."""
+    headers agree, since only then are they used). ``serving_parser``: the parser whose
+    chunks serve the repo, when recorded (a different one than declared is held)."""
     envelope = ledger.envelope(tenant_id, repo.slug)
     generation = ledger.declared_generation(tenant_id, repo.slug)
     digest = repo.declaration_digest()
+    declared = (repo.parser.id, repo.parser.version)
     chunks: list[tuple[str, str]] = []
     if (
         envelope is not None
@@ -54,6 +59,7 @@ def repo_records(ledger: Ledger, tenant_id: str, repo: RepoDecl) -> RepoRecords:
         if generation is None
         else generation.get("declaration_digest"),
         declared_chunks=chunks,
+        held_parser=None if serving_parser == declared else serving_parser,
     )
 
 
@@ -74,13 +80,21 @@ def withheld_slugs(
 
 
 def read_declaration(
-    ledger: Ledger, tenant_id: str, tenant: Tenant | None, withheld: Iterable[str] = ()
+    ledger: Ledger,
+    tenant_id: str,
+    tenant: Tenant | None,
+    withheld: Iterable[str] = (),
+    *,
+    release: bool = False,
 ) -> tuple[TenantDeclaration, dict[str, str | None], dict[str, RepoRecords]]:
     """The tenant's declaration, the authority problem per repo, and the records read.
     A tenant no longer declared has no repos: every row of it is an undeclared-repo row.
-    A ``withheld`` repo is declared without records (no authority): its rows are kept."""
+    A ``withheld`` repo is declared without records (no authority): its rows are kept.
+    ``release``: as if every parser switch the quality gate holds were allowed (what the
+    switch's candidate side is measured on)."""
+    serving = {} if release else serving_parsers(ledger, tenant_id)
     records = {
-        repo.slug: repo_records(ledger, tenant_id, repo)
+        repo.slug: repo_records(ledger, tenant_id, repo, serving.get(repo.slug))
         for repo in (tenant.repos if tenant is not None else ())
     }
     for slug in withheld:
@@ -96,7 +110,8 @@ def read_declaration(
 
 def declaration_marker(ledger: Ledger, tenant_id: str) -> tuple[Any, ...]:
     """A cheap fingerprint of the records a declaration is built from (config version,
-    envelope and generation headers): equal markers mean the declaration read is current."""
+    envelope and generation headers, the parsers serving): equal markers mean the
+    declaration read is current."""
     with ledger.engine.connect() as conn:
         envelopes = conn.execute(
             sa.select(t.envelopes.c.repo_slug, t.envelopes.c.revision, t.envelopes.c.recorded_at)
@@ -117,6 +132,7 @@ def declaration_marker(ledger: Ledger, tenant_id: str) -> tuple[Any, ...]:
         ledger.current_config_version(tenant_id),
         tuple(tuple(r) for r in envelopes),
         tuple(tuple(r) for r in generations),
+        tuple(sorted(serving_parsers(ledger, tenant_id).items())),
     )
 
 

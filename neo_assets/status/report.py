@@ -19,6 +19,7 @@ from neo_assets.generations.rules import GenerationRecord, RepoGeneration
 from neo_assets.generations.serving import collection_of, serving_generation
 from neo_assets.health import records as health_store
 from neo_assets.quality.gate import GateVerdict
+from neo_assets.quality.parser_switch import switch_verdicts
 from neo_assets.reconcile.retirement import read_retired
 from neo_assets.secrets.rules import secret_locations
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
@@ -125,6 +126,13 @@ def build_status(
     dues = {d.key: d for d in evaluate(declared_repos(tenants), settings, ledger, time.time())}
     for tenant in tenants.tenants:
         choice = serving_generation(settings, ledger, tenant.id, [r.slug for r in tenant.repos])
+        parser_gates = switch_verdicts(
+            settings,
+            ledger,
+            tenant.id,
+            {r.slug: (r.parser.id, r.parser.version) for r in tenant.repos},
+            choice.generation,
+        )
         at = repo_generations(ledger, tenant.id)
         for repo in tenant.repos:
             row = ledger.repo_state(tenant.id, repo.slug)
@@ -196,6 +204,8 @@ def build_status(
                     "generations": gens,
                     # The quality gate's verdict on the configured generation taking over.
                     "qualityGate": gate_doc(choice.gate),
+                    # Its verdict on the declared parser replacing the one serving the repo.
+                    "parserGate": gate_doc(parser_gates.get(repo.slug)),
                 }
             )
             found = dues.get(key)

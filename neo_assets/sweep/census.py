@@ -7,6 +7,7 @@ from neo_assets.code_tools.index_store import reclaim_indexes
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.generations.records import record_repo_generation
+from neo_assets.quality.parser_switch import settle_repo
 from neo_assets.secrets.rules import secret_locations
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
@@ -75,6 +76,7 @@ def census_step(
             present=(counts.already_present or 0) + counts.embedded,
             now=now,
         )
+    settle_repo(settings, ledger, ctx.tenant, ctx.repo_slug)
     return SweepReport(
         tenant_id=ctx.tenant_id,
         repo_slug=ctx.repo_slug,

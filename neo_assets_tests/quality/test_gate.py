@@ -5,7 +5,12 @@ from neo_assets.quality.gate import (
     PENDING,
     REFUSED,
     QualityScore,
+    evaluations_due,
     gate,
+    held_switches,
+    label_generation,
+    parser_gate,
+    parser_label,
 )
 
 
@@ -71,3 +76,48 @@ def test_an_operators_decision_lets_a_refused_or_pending_generation_serve() -> N
 def test_the_gate_off_lets_every_switch_through() -> None:
     v = gate("new", "old", ["w"], {}, 0.05, enabled=False)
     assert (v.state, v.allowed) == (OFF, True)
+
+
+NEW, OLD = ("neo-code", "2.0.0"), ("neo-code", "1.0.0")
+
+
+def test_a_parser_switch_is_held_only_where_a_recorded_parser_differs() -> None:
+    recorded = {"w": OLD, "g": NEW}
+    declared = {"w": NEW, "g": NEW, "fresh": NEW}
+    assert held_switches(recorded, declared) == {"w": (NEW, OLD)}
+
+
+def test_a_parser_switch_is_judged_on_its_own_labels_at_the_serving_generation() -> None:
+    new_l, old_l = parser_label("gen", NEW), parser_label("gen", OLD)
+    assert label_generation(new_l) == "gen" and label_generation("gen") == "gen"
+    scores = {
+        ("w", new_l): score("w", new_l, 0.20, 0.40),
+        ("w", old_l): score("w", old_l, 0.30, 0.50),
+        ("w", parser_label("other-gen", NEW)): score("w", "x", 0.90, 0.90),  # not this one
+    }
+    v = parser_gate("acme", "w", NEW, OLD, "gen", scores, 0.05)
+    assert (v.state, v.candidate, v.serving, v.worse) == (
+        REFUSED,
+        "neo-code@2.0.0",
+        "neo-code@1.0.0",
+        ("w",),
+    )
+    assert v.reason.startswith("parser neo-code@2.0.0 answers worse than neo-code@1.0.0")
+    assert "`neo-assets quality allow acme parser:neo-code@2.0.0 --reason" in v.reason
+    pending = parser_gate("acme", "w", NEW, OLD, "other-gen", scores, 0.05)
+    assert pending.state == PENDING and pending.waiting == ("w",)
+    allowed = parser_gate("acme", "w", NEW, OLD, "gen", scores, 0.05, overridden=True)
+    assert allowed.state == OVERRIDDEN and allowed.allowed
+
+
+def test_a_held_parser_switch_makes_both_sides_due_and_only_the_candidate_released() -> None:
+    due = evaluations_due(["w"], {"w": "r1"}, "gen", None, {}, {"w": (NEW, OLD)})
+    got = {(d.generation, d.release) for d in due}
+    assert got == {
+        ("gen", False),
+        (parser_label("gen", NEW), True),
+        (parser_label("gen", OLD), False),
+    }
+    done = {(s, g): score(s, g, 0.3, 0.5) for s, g in [("w", d.generation) for d in due]}
+    done = {k: QualityScore(**{**v.__dict__, "revision": "r1"}) for k, v in done.items()}
+    assert evaluations_due(["w"], {"w": "r1"}, "gen", None, done, {"w": (NEW, OLD)}) == []

@@ -202,6 +202,10 @@ def test_exclusion_and_parser_bump_reclaim_with_no_hole_and_no_further_bump(
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
     monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
+    # Reclamation path by path while the bump is partial; with the quality gate on (the
+    # default) the old parser's rows serve until the new one is evaluated
+    # (quality/test_parser_gate_e2e.py).
+    monkeypatch.setenv("NEO_QUALITY_GATE", "false")
     # The bump's unchanged inputs must be sent (not copied) for the partial transition
     # this test walks; copying them is test_embed_reuse's subject.
     monkeypatch.setenv("NEO_EMBEDDING_REUSE_VECTORS", "false")

@@ -139,7 +139,7 @@ def test_a_ledger_migrated_before_the_reuse_columns_gets_them_and_works(tmp_path
         assert ledger.declared_chunks("acme", "widgets")[0].blob == "b" * 40
         with ledger.engine.connect() as conn:
             version = conn.execute(sa.text("select version_num from alembic_version")).scalar()
-        assert version == "0018"  # 0018_code_index_files, the head
+        assert version == "0019"  # 0019_parser_serving, the head
     finally:
         ledger.dispose()
 

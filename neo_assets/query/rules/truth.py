@@ -21,6 +21,10 @@ then held by its new path (the moves gate of ``reconcile.rules.declaration.gener
 which reconciliation and the no-hole check use too), so a function is never absent from
 answers while its new path is still being embedded.
 
+While the quality gate holds a repo's parser switch (``RepoDeclaration.held_parser``),
+each yielded path with rows of the held parser serves the newest of them instead,
+whatever the declared generation has written.
+
 Never both; never a row of a repo the tenant does not declare now (a retired repo), of a
 path the envelope does not yield, of another tenant, or of another embedding generation.
 A repo whose records have no authority (a sweep between its envelope and its parse, a
@@ -170,6 +174,29 @@ def repo_serving(
             chosen = previous_set(path_rows, frozenset())
             served |= chosen
             outcome[path] = SERVED_PREVIOUS if chosen else SERVED_NOTHING
+    if repo.held_parser is not None:
+        yielded_rows = {p: rs for p, rs in by_path.items() if p in repo.yielded_paths}
+        return _held_serving(repo.held_parser, yielded_rows, served, outcome)
+    return RepoServing(frozenset(served), outcome)
+
+
+def _held_serving(
+    held: tuple[str, str],
+    by_path: Mapping[str, list[RowStamp]],
+    served: set[str],
+    outcome: dict[str, str],
+) -> RepoServing:
+    """While the quality gate holds the repo's parser switch, every yielded path that has
+    rows of the held (serving) parser serves their newest set; a path only the declared
+    parser has (a new file) keeps what the rule chose, so nothing becomes a hole. Paths
+    no longer yielded (excluded, gone) follow the rule as without a hold."""
+    for path, path_rows in by_path.items():
+        old = [r for r in path_rows if (r.parser_id, r.parser_version) == held]
+        if not old:
+            continue
+        served -= {r.id for r in path_rows}
+        served |= previous_set(old, frozenset())
+        outcome[path] = SERVED_PREVIOUS
     return RepoServing(frozenset(served), outcome)
 
 

@@ -31,6 +31,9 @@ class RepoDeclaration:
     envelope_recorded_at: float
     declared_ids_by_path: Mapping[str, frozenset[str]]
     has_complete_envelope: bool
+    # The parser whose chunks still serve while the quality gate holds a switch to the
+    # declared one (``quality/parser_switch.py``): its rows are served and never reclaimed.
+    held_parser: tuple[str, str] | None = None
 
     def __post_init__(self) -> None:
         # An inconsistent declaration is refused rather than guessed around: every rule

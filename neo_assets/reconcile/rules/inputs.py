@@ -65,6 +65,7 @@ class RepoRecords:
     generation_revision: str | None = None
     generation_declaration_digest: str | None = None
     declared_chunks: Iterable[tuple[str, str]] = ()
+    held_parser: tuple[str, str] | None = None  # RepoDeclaration.held_parser
 
 
 def authority_problem(records: RepoRecords) -> str | None:
@@ -94,6 +95,7 @@ def _without_authority(records: RepoRecords) -> RepoDeclaration:
         envelope_recorded_at=0.0,
         declared_ids_by_path={},
         has_complete_envelope=False,
+        held_parser=records.held_parser,
     )
 
 
@@ -118,6 +120,7 @@ def repo_declaration(records: RepoRecords) -> tuple[RepoDeclaration, str | None]
         envelope_recorded_at=float(records.envelope_recorded_at or 0.0),
         declared_ids_by_path={path: frozenset(ids) for path, ids in by_path.items()},
         has_complete_envelope=True,
+        held_parser=records.held_parser,
     )
     return declaration, None
 

@@ -34,7 +34,10 @@ Every row lands in at most one kind. The precedence, and why:
    (every declared id of the path present or fenced); until then they are reported as
    ``superseded-pending`` / ``stale-content-pending`` and survive. A config-stale row whose
    id is not declared lands here too: staleness of the config never outranks a kind that
-   knows whether the row's replacement exists.
+   knows whether the row's replacement exists. While the quality gate holds the repo's
+   parser switch (``RepoDeclaration.held_parser``) the old parser's rows of yielded paths
+   still serve: no replacement counts as complete there (an unyielded path is the
+   tenant's exclusion, a departed one a file gone: those follow tier 3).
 
 "Replacement complete" is ``neo_assets.reconcile.rules.declaration``'s rule (a path's
 declared ids all present or fenced; the repo's whole generation for moves).
@@ -231,10 +234,18 @@ def _unique_rows(rows: list[Any]) -> tuple[list[Any], dict[str, int], set[Any], 
 
 def _repo_views(tenant: TenantDeclaration) -> dict[str, tuple[Any, ...] | None]:
     """Per declared repo: (path table, parserId, parserVersion, recorded_at, per-path
-    target lists, filled lazily); None for a repo without a complete envelope."""
+    target lists, filled lazily, held parser); None for a repo without a complete
+    envelope."""
     return {
         slug: (
-            (_path_table(repo), repo.parser_id, repo.parser_version, repo.envelope_recorded_at, {})
+            (
+                _path_table(repo),
+                repo.parser_id,
+                repo.parser_version,
+                repo.envelope_recorded_at,
+                {},
+                repo.held_parser,
+            )
             if repo.has_complete_envelope
             else None
         )
@@ -355,7 +366,7 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
                 s.no_envelope += 1
                 continue
             path = md["sourcePath"]
-            table, parser_id, parser_version, recorded_at, targets_by_path = view
+            table, parser_id, parser_version, recorded_at, targets_by_path, held = view
             # `in` + subscript rather than .get: two specialised dict ops beat a method call.
             declared = table[path] if path in table else absent
             if declared is absent or declared is unyielded:
@@ -375,7 +386,9 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
                 targets = targets_by_path[path]
             else:  # per path, once: its replacement complete or not
                 targets = targets_by_path[path] = (
-                    complete if replacement_complete(declared, present, fenced) else pending
+                    complete
+                    if held is None and replacement_complete(declared, present, fenced)
+                    else pending
                 )
             if pid == parser_id and pver == parser_version:
                 targets[0](rid)

@@ -142,3 +142,47 @@ def test_tenant_serving_drops_other_tenants_generations_and_undeclared_repos():
         declaration, rows, frozenset(), embedding_generation=GEN, generation_revisions={"w": "r1"}
     )
     assert set(served) == {"w"} and served["w"].ids == {"A"}
+
+
+def held(repo: RepoDeclaration, identity=("neo-code", "1.0.0")) -> RepoDeclaration:
+    from dataclasses import replace
+
+    return replace(repo, held_parser=identity)
+
+
+def test_a_held_parser_switch_serves_the_old_parsers_rows_even_where_the_new_are_complete():
+    old = [stamp("A", name="a", version="1.0.0", at=1.0), stamp("B", name="b", at=1.0)]
+    new = [stamp("N1", name="a", version="2.0.0", rev="r2", at=2.0)]
+    repo = decl({"a.py": {"N1"}}, version="2.0.0")
+    assert serve(repo, old + new).ids == {"N1"}  # not held: complete, the new serve
+    got = serve(held(repo), old + new)
+    assert got.ids == {"A", "B"} and got.paths == {"a.py": SERVED_PREVIOUS}
+
+
+def test_a_held_switch_keeps_the_old_parser_after_later_sweeps_of_the_new_one():
+    # The new parser's unchanged rows keep their older revision: without the hold the
+    # previous set would be theirs (the newest identity), not the serving parser's.
+    old = [stamp("A", name="a", version="1.0.0", rev="r1", at=1.0)]
+    new = [stamp("N1", name="a", version="2.0.0", rev="r2", at=2.0)]
+    repo = decl({"a.py": {"N1", "N2"}}, version="2.0.0")  # r3 declares one more, in flight
+    assert serve(repo, old + new, rev="r3").ids == {"N1"}
+    assert serve(held(repo), old + new, rev="r3").ids == {"A"}
+
+
+def test_a_path_only_the_new_parser_has_serves_its_rows_under_a_hold():
+    old = [stamp("A", path="a.py", version="1.0.0")]
+    new = [
+        stamp("N1", path="a.py", version="2.0.0", rev="r2", at=2.0),
+        stamp("N2", path="b.py", version="2.0.0", rev="r2", at=2.0),
+    ]
+    repo = decl({"a.py": {"N1"}, "b.py": {"N2"}}, version="2.0.0")
+    got = serve(held(repo), old + new)
+    assert got.ids == {"A", "N2"}
+    assert got.paths == {"a.py": SERVED_PREVIOUS, "b.py": SERVED_DECLARED}
+
+
+def test_a_held_switch_serves_no_row_of_a_path_the_declaration_excludes():
+    old = [stamp("A", path="a.py"), stamp("V", path="vendor/v.py")]
+    new = [stamp("N1", path="a.py", version="2.0.0", rev="r2", at=2.0)]
+    repo = decl({"a.py": {"N1"}}, version="2.0.0")  # vendor/ excluded with the bump
+    assert serve(held(repo), old + new).ids == {"A"}

@@ -915,3 +915,20 @@ def test_property_every_row_in_at_most_one_kind_and_plans_are_safe(
     expected = {i: k for k in ACTIONABLE_KINDS for i in plan.ids_by_kind[k]}
     reread = {i: first_md[repr(i)] for i in expected}
     assert reverify_before_delete(tenant, expected, reread, present, fenced, gap) == plan.delete_ids
+
+
+def test_a_held_parser_switch_reclaims_none_of_the_serving_parsers_yielded_rows() -> None:
+    # What the full-sweep test reclaims on yielded paths is kept while the quality gate
+    # holds the switch (the old parser's rows still serve there); the excluded vendor rows
+    # go as without a hold: the tenant's exclusion is no parser quality.
+    from dataclasses import replace
+
+    repo = replace(repo_decl(NEW, SRC_PATHS), held_parser=(PARSER, OLD))
+    tenant = tenant_decl(repo)
+    rows = generation_rows(OLD, ALL_PATHS) + generation_rows(NEW, SRC_PATHS, ingested=300.0)
+    plan = classify_orphans(tenant, rows, ids_of(rows), frozenset())
+    assert set(plan.delete_ids) == old_ids(VENDOR_PATHS)
+    assert set(plan.pending_ids) == old_ids(SRC_PATHS)
+    assert plan_keeps_complete_sets(plan, tenant, rows, ids_of(rows), frozenset()) == []
+    released = classify_orphans(bumped_tenant(), rows, ids_of(rows), frozenset())
+    assert set(released.delete_ids) == old_ids(ALL_PATHS)

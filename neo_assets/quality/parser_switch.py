@@ -1,0 +1,124 @@
+"""A repo's parser-version switch behind the quality gate.
+
+The ledger names the parser whose chunks serve each repo (``parser_serving``). When the
+tenants file declares another one, the sweep builds the new chunks beside the old, and
+the read side keeps serving the old parser's (``RepoDeclaration.held_parser``; reconciliation
+keeps them) until ``settle`` finds the switch allowed: not worse on the repo's
+self-evaluation, both sides measured at the serving embedding generation
+(``quality.gate.parser_gate``), or an operator's recorded decision, or the gate off. Then
+the declared parser is recorded as serving and its chunks answer.
+
+A repo swept for the first time records its declared parser at once (there is nothing to
+compare it with); so does one swept before this record existed (its first sweep since).
+"""
+
+import time
+from collections.abc import Iterable, Mapping
+
+import sqlalchemy as sa
+
+from neo_assets.config.settings import Settings
+from neo_assets.generations.serving import serving_generation
+from neo_assets.quality.gate import (
+    GateVerdict,
+    ParserIdentity,
+    held_switches,
+    parser_decision,
+    parser_gate,
+)
+from neo_assets.quality.records import decision, latest_scores
+from neo_assets.store.ledger import Ledger
+from neo_assets.store.quality_schema import parser_serving
+from neo_assets.tenants.validation import Tenant
+
+
+def serving_parsers(ledger: Ledger, tenant_id: str) -> dict[str, ParserIdentity]:
+    """Per repo of ``tenant_id``: the parser whose chunks serve it (as recorded)."""
+    p = parser_serving.c
+    with ledger.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(p.repo_slug, p.parser_id, p.parser_version).where(p.tenant_id == tenant_id)
+        ).all()
+    return {r.repo_slug: (r.parser_id, r.parser_version) for r in rows}
+
+
+def record_serving_parser(
+    ledger: Ledger, tenant_id: str, repo_slug: str, identity: ParserIdentity, now: float
+) -> None:
+    p = parser_serving.c
+    with ledger.engine.begin() as conn:
+        conn.execute(
+            sa.delete(parser_serving).where(p.tenant_id == tenant_id, p.repo_slug == repo_slug)
+        )
+        conn.execute(
+            sa.insert(parser_serving).values(
+                tenant_id=tenant_id,
+                repo_slug=repo_slug,
+                parser_id=identity[0],
+                parser_version=identity[1],
+                updated_at=now,
+            )
+        )
+
+
+def switch_verdicts(
+    settings: Settings,
+    ledger: Ledger,
+    tenant_id: str,
+    declared: Mapping[str, ParserIdentity],
+    generation: str | None,
+) -> dict[str, GateVerdict]:
+    """The gate's verdict on each held parser switch of the tenant's ``declared`` repos,
+    from the self-evaluations made at ``generation`` (the serving one)."""
+    held = held_switches(serving_parsers(ledger, tenant_id), declared)
+    if not held:
+        return {}
+    scores = latest_scores(ledger, tenant_id, held) if settings.quality.gate else {}
+    return {
+        slug: parser_gate(
+            tenant_id,
+            slug,
+            candidate,
+            serving,
+            generation or "",
+            scores,
+            settings.quality.margin,
+            enabled=settings.quality.gate,
+            overridden=decision(ledger, tenant_id, parser_decision(candidate)) is not None,
+        )
+        for slug, (candidate, serving) in held.items()
+    }
+
+
+def settle(
+    settings: Settings,
+    ledger: Ledger,
+    tenant_id: str,
+    declared: Mapping[str, ParserIdentity],
+    generation: str | None,
+    only: Iterable[str] | None = None,
+) -> dict[str, GateVerdict]:
+    """Record the declared parser as serving where nothing is recorded yet or the gate
+    allows the switch; the verdicts of the switches still held. ``only`` limits it to
+    those repos (a sweep settles its own)."""
+    wanted = set(declared) if only is None else set(only) & set(declared)
+    mine = {slug: declared[slug] for slug in wanted}
+    recorded = serving_parsers(ledger, tenant_id)
+    now = time.time()
+    for slug in sorted(set(mine) - set(recorded)):
+        record_serving_parser(ledger, tenant_id, slug, mine[slug], now)
+    held: dict[str, GateVerdict] = {}
+    for slug, verdict in switch_verdicts(settings, ledger, tenant_id, mine, generation).items():
+        if verdict.allowed:
+            record_serving_parser(ledger, tenant_id, slug, mine[slug], now)
+        else:
+            held[slug] = verdict
+    return held
+
+
+def settle_repo(settings: Settings, ledger: Ledger, tenant: Tenant, repo_slug: str) -> None:
+    """What a sweep's census settles for its own repo: the first parser it is swept with
+    is recorded; a switch the gate allows (or the gate off) takes over."""
+    declared = {r.slug: (r.parser.id, r.parser.version) for r in tenant.repos}
+    generation = serving_generation(settings, ledger, tenant.id, list(declared)).generation
+    settle(settings, ledger, tenant.id, declared, generation, only=[repo_slug])
