@@ -31,70 +31,78 @@ def register(app: typer.Typer) -> None:
         ] = False,
     ) -> None:
         """Self-evaluation: recall@1/5/10 and MRR@10 per repo, from its own commits."""
+        common.run(
+            lambda: _eval(tenant, repo, max_commits, max_questions, tuple(path or ()), as_json),
+            as_json,
+        )
 
-        def go() -> int:
-            import asyncio
 
-            from neo_assets.quality.evaluate import QualityUnavailable, evaluate_repo_async
-            from neo_assets.query.search import QueryService
-            from neo_assets.query.serving import QueryUnavailable, Resident
-            from neo_assets.services.handles import open_ledger, open_store
+def _eval(
+    tenant: str,
+    repo: str | None,
+    max_commits: int,
+    max_questions: int,
+    paths: tuple[str, ...],
+    as_json: bool,
+) -> int:
+    import asyncio
 
-            settings, tenants = common.load_config()
-            declared = next((t for t in tenants.tenants if t.id == tenant), None)
-            if declared is None:
-                raise common.UsageError(
-                    f"no tenant {tenant!r} in {tenants.path}; evaluate one that is declared"
+    from neo_assets.query.serving import Resident
+    from neo_assets.services.handles import open_ledger, open_store
+
+    settings, tenants = common.load_config()
+    declared = next((t for t in tenants.tenants if t.id == tenant), None)
+    if declared is None:
+        raise common.UsageError(
+            f"no tenant {tenant!r} in {tenants.path}; evaluate one that is declared"
+        )
+    slugs = [r.slug for r in declared.repos if repo is None or r.slug == repo]
+    if not slugs:
+        raise common.UsageError(
+            f"no repo {repo!r} declared for tenant {tenant!r} in {tenants.path}"
+        )
+    with open_ledger(settings) as ledger, open_store(settings) as store:
+        resident = Resident(settings, store, ledger)
+        reports = asyncio.run(_each(resident, tenant, slugs, max_commits, max_questions, paths))
+    common.emit({"tenantId": tenant, "repos": reports}, as_json)
+    return common.EXIT_FAILED if any("error" in r for r in reports) else common.EXIT_OK
+
+
+async def _each(
+    resident, tenant: str, slugs: list[str], max_commits: int, max_questions: int, paths
+) -> list[dict]:
+    """Each repo's report (or its error, printed), in order."""
+    from neo_assets.quality.evaluate import QualityUnavailable, evaluate_repo_async
+    from neo_assets.query.search import QueryService
+    from neo_assets.query.serving import QueryUnavailable
+
+    reports: list[dict] = []
+    service = QueryService(resident)
+    try:
+        for slug in slugs:
+            try:
+                report = await evaluate_repo_async(
+                    service,
+                    tenant,
+                    slug,
+                    max_commits=max_commits,
+                    max_questions=max_questions,
+                    k=DEFAULT_K,
+                    paths=paths,
                 )
-            slugs = [r.slug for r in declared.repos if repo is None or r.slug == repo]
-            if not slugs:
-                raise common.UsageError(
-                    f"no repo {repo!r} declared for tenant {tenant!r} in {tenants.path}"
-                )
-            reports, failed = [], 0
-            with open_ledger(settings) as ledger, open_store(settings) as store:
-                resident = Resident(settings, store, ledger)
-
-                async def each() -> None:
-                    nonlocal failed
-                    service = QueryService(resident)
-                    try:
-                        for slug in slugs:
-                            try:
-                                report = await evaluate_repo_async(
-                                    service,
-                                    tenant,
-                                    slug,
-                                    max_commits=max_commits,
-                                    max_questions=max_questions,
-                                    k=DEFAULT_K,
-                                    paths=tuple(path or ()),
-                                )
-                            except (QualityUnavailable, QueryUnavailable) as exc:
-                                failed += 1
-                                common.err.print(
-                                    f"[red]error:[/red] {exc}", markup=True, highlight=False
-                                )
-                                reports.append(
-                                    {"tenantId": tenant, "repoSlug": slug, "error": str(exc)}
-                                )
-                                continue
-                            doc = report.to_doc()
-                            reports.append(doc)
-                            common.err.print(
-                                f"{tenant}/{slug} @ {report.revision[:12]}: "
-                                f"{doc['questionCount']} questions from "
-                                f"{doc['commitsRead']} commits — recall@1 "
-                                f"{report.recall_at_1:.2f}, recall@5 {report.recall_at_5:.2f}"
-                                f", recall@10 {report.recall_at_10:.2f}, MRR@10 "
-                                f"{report.mrr_at_10:.2f} ({report.seconds:.1f} s)",
-                                highlight=False,
-                            )
-                    finally:
-                        await resident.aclose()
-
-                asyncio.run(each())
-            common.emit({"tenantId": tenant, "repos": reports}, as_json)
-            return common.EXIT_FAILED if failed else common.EXIT_OK
-
-        common.run(go, as_json)
+            except (QualityUnavailable, QueryUnavailable) as exc:
+                common.err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+                reports.append({"tenantId": tenant, "repoSlug": slug, "error": str(exc)})
+                continue
+            doc = report.to_doc()
+            reports.append(doc)
+            common.err.print(
+                f"{tenant}/{slug} @ {report.revision[:12]}: {doc['questionCount']} questions "
+                f"from {doc['commitsRead']} commits — recall@1 {report.recall_at_1:.2f}, "
+                f"recall@5 {report.recall_at_5:.2f}, recall@10 {report.recall_at_10:.2f}, "
+                f"MRR@10 {report.mrr_at_10:.2f} ({report.seconds:.1f} s)",
+                highlight=False,
+            )
+    finally:
+        await resident.aclose()
+    return reports
