@@ -1,6 +1,7 @@
 """A real repository swept against both real llama.cpp servers, three fresh times each.
 
     python -m bench.real_servers_repo [--repo PATH] [--sweeps 3] [--servers a,b] [--only src]
+    python -m bench.real_servers_repo --restart [--repo PATH] [--only src]
 
 Needs ``.ci/build-llama``'s artifacts (``llama-server``, the llama-cpp-python wheel
 installed, ``minilm-f16.gguf``). Each server serves the bundled model converted to GGUF
@@ -19,6 +20,11 @@ counts, not times:
 - no chunk fenced ``proven-content-poison``;
 - ``requests`` against ``ceil(embedded / batch)`` (``requests_over_ideal``: the share of
   requests beyond one per full batch).
+
+``--restart``: llama-server started with ``-c 512`` (256 tokens a slot), one sweep, then
+restarted on the same address with ``-c 2048`` and the repo swept again in the same
+``NEO_HOME``: the second must be complete at a new generation (the limit discovered anew)
+with nothing left undeliverable.
 
 Human lines go to stderr; the last stdout line is one JSON object.
 """
@@ -79,6 +85,7 @@ def sweep_in(
     watch_provider: Callable[[Any], None] | None = None,
     tokenizer: str = "auto",
     ceiling_ms: int | None = None,
+    limit: int = LIMIT,
 ) -> dict[str, Any]:
     """A sweep of ``repo`` in ``home`` (fresh when empty, incremental after an earlier one):
     its counts, and the ledger's strikes and fences at the sweep's generation.
@@ -132,7 +139,7 @@ def sweep_in(
     over = 0
     with httpx.Client(base_url=base_url, timeout=30.0) as client:
         for doc, meta in zip(rows["documents"], rows["metadatas"], strict=True):
-            if _token_count(client, server, stored_input(doc, meta)) > LIMIT:
+            if _token_count(client, server, stored_input(doc, meta)) > limit:
                 over += 1
     counts = result.counts.to_doc()
     batch = settings.embedding.resolved_batch_size
@@ -153,6 +160,7 @@ def sweep_in(
         by_class[fence["disposition"]] = by_class.get(fence["disposition"], 0) + 1
     return {
         "outcome": result.outcome,
+        "generation": generation,
         "rows": len(rows["ids"]),
         "offered": counts.get("offered"),
         "embedded": counts.get("embedded"),
@@ -175,6 +183,29 @@ def sweep_in(
     }
 
 
+def restart_case(repo: Path, only: tuple[str, ...]) -> dict[str, Any]:
+    """llama-server started with ``-c 512`` (256 tokens a slot), the repo swept; the server
+    restarted on the same address with ``-c 2048`` (512 a slot: the model's own window),
+    the repo swept again in the same ``NEO_HOME``. Judged: both complete, the second a new
+    generation (its limit discovered anew), what the first fenced delivered."""
+    from neo_assets_tests.real_servers import LlamaServer, running  # noqa: PLC0415
+    from neo_assets_tests.servers import free_port  # noqa: PLC0415
+
+    home = Path(tempfile.mkdtemp(prefix="neo-bench-restart-"))
+    _write_tenants(home / "tenants.yaml", repo, "2.0.0", only)
+    logs = Path(tempfile.mkdtemp(prefix="neo-bench-restart-logs-"))
+    port = free_port()
+    out: dict[str, Any] = {}
+    for label, ctx in (("c512", 512), ("c2048", 2048)):
+        with running(LlamaServer(logs, slots=2, ctx=ctx, port=port)) as up:
+            out[label] = sweep_in(
+                home, repo, up.base_url, "llama-server", limit=min(ctx // 2, LIMIT)
+            )
+        print(f"restart {label}: {out[label]}", file=sys.stderr, flush=True)
+    out["new_generation"] = out["c512"]["generation"] != out["c2048"]["generation"]
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repo", type=Path, default=DEFAULT_REPO)
@@ -188,12 +219,27 @@ def main() -> None:
     parser.add_argument("--ceiling-ms", type=int, default=None)
     # Top-level entries to sweep alone, comma-separated (e.g. ``src`` for neomjs/neo).
     parser.add_argument("--only", default="")
+    # Instead of fresh sweeps: llama-server restarted from -c 512 to -c 2048 between two.
+    parser.add_argument("--restart", action="store_true")
     args = parser.parse_args()
     only = tuple(filter(None, args.only.split(",")))
     repo = args.repo.resolve()
     commit = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+    if args.restart:
+        print(
+            json.dumps(
+                {
+                    "bench": "real_servers_repo",
+                    "repo": str(repo),
+                    "commit": commit,
+                    "only": list(only),
+                    "restart": restart_case(repo, only),
+                }
+            )
+        )
+        return
     from neo_assets_tests.real_servers import (  # noqa: PLC0415
         LlamaCppPythonServer,
         LlamaServer,
