@@ -384,11 +384,22 @@ def model_embed_ms(tries: int = 30) -> dict[str, float]:
 _DEF_NAME = re.compile(r"([A-Za-z_$][A-Za-z0-9_$]*)\s*(?:<[^>]*>)?\s*\(")
 _ASSIGNED = re.compile(r"(?:const|let|var)\s+([A-Za-z_$][A-Za-z0-9_$]*)\s*=")
 _KEYWORDS = {"func", "function", "fn", "def", "async", "if", "for", "while", "return"}
+# `res.cookie = function (...)`, `exports.compileTrust = function(...)`: the member.
+_MEMBER = re.compile(r"([A-Za-z_$][A-Za-z0-9_$]*)\s*=\s*(?:async\s+)?function\b")
+# `fn check_loop<P: AsRef<Path>>(`, `func (c *Command) Name(`, `export function isHTTPError`.
+_AFTER_KEYWORD = re.compile(
+    r"\b(?:def|fn|func|function|class)\s+(?:\([^)]*\)\s*)?([A-Za-z_$][A-Za-z0-9_$]*)"
+)
 
 
 def definition_name(definition: str) -> str | None:
-    """The defined name in a definition line (the last call-like name that is no keyword,
-    else an assigned name)."""
+    """The defined name in a definition line: an assigned member's, else the name after a
+    definition keyword, else the last call-like name that is no keyword, else an assigned
+    name."""
+    for rule in (_MEMBER, _AFTER_KEYWORD):
+        found = rule.search(definition)
+        if found:
+            return found.group(1)
     names = [n for n in _DEF_NAME.findall(definition) if n not in _KEYWORDS]
     if names:
         return names[-1]
@@ -470,6 +481,7 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                         LEGACY if mode == "hybrid_legacy" else DEFAULT_RANKING
                                     )
                                     hits = 0
+                                    missed = []
                                     for q in spec["questions"]:
                                         ident = definition_name(q["definition"])
                                         text = (
@@ -482,14 +494,18 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                             SearchRequest(query=text, k=K, repo=name),
                                             hybrid=mode != "vector",
                                         )
-                                        hits += any(
+                                        hit = any(
                                             r["path"] == q["path"]
                                             and q["definition"] in (r["document"] or "")
                                             for r in got["results"]
                                         )
+                                        hits += hit
+                                        if not hit:
+                                            missed.append(text)
                                     figures[f"{phrasing}_{mode}_recall_at_5"] = round(
                                         hits / len(spec["questions"]), 4
                                     )
+                                    figures[f"{phrasing}_{mode}_missed"] = missed
                                     totals[phrasing][mode] += hits
                             asked += len(spec["questions"])
                             out["repos"][name] = {
