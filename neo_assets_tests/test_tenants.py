@@ -12,6 +12,8 @@ from neo_assets.config.examples import ensure_sample_repo
 from neo_assets.config.settings import BUNDLED_TENANTS_FILE, load_settings
 from neo_assets.core.codes import CONFIG_INVALID
 from neo_assets.core.ids.config_digest import declaration_digest, repo_declaration_digest
+from neo_assets.tenants.models import ParserModel, RepoModel, TenantModel, TopModel
+from neo_assets.tenants.rules import PARSER_KEYS, REPO_KEYS, TENANT_KEYS, TOP_LEVEL_KEYS
 from neo_assets.tenants.validation import (
     ID_PATTERN,
     MAX_PROBLEMS_SHOWN,
@@ -1343,3 +1345,11 @@ def test_a_declaration_change_changes_the_tenant_digest(site: Path) -> None:
     ).tenants[0]
     assert base.declaration_digest() != bumped.declaration_digest()
     assert base.repos[0].declaration_digest() != bumped.repos[0].declaration_digest()
+
+
+def test_the_models_declare_the_documented_keys() -> None:
+    # Messages list a mapping's allowed keys from its model; the rules name them too.
+    assert tuple(TopModel.model_fields) == TOP_LEVEL_KEYS
+    assert tuple(TenantModel.model_fields) == TENANT_KEYS
+    assert tuple(RepoModel.model_fields) == REPO_KEYS
+    assert tuple(ParserModel.model_fields) == PARSER_KEYS
