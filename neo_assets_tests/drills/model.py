@@ -80,6 +80,9 @@ def sim_env(server: FaultServerSupervisor) -> dict[str, str]:
         "NEO_EMBEDDING_RECOVERY_MAX_WAIT_S": "1.0",
         "NEO_BACKOFF_JITTER_S": "0",
         "NEO_SWEEP_LEASE_TTL_S": "5",
+        # The model serves a parser bump once its chunks are complete: it has no quality
+        # gate (the gate's hold is quality/test_parser_gate_e2e.py's subject).
+        "NEO_QUALITY_GATE": "false",
     }
 
 

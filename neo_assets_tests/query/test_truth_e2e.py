@@ -170,6 +170,9 @@ def test_parser_bump_at_partial_progress_serves_one_parser_per_path(
     # The bump must send its texts (unchanged inputs are otherwise copied, never sent),
     # so the hanging chunk leaves the new parser's generation partial.
     monkeypatch.setenv("NEO_EMBEDDING_REUSE_VECTORS", "false")
+    # Path by path; with the quality gate on (the default) the old parser serves every
+    # path until the new one is evaluated (quality/test_parser_gate_e2e.py).
+    monkeypatch.setenv("NEO_QUALITY_GATE", "false")
     env.configure(hang_s=0)
     world = make_world(
         {
