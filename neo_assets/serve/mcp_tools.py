@@ -2,7 +2,7 @@
 ``list_repos`` over the same query service as HTTP, and the code tools ``find_symbol``,
 ``find_references``, ``grep``, ``read_file``, ``list_files`` (``code_tools``). Each tool
 publishes its declared input and output schema (``serve/query_specs.py``,
-``code_tools/rules.py``) and takes its arguments unconverted, checked by the same rules
+``code_tools/rules/tools.py``) and takes its arguments unconverted, checked by the same rules
 as HTTP's bodies. Over streamable HTTP the token is the
 request's ``Authorization: Bearer`` header; over stdio it is NEO_TOKEN. Either way it is
 checked on every call, so a revoked token stops working at once."""
@@ -15,7 +15,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
-from neo_assets.code_tools.rules import TOOLS, ToolSpec, check_args, input_schema, portable
+from neo_assets.code_tools.rules.arguments import ToolSpec, check_args, input_schema, portable
+from neo_assets.code_tools.rules.tools import TOOLS
 from neo_assets.query.rules.request import QueryInputError, parse_search
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.query_specs import SEARCH_TOOLS
@@ -42,7 +43,7 @@ def for_mcp(message: str) -> str:
 
 class RawArguments(FuncMetadata):
     """A code tool's arguments handed over as the client sent them (one ``arguments``
-    dict), so ``code_tools.rules.parse_args`` checks them exactly as HTTP's body is
+    dict), so ``code_tools.rules.tools.parse_args`` checks them exactly as HTTP's body is
     checked: ``"5"`` is refused as an integer on both, unknown fields too."""
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
