@@ -87,7 +87,7 @@ def seed(
 
     from neo_assets.core.ids.stamps import chunk_metadata, row_stamps
     from neo_assets.generations.serving import configured_generation
-    from neo_assets.store.ledger import DeclaredChunk
+    from neo_assets.sources.rules.chunks import DeclaredChunk
     from neo_assets.tenants.validation import load_tenants
 
     tenants = load_tenants(settings.store.resolved_tenants_file)

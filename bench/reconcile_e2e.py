@@ -101,7 +101,7 @@ def build(root: Path, rows: int) -> dict[str, Any]:
 
 
 def write_rows(tenants: Any, store: Any, ledger: Any, rng: random.Random, rows: int) -> dict:
-    from neo_assets.store.ledger import DeclaredChunk
+    from neo_assets.sources.rules.chunks import DeclaredChunk
 
     per_repo = rows // (2 * REPOS)
     written = 0

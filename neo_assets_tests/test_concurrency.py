@@ -46,7 +46,7 @@ def migration_head() -> str:
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
-    from neo_assets.store.ledger import MIGRATIONS_DIR
+    from neo_assets.store.ledger_engine import MIGRATIONS_DIR
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))

@@ -49,107 +49,128 @@ def sweep(
     """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
 
     def go() -> int:
-        from neo_assets.declaration.in_force import (
-            declaration_doc,
-            misdeclared_doc,
-            misdeclared_for,
-            misdeclared_sweeps,
-        )
-
-        settings, tenants = load_config()  # a config error exits before Dagster is imported
-        # A misdeclared repo with no last good declaration is withheld: reported, not swept.
-        withheld = misdeclared_sweeps(tenants, tenant, repo)
-        if tenant and not withheld and not any(t.id == tenant for t in tenants.tenants):
-            raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
-        if (
-            repo
-            and not withheld
-            and not any(
-                r.slug == repo
-                for t in tenants.tenants
-                for r in t.repos
-                if tenant is None or t.id == tenant
-            )
-        ):
-            raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
-        from neo_assets.cli.launch import dagster_instance, run_sweeps
-
-        instance = dagster_instance(settings)
-        results = run_sweeps(
-            settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
-        )
-        for r in results:  # swept on its last good declaration: still to be fixed
-            found = misdeclared_for(tenants, r["tenantId"], r["repoSlug"])
-            r["misdeclared"] = misdeclared_doc(found) if found is not None else None
-        results += withheld
-        # The counts in both spellings for one release (README, "Deprecated keys").
-        emit(
-            {
-                "repos": [with_deprecated_keys(r) for r in results],
-                "declaration": declaration_doc(tenants),
-            },
-            as_json,
-        )
-        if not as_json:
-            for r in results:
-                c = r.get("counts", {})
-                if r["outcome"] == codes.OUTCOME_MISDECLARED:
-                    err.print(
-                        f"{r['tenantId']}/{r['repoSlug'] or '*'}: misdeclared, not swept "
-                        f"(line {r['misdeclared'] and r['misdeclared']['line']}): {r['error']}",
-                        highlight=False,
-                        soft_wrap=True,
-                    )
-                    continue
-                if r["outcome"] == codes.OUTCOME_FAILED and "retryAfter" in r:
-                    # not due: its last sweep failed and waits for its backoff (or a fix)
-                    err.print(
-                        f"{r['tenantId']}/{r['repoSlug']}: failed ("
-                        f"retry after {r['retryAfter'] or 'unknown'}"
-                        + (f"; {r['deferredCauseCode']}" if r.get("deferredCauseCode") else "")
-                        + (f": {r['error']}" if r.get("error") else "")
-                        + ")",
-                        highlight=False,
-                    )
-                    continue
-                if r["outcome"] == codes.OUTCOME_SKIPPED:
-                    err.print(
-                        f"{r['tenantId']}/{r['repoSlug']}: skipped (not due; "
-                        f"rev {str(r.get('revision'))[:12]})",
-                        highlight=False,
-                    )
-                    continue
-                err.print(
-                    f"{r['tenantId']}/{r['repoSlug']}: {r['outcome']}"
-                    + (f" ({r['deferredCauseCode']})" if r.get("deferredCauseCode") else "")
-                    + f"  rev {str(r.get('revision'))[:12]}  chunks {c.get('chunks', 0)}"
-                    + f"  new {c.get(keys.EMBEDDED, 0)}  present {c.get(keys.ALREADY_PRESENT, 0)}"
-                    + f"  fenced {c.get(keys.FENCED_POISON, 0)}"
-                    + f"+{c.get(keys.FENCED_UNDELIVERABLE, 0)}"
-                    + (f"  error: {r['error']}" if r.get("error") else ""),
-                    highlight=False,
-                )
-                for notice in r.get("notices") or []:
-                    err.print(f"  note: {notice}", highlight=False)
-        # A misdeclared repo in the run set (withheld, or swept on its last good
-        # declaration), a file that could not be read at all (every tenant swept on its
-        # last good declaration), or any problem of the file when the run set is all of
-        # it, fails the command: the file needs a fix; everything else was swept as usual.
-        everything = tenant is None and repo is None
-        failed = (
-            tenants.source != SOURCE_FILE
-            or (everything and (tenants.retires_nothing or bool(tenants.misdeclared)))
-            or any(
-                r["outcome"] in (codes.OUTCOME_FAILED, codes.OUTCOME_MISDECLARED)
-                or r.get("misdeclared")
-                # deferred, but nothing will heal by waiting: the provider is not there
-                or r.get("deferredCauseCode") == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
-                for r in results
-            )
-        )
-        return EXIT_FAILED if failed else EXIT_OK
+        return run_sweep_command(tenant, repo, force, as_json)
 
     run(go, as_json)
+
+
+def run_sweep_command(tenant: str | None, repo: str | None, force: bool, as_json: bool) -> int:
+    """The body of ``neo-assets sweep``: check the run set, sweep it, report, exit code."""
+    from neo_assets.declaration.in_force import (
+        declaration_doc,
+        misdeclared_doc,
+        misdeclared_for,
+        misdeclared_sweeps,
+    )
+
+    settings, tenants = load_config()  # a config error exits before Dagster is imported
+    # A misdeclared repo with no last good declaration is withheld: reported, not swept.
+    withheld = misdeclared_sweeps(tenants, tenant, repo)
+    check_sweep_run_set(tenants, tenant, repo, withheld)
+    from neo_assets.cli.launch import dagster_instance, run_sweeps
+
+    instance = dagster_instance(settings)
+    results = run_sweeps(
+        settings, tenants, instance, tenant=tenant, repo=repo, force=force, console=err
+    )
+    for r in results:  # swept on its last good declaration: still to be fixed
+        found = misdeclared_for(tenants, r["tenantId"], r["repoSlug"])
+        r["misdeclared"] = misdeclared_doc(found) if found is not None else None
+    results += withheld
+    # The counts in both spellings for one release (README, "Deprecated keys").
+    emit(
+        {
+            "repos": [with_deprecated_keys(r) for r in results],
+            "declaration": declaration_doc(tenants),
+        },
+        as_json,
+    )
+    if not as_json:
+        for r in results:
+            print_sweep_result(r)
+    return EXIT_FAILED if sweep_failed(tenants, tenant, repo, results) else EXIT_OK
+
+
+def check_sweep_run_set(tenants, tenant: str | None, repo: str | None, withheld: list) -> None:
+    """A usage error for a tenant or repo the file does not declare (nor withholds)."""
+    if tenant and not withheld and not any(t.id == tenant for t in tenants.tenants):
+        raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
+    if (
+        repo
+        and not withheld
+        and not any(
+            r.slug == repo
+            for t in tenants.tenants
+            for r in t.repos
+            if tenant is None or t.id == tenant
+        )
+    ):
+        raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
+
+
+def print_sweep_result(r: dict) -> None:
+    """One repo's line of the human sweep report, on stderr."""
+    c = r.get("counts", {})
+    if r["outcome"] == codes.OUTCOME_MISDECLARED:
+        err.print(
+            f"{r['tenantId']}/{r['repoSlug'] or '*'}: misdeclared, not swept "
+            f"(line {r['misdeclared'] and r['misdeclared']['line']}): {r['error']}",
+            highlight=False,
+            soft_wrap=True,
+        )
+        return
+    if r["outcome"] == codes.OUTCOME_FAILED and "retryAfter" in r:
+        # not due: its last sweep failed and waits for its backoff (or a fix)
+        err.print(
+            f"{r['tenantId']}/{r['repoSlug']}: failed ("
+            f"retry after {r['retryAfter'] or 'unknown'}"
+            + (f"; {r['deferredCauseCode']}" if r.get("deferredCauseCode") else "")
+            + (f": {r['error']}" if r.get("error") else "")
+            + ")",
+            highlight=False,
+        )
+        return
+    if r["outcome"] == codes.OUTCOME_SKIPPED:
+        err.print(
+            f"{r['tenantId']}/{r['repoSlug']}: skipped (not due; "
+            f"rev {str(r.get('revision'))[:12]})",
+            highlight=False,
+        )
+        return
+    err.print(
+        f"{r['tenantId']}/{r['repoSlug']}: {r['outcome']}"
+        + (f" ({r['deferredCauseCode']})" if r.get("deferredCauseCode") else "")
+        + f"  rev {str(r.get('revision'))[:12]}  chunks {c.get('chunks', 0)}"
+        + f"  new {c.get(keys.EMBEDDED, 0)}  present {c.get(keys.ALREADY_PRESENT, 0)}"
+        + f"  fenced {c.get(keys.FENCED_POISON, 0)}"
+        + f"+{c.get(keys.FENCED_UNDELIVERABLE, 0)}"
+        + (f"  error: {r['error']}" if r.get("error") else ""),
+        highlight=False,
+    )
+    for notice in r.get("notices") or []:
+        err.print(f"  note: {notice}", highlight=False)
+
+
+def sweep_failed(tenants, tenant: str | None, repo: str | None, results: list[dict]) -> bool:
+    """Whether the sweep command fails (exit 1).
+
+    A misdeclared repo in the run set (withheld, or swept on its last good declaration),
+    a file that could not be read at all (every tenant swept on its last good
+    declaration), or any problem of the file when the run set is all of it, fails the
+    command: the file needs a fix; everything else was swept as usual.
+    """
+    everything = tenant is None and repo is None
+    return (
+        tenants.source != SOURCE_FILE
+        or (everything and (tenants.retires_nothing or bool(tenants.misdeclared)))
+        or any(
+            r["outcome"] in (codes.OUTCOME_FAILED, codes.OUTCOME_MISDECLARED)
+            or r.get("misdeclared")
+            # deferred, but nothing will heal by waiting: the provider is not there
+            or r.get("deferredCauseCode") == codes.KB_VECTOR_EMBED_PROVIDER_UNREACHABLE
+            for r in results
+        )
+    )
 
 
 # ------------------------------------------------------------------------------ status

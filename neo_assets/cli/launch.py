@@ -146,14 +146,7 @@ def _sweep_each(
     if dues:
         ensure_pool(instance)
     results: list[dict[str, Any]] = []
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
-        TimeElapsedColumn(),
-        console=console or Console(stderr=True),
-        transient=False,
-    )
+    progress = _sweep_progress(console)
     task = progress.add_task("sweeping", total=len(dues))
     # Inside a repo: the embedding step's batches (reported in process, see sweep.progress).
     batches = progress.add_task("  embedding", total=None, visible=False)
@@ -171,60 +164,7 @@ def _sweep_each(
         for due in dues:
             progress.update(task, description=f"sweeping {due.key}")
             progress.update(batches, visible=False)
-            if due.reason is None and due.last_failure is not None:
-                # Not due, but not fine either: its last sweep failed and is backing off.
-                results.append(not_due_failure(due))
-                progress.advance(task)
-                continue
-            if due.reason is None:
-                results.append(
-                    {
-                        "tenantId": due.ctx.tenant_id,
-                        "repoSlug": due.ctx.repo_slug,
-                        "outcome": codes.OUTCOME_SKIPPED,
-                        "revision": due.revision,
-                        "counts": {},
-                        "deferredCauseCode": None,
-                    }
-                )
-                progress.advance(task)
-                continue
-            started_at = time.time()
-            result = job.execute_in_process(
-                instance=instance,
-                run_config=QUIET_CONSOLE,
-                partition_key=due.key,
-                raise_on_error=False,
-                tags={
-                    "neo/due-reason": due.reason,
-                    "neo/tenant": due.ctx.tenant_id,
-                    "neo/launched-by": "cli",
-                },
-            )
-            census = _census_output(result)
-            if census is not None:
-                # The verdict was recorded: whatever the run did after it does not turn a
-                # complete or deferred sweep into a failed one.
-                entry = {**census, "runId": result.run_id, "dueReason": due.reason}
-                if not result.success:
-                    entry["warning"] = _failure_message(result)
-                results.append(entry)
-            else:
-                results.append(
-                    {
-                        "tenantId": due.ctx.tenant_id,
-                        "repoSlug": due.ctx.repo_slug,
-                        "outcome": codes.OUTCOME_FAILED,
-                        "revision": due.revision,
-                        "counts": {},
-                        "deferredCauseCode": _failure_code(
-                            result, _recorded_state(ledger, due), started_at
-                        ),
-                        "error": _failure_message(result),
-                        "runId": result.run_id,
-                        "dueReason": due.reason,
-                    }
-                )
+            results.append(_sweep_one(due, job, instance, ledger))
             progress.advance(task)
     # Launched and not skipped (a not-due failure launched nothing; a lease skip wrote nothing).
     swept = [
@@ -239,6 +179,65 @@ def _sweep_each(
             instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
         )
     return results
+
+
+def _sweep_progress(console: Console | None) -> Progress:
+    """The sweep's progress bars, on stderr unless a console is given."""
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
+    )
+
+
+def _sweep_one(due: Any, job: Any, instance: Any, ledger: Ledger) -> dict[str, Any]:
+    """One repo's entry: its sweep run's census, or why no run was launched or why it failed."""
+    if due.reason is None and due.last_failure is not None:
+        # Not due, but not fine either: its last sweep failed and is backing off.
+        return not_due_failure(due)
+    if due.reason is None:
+        return {
+            "tenantId": due.ctx.tenant_id,
+            "repoSlug": due.ctx.repo_slug,
+            "outcome": codes.OUTCOME_SKIPPED,
+            "revision": due.revision,
+            "counts": {},
+            "deferredCauseCode": None,
+        }
+    started_at = time.time()
+    result = job.execute_in_process(
+        instance=instance,
+        run_config=QUIET_CONSOLE,
+        partition_key=due.key,
+        raise_on_error=False,
+        tags={
+            "neo/due-reason": due.reason,
+            "neo/tenant": due.ctx.tenant_id,
+            "neo/launched-by": "cli",
+        },
+    )
+    census = _census_output(result)
+    if census is not None:
+        # The verdict was recorded: whatever the run did after it does not turn a
+        # complete or deferred sweep into a failed one.
+        entry = {**census, "runId": result.run_id, "dueReason": due.reason}
+        if not result.success:
+            entry["warning"] = _failure_message(result)
+        return entry
+    return {
+        "tenantId": due.ctx.tenant_id,
+        "repoSlug": due.ctx.repo_slug,
+        "outcome": codes.OUTCOME_FAILED,
+        "revision": due.revision,
+        "counts": {},
+        "deferredCauseCode": _failure_code(result, _recorded_state(ledger, due), started_at),
+        "error": _failure_message(result),
+        "runId": result.run_id,
+        "dueReason": due.reason,
+    }
 
 
 def utc_text(epoch: float) -> str:

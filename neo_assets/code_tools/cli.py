@@ -65,6 +65,14 @@ def _line(hit: dict[str, Any]) -> str:
 
 
 def register(app: typer.Typer) -> None:
+    """Add the code tools' commands to ``app``, in the order ``--help`` lists them."""
+    register_symbol_commands(app)
+    register_file_commands(app)
+
+
+def register_symbol_commands(app: typer.Typer) -> None:
+    """``find-symbol`` and ``find-references``: the code's names."""
+
     @app.command("find-symbol")
     def find_symbol(
         name: Annotated[str, typer.Argument(help="a name, a dotted name or a prefix")],
@@ -111,6 +119,10 @@ def register(app: typer.Typer) -> None:
                 err.print(_line(r), highlight=False, markup=False)
 
         _command("find_references", tenant, body, as_json, show)
+
+
+def register_file_commands(app: typer.Typer) -> None:
+    """``grep``, ``read-file`` and ``list-files``: the files' text at the indexed revision."""
 
     @app.command("grep")
     def grep(

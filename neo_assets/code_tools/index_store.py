@@ -20,7 +20,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from neo_assets.code_tools.rules import Unit, file_record
+from neo_assets.code_tools.rules.index import Unit, file_record
 from neo_assets.code_tools.schema import code_index_files, code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger

@@ -20,9 +20,9 @@ from typing import Any
 
 import re2
 
-from neo_assets.code_tools import rules
 from neo_assets.code_tools.index_store import index_head, read_payload
-from neo_assets.code_tools.rules import RepoIndex, clip
+from neo_assets.code_tools.rules import limits, matching, tools
+from neo_assets.code_tools.rules.index import RepoIndex, clip, enclosing_unit, split_lines
 from neo_assets.core import codes
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.query.search import QueryService
@@ -217,7 +217,7 @@ class CodeTools:
         self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
     ) -> dict[str, Any]:
         indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
-        symbols, truncated = rules.find_symbols(
+        symbols, truncated = matching.find_symbols(
             indexes,
             args["name"],
             kind=args["kind"],
@@ -235,12 +235,12 @@ class CodeTools:
         self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
     ) -> dict[str, Any]:
         indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
-        hits, truncated = rules.find_references(indexes, args["name"], limit=args["max_results"])
+        hits, truncated = matching.find_references(indexes, args["name"], limit=args["max_results"])
         texts: dict[tuple[str, str], list[str] | None] = {}
         for index in indexes:
             paths = sorted({p for i, p, _l, _u in hits if i is index})
             for path, text in self._texts(tenant_id, index, paths)():
-                texts[(index.repo, path)] = None if text is None else rules.split_lines(text)
+                texts[(index.repo, path)] = None if text is None else split_lines(text)
         refs = []
         for index, path, line, unit in hits:
             lines = texts.get((index.repo, path))
@@ -264,7 +264,7 @@ class CodeTools:
         self, tenant_id: str, token_repos: Sequence[str], args: dict[str, Any]
     ) -> dict[str, Any]:
         matcher = compile_pattern(args["pattern"], args["case_sensitive"])
-        whole = rules.prefilter_pattern(args["pattern"])
+        whole = matching.prefilter_pattern(args["pattern"])
         prefilter = None if whole is None else compile_pattern(whole, args["case_sensitive"])
         indexes, missing = self._indexes_for(tenant_id, token_repos, args["repo"])
         limit, glob = args["max_results"], args["path"]
@@ -273,7 +273,7 @@ class CodeTools:
         truncated_by: str | None = None
         searched = 0
         for index in indexes:
-            paths = [p for p in index.files if rules.path_matches(p, glob)]
+            paths = [p for p in index.files if matching.path_matches(p, glob)]
             for path, text in self._texts(tenant_id, index, paths)():
                 if time.monotonic() > deadline:
                     truncated_by = "time"
@@ -282,13 +282,13 @@ class CodeTools:
                 if text is None or (prefilter is not None and prefilter.search(text) is None):
                     continue
                 syms = index.symbols.get(path, [])
-                for number, line in enumerate(rules.split_lines(text), start=1):
+                for number, line in enumerate(split_lines(text), start=1):
                     if matcher.search(line) is None:
                         continue
                     if len(matches) >= limit:
                         truncated_by = "max_results"
                         break
-                    unit = rules.enclosing_unit(syms, number)
+                    unit = enclosing_unit(syms, number)
                     matches.append(
                         {
                             "repo": index.repo,
@@ -329,8 +329,8 @@ class CodeTools:
                 "path",
                 status=503,
             )
-        lines = rules.split_lines(text)
-        first, last, more = rules.line_window(len(lines), args["start_line"], args["end_line"])
+        lines = split_lines(text)
+        first, last, more = matching.line_window(len(lines), args["start_line"], args["end_line"])
         units = [
             s.as_json()
             for s in index.symbols.get(path, [])
@@ -357,20 +357,20 @@ class CodeTools:
         files = [
             {"path": f.path, "language": f.language, "size": f.size, "lines": f.lines}
             for f in index.files.values()
-            if rules.path_matches(f.path, glob)
+            if matching.path_matches(f.path, glob)
         ]
         return {
             "repo": index.repo,
             "revision": index.revision,
-            "files": files[: rules.MAX_LIST_FILES],
-            "truncated": len(files) > rules.MAX_LIST_FILES,
+            "files": files[: limits.MAX_LIST_FILES],
+            "truncated": len(files) > limits.MAX_LIST_FILES,
         }
 
     def call(
         self, tool: str, tenant_id: str, token_repos: Sequence[str], body: Any
     ) -> dict[str, Any]:
-        """One tool call: arguments checked (``rules.parse_args``), then answered."""
-        args = rules.parse_args(tool, body)
+        """One tool call: arguments checked (``tools.parse_args``), then answered."""
+        args = tools.parse_args(tool, body)
         return getattr(self, tool)(tenant_id, token_repos, args)
 
 

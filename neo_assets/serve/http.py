@@ -15,7 +15,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from neo_assets.code_tools.rules import TOOLS
+from neo_assets.code_tools.rules.tools import TOOLS
 from neo_assets.core import codes
 from neo_assets.query.deadline import checkpoint, request_deadline
 from neo_assets.query.rules.request import QueryInputError, parse_search

@@ -2,12 +2,12 @@
 ``list_repos`` over the same query service as HTTP, and the code tools ``find_symbol``,
 ``find_references``, ``grep``, ``read_file``, ``list_files`` (``code_tools``). Each tool
 publishes its declared input and output schema (``serve/query_specs.py``,
-``code_tools/rules.py``) and takes its arguments unconverted, checked by the same rules
+``code_tools/rules/tools.py``) and takes its arguments unconverted, checked by the same rules
 as HTTP's bodies. Over streamable HTTP the token is the
 request's ``Authorization: Bearer`` header; over stdio it is NEO_TOKEN. Either way it is
 checked on every call, so a revoked token stops working at once."""
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -15,12 +15,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
 
-from neo_assets.code_tools.rules import TOOLS, ToolSpec, check_args, input_schema, portable
+from neo_assets.code_tools.rules.arguments import ToolSpec, check_args, input_schema, portable
+from neo_assets.code_tools.rules.tools import TOOLS
 from neo_assets.query.rules.request import QueryInputError, parse_search
 from neo_assets.serve.auth import authenticate, bearer, refuse_logged
 from neo_assets.serve.query_specs import SEARCH_TOOLS
 from neo_assets.serve.rules.tokens import TokenRecord
 from neo_assets.serve.runtime import Runtime
+
+# What a tool runs under: the token checked, a slot held, the request timed.
+Caller = Callable[[Context | None, str, Callable[[TokenRecord], Any]], Awaitable[Any]]
 
 INSTRUCTIONS = (
     "Search one tenant's code knowledge base: search_code finds chunks (functions, "
@@ -39,7 +43,7 @@ def for_mcp(message: str) -> str:
 
 class RawArguments(FuncMetadata):
     """A code tool's arguments handed over as the client sent them (one ``arguments``
-    dict), so ``code_tools.rules.parse_args`` checks them exactly as HTTP's body is
+    dict), so ``code_tools.rules.tools.parse_args`` checks them exactly as HTTP's body is
     checked: ``"5"`` is refused as an integer on both, unknown fields too."""
 
     def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
@@ -65,6 +69,15 @@ def add_declared_tool(mcp: MCPServer, spec: ToolSpec, run: Callable[..., Any]) -
 
 def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = None) -> MCPServer:
     mcp = MCPServer(name="neo-assets", instructions=INSTRUCTIONS)
+    call = authenticated_caller(runtime, stdio_token)
+    add_search_tools(mcp, runtime, call)
+    add_code_tools(mcp, runtime, call)
+    return mcp
+
+
+def authenticated_caller(runtime: Runtime, stdio_token: Callable[[], str | None] | None) -> Caller:
+    """``call(ctx, tool, body)``: the caller's token checked, a slot held, the request
+    timed; a refusal or a timeout becomes the tool's error."""
 
     def who(ctx: Context | None, tool: str) -> TokenRecord:
         headers = ctx.headers if ctx is not None else None
@@ -93,6 +106,11 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
         except TimeoutError:
             raise ToolError("QUERY_TIMEOUT: the request took too long; narrow it") from None
 
+    return call
+
+
+def add_search_tools(mcp: MCPServer, runtime: Runtime, call: Caller) -> None:
+    """The search tools: ``search_code``, ``get_chunk``, ``related_chunks``, ``list_repos``."""
     svc = runtime.service
 
     async def search_code(record: TokenRecord, arguments: dict[str, Any]) -> Any:
@@ -129,19 +147,20 @@ def build_mcp(runtime: Runtime, stdio_token: Callable[[], str | None] | None = N
     ):
         add_declared_tool(mcp, SEARCH_TOOLS[name], search_tool(name, answer))
 
+
+def add_code_tools(mcp: MCPServer, runtime: Runtime, call: Caller) -> None:
+    """The code tools (``find_symbol``, ``grep``, ...), answered by ``runtime.tools``."""
+
+    def tool_fn(name: str) -> Callable[..., Any]:
+        async def code_tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+            async def run(record: TokenRecord) -> Any:
+                return await anyio.to_thread.run_sync(
+                    runtime.tools.call, name, record.tenant_id, record.repos, arguments
+                )
+
+            return await call(ctx, name, run)
+
+        return code_tool
+
     for spec in TOOLS.values():
-
-        def tool_fn(name: str) -> Callable[..., Any]:
-            async def code_tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
-                async def run(record: TokenRecord) -> Any:
-                    return await anyio.to_thread.run_sync(
-                        runtime.tools.call, name, record.tenant_id, record.repos, arguments
-                    )
-
-                return await call(ctx, name, run)
-
-            return code_tool
-
         add_declared_tool(mcp, spec, tool_fn(spec.name))
-
-    return mcp

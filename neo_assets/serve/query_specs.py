@@ -5,7 +5,7 @@ and each tool's output schema, in plain text. Declared with the code tools' ``Ar
 
 from typing import Any
 
-from neo_assets.code_tools.rules import Arg, ToolSpec
+from neo_assets.code_tools.rules.arguments import Arg, ToolSpec
 from neo_assets.query.rules.filters import FILTERS
 from neo_assets.query.rules.request import DEFAULT_K, MAX_FILTER_CHARS, MAX_K, MAX_QUERY_CHARS
 

@@ -135,92 +135,20 @@ def build_status(
         )
         at = repo_generations(ledger, tenant.id)
         for repo in tenant.repos:
-            row = ledger.repo_state(tenant.id, repo.slug)
-            state = repo_state_from_row(row)
-            cadence_s = 60.0 * (repo.cadence_minutes or settings.sweep.default_cadence_minutes)
-            key = partition_key(tenant.id, repo.slug)
-            due = retry_due_at(
-                state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
-            )
-            generation = (row or {}).get("embedding_generation")
-            threshold = settings.embedding.strike_threshold
-            fence_records = ledger.fences(tenant.id, repo.slug, generation) if generation else []
-            fenced = {f["chunk_id"] for f in fence_records}
-            strikes = (
-                [
-                    {
-                        "chunkId": s["chunk_id"],
-                        "kind": s["kind"],
-                        "strikes": s["count"],
-                        "threshold": threshold,
-                    }
-                    for s in ledger.strikes(tenant.id, repo.slug, generation)
-                    # a chunk that graduated is a fence now, no longer strike progress
-                    if s["chunk_id"] not in fenced
-                ]
-                if generation
-                else []
-            )
-            serving = choice.generation
-            gens = generation_rows(
+            entry = declared_repo_row(
+                settings,
+                ledger,
+                store,
+                tenant.id,
+                repo,
+                choice,
                 [g for g in at if g.repo_slug == repo.slug],
                 records,
-                serving=serving,
-                configured=choice.configured,
-                settings=settings,
             )
-            building = next((g for g in gens if g["configured"] and not g["serving"]), None)
-            serving_store = (
-                store.sibling(collection_of(settings, records, serving)) if serving else store
-            )
-            rows = serving_store.count_where(tenant_filter(tenant.id, repo.slug))
-            repos.append(
-                {
-                    "tenantId": tenant.id,
-                    "repoSlug": repo.slug,
-                    "outcome": (row or {}).get("last_outcome"),
-                    "lastIngestedRev": (row or {}).get("last_ingested_rev"),
-                    "consecutiveFailures": (row or {}).get("consecutive_failures"),
-                    "deferredCauseCode": (row or {}).get("deferred_cause_code"),
-                    "nextDueAt": due,
-                    "lastAttemptAt": (row or {}).get("last_attempt_at"),
-                    "embeddingGeneration": generation,
-                    "contentPoisonChunks": decode_census((row or {}).get("content_poison_census")),
-                    "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
-                    "secretChunks": secret_census(row, fence_records),
-                    "strikes": strikes,
-                    "rows": rows,
-                    "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()
-                    if (row or {}).get("last_outcome") == OUTCOME_FAILED
-                    or (row or {}).get("deferred_cause_code") == PROVIDER_UNREACHABLE
-                    else None,
-                    "retired": False,
-                    # Generations side by side: which one answers this tenant's queries,
-                    # which one sweeps are building (None: the serving one is configured),
-                    # and every generation recorded for the repo with its progress.
-                    "servingGeneration": serving,
-                    "buildingGeneration": building["generation"] if building else None,
-                    "buildingProgress": progress_of(building) if building else None,
-                    "generations": gens,
-                    # The quality gate's verdict on the configured generation taking over.
-                    "qualityGate": gate_doc(choice.gate),
-                    # Its verdict on the declared parser replacing the one serving the repo.
-                    "parserGate": gate_doc(parser_gates.get(repo.slug)),
-                }
-            )
-            found = dues.get(key)
-            behind, behind_reason = behind_line(
-                found.reason if found else None,
-                (row or {}).get("last_ingested_rev"),
-                found.revision if found else None,
-            )
-            repos[-1] |= {
-                "due": bool(found and found.reason),
-                "dueReason": found.reason if found else None,
-                "headRevision": found.revision if found else None,
-                "behind": behind,
-                "behindReason": behind_reason,
-            }
+            found = dues.get(partition_key(tenant.id, repo.slug))
+            # The quality gate's verdict on the declared parser replacing the serving one.
+            entry["parserGate"] = gate_doc(parser_gates.get(repo.slug))
+            repos.append(entry | due_fields(found, entry["lastIngestedRev"]))
     repos += retired_repo_rows(tenants, ledger, store)
     # What the tenants file gets wrong: withheld repos, "misdeclared" per repo.
     repos += withheld_repo_rows(tenants, ledger, store)
@@ -235,4 +163,107 @@ def build_status(
         "freeze": freeze.to_doc() if freeze is not None else None,
         "generatedAt": time.time(),
         "declaration": declaration_doc(tenants),
+    }
+
+
+def declared_repo_row(
+    settings: Settings,
+    ledger: Ledger,
+    store: ChromaStore,
+    tenant_id: str,
+    repo: Any,
+    choice: Any,
+    at: list[Any],
+    records: dict[str, Any],
+) -> dict[str, Any]:
+    """A declared repo's status row (before its due fields): its last sweep as recorded,
+    its censuses, strikes, served rows and generations."""
+    row = ledger.repo_state(tenant_id, repo.slug)
+    state = repo_state_from_row(row)
+    cadence_s = 60.0 * (repo.cadence_minutes or settings.sweep.default_cadence_minutes)
+    key = partition_key(tenant_id, repo.slug)
+    due = retry_due_at(
+        state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
+    )
+    generation = (row or {}).get("embedding_generation")
+    fence_records = ledger.fences(tenant_id, repo.slug, generation) if generation else []
+    strikes = strike_rows(ledger, tenant_id, repo.slug, generation, fence_records, settings)
+    serving = choice.generation
+    gens = generation_rows(
+        at, records, serving=serving, configured=choice.configured, settings=settings
+    )
+    building = next((g for g in gens if g["configured"] and not g["serving"]), None)
+    serving_store = store.sibling(collection_of(settings, records, serving)) if serving else store
+    rows = serving_store.count_where(tenant_filter(tenant_id, repo.slug))
+    return {
+        "tenantId": tenant_id,
+        "repoSlug": repo.slug,
+        "outcome": (row or {}).get("last_outcome"),
+        "lastIngestedRev": (row or {}).get("last_ingested_rev"),
+        "consecutiveFailures": (row or {}).get("consecutive_failures"),
+        "deferredCauseCode": (row or {}).get("deferred_cause_code"),
+        "nextDueAt": due,
+        "lastAttemptAt": (row or {}).get("last_attempt_at"),
+        "embeddingGeneration": generation,
+        "contentPoisonChunks": decode_census((row or {}).get("content_poison_census")),
+        "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
+        "secretChunks": secret_census(row, fence_records),
+        "strikes": strikes,
+        "rows": rows,
+        "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()
+        if (row or {}).get("last_outcome") == OUTCOME_FAILED
+        or (row or {}).get("deferred_cause_code") == PROVIDER_UNREACHABLE
+        else None,
+        "retired": False,
+        # Generations side by side: which one answers this tenant's queries,
+        # which one sweeps are building (None: the serving one is configured),
+        # and every generation recorded for the repo with its progress.
+        "servingGeneration": serving,
+        "buildingGeneration": building["generation"] if building else None,
+        "buildingProgress": progress_of(building) if building else None,
+        "generations": gens,
+        # The quality gate's verdict on the configured generation taking over.
+        "qualityGate": gate_doc(choice.gate),
+    }
+
+
+def strike_rows(
+    ledger: Ledger,
+    tenant_id: str,
+    repo_slug: str,
+    generation: str | None,
+    fence_records: list[dict[str, Any]],
+    settings: Settings,
+) -> list[dict[str, Any]]:
+    """The repo's chunks on their way to a fence: strikes so far against the threshold."""
+    if not generation:
+        return []
+    threshold = settings.embedding.strike_threshold
+    fenced = {f["chunk_id"] for f in fence_records}
+    return [
+        {
+            "chunkId": s["chunk_id"],
+            "kind": s["kind"],
+            "strikes": s["count"],
+            "threshold": threshold,
+        }
+        for s in ledger.strikes(tenant_id, repo_slug, generation)
+        # a chunk that graduated is a fence now, no longer strike progress
+        if s["chunk_id"] not in fenced
+    ]
+
+
+def due_fields(found: Any, last_ingested_rev: str | None) -> dict[str, Any]:
+    """Whether the repo is due and how far behind its head it is (sweep.due's verdict)."""
+    behind, behind_reason = behind_line(
+        found.reason if found else None,
+        last_ingested_rev,
+        found.revision if found else None,
+    )
+    return {
+        "due": bool(found and found.reason),
+        "dueReason": found.reason if found else None,
+        "headRevision": found.revision if found else None,
+        "behind": behind,
+        "behindReason": behind_reason,
     }

@@ -15,7 +15,8 @@ import sqlalchemy as sa
 from neo_assets.embedding.rules.band import Discovery
 from neo_assets.embedding.rules.batch_caps import provider_cap_key
 from neo_assets.store import ledger_schema as t
-from neo_assets.store.ledger import Ledger, _engine
+from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_engine import ledger_engine
 
 _READERS: dict[str, sa.Engine] = {}
 
@@ -36,7 +37,7 @@ def recorded_discovery_at(
             return None  # a private or not yet created ledger has nothing recorded
     engine = _READERS.get(url)
     if engine is None:
-        engine = _READERS[url] = _engine(url)
+        engine = _READERS[url] = ledger_engine(url)
     try:
         return _read(engine, provider, base_url, model)
     except sa.exc.SQLAlchemyError:

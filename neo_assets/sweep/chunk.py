@@ -5,7 +5,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
 from neo_assets.code_tools.index_store import ParsedFile, build_index
-from neo_assets.code_tools.rules import Unit
+from neo_assets.code_tools.rules.index import Unit
 from neo_assets.config.settings import Settings
 from neo_assets.core.ids.chunk_ids import part_chunk_id
 from neo_assets.embedding.band import band_for

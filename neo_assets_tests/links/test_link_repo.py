@@ -21,8 +21,9 @@ from neo_assets.links.rules.records import (
 )
 from neo_assets.links.snapshot import LINKS_CACHE_DIR, default_cache_dir, snapshot_path
 from neo_assets.links.store import link_set, replace_links, repo_links
+from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.chroma_store import ChromaStore, open_store
-from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.store.ledger import Ledger
 
 PARAMS = LinkParams(window_seconds=86_400.0, per_chunk=20, threshold=0.7, top_k=20)
 T = 1_700_000_000.0

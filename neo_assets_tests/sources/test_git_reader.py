@@ -10,7 +10,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.sources.envelope import build_envelope, read_texts, resolve_revision
-from neo_assets.sources.git_reader import _CatFile
+from neo_assets.sources.git_blobs import CatFile
 from neo_assets.sources.model import Envelope, SourceError
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.sources.trees import CAP, SECRET, T1, T2, reasons
@@ -137,12 +137,12 @@ def test_git_envelope_is_deterministic(rich: dict[str, object]) -> None:
 def test_the_top_and_the_commit_are_one_git_process_and_errors_stay_precise(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.git_reader as git_reader
+    import neo_assets.sources.git_commands as git_commands
 
     repo = GitRepo(tmp_path / "r")
     repo.write("a.txt", "a\n")
     sha = repo.commit("c")
-    calls = _spy(monkeypatch, git_reader, "_git", lambda _top, *args: args[:2])
+    calls = _spy(monkeypatch, git_commands, "run_git", lambda _top, *args: args[:2])
     assert resolve_revision(repo.path, max_file_bytes=CAP) == sha
     assert resolve_revision(repo.path, ref="main", max_file_bytes=CAP) == sha
     assert calls == [("rev-parse", "--show-toplevel")] * 2  # one process each
@@ -262,7 +262,7 @@ def test_read_many_answers_every_request_in_order_past_the_pipe_buffers(tmp_path
     oids, bodies = _blob_ids(repo, 400, 4096)
     tree = repo.git("rev-parse", "HEAD^{tree}").strip()
     asked = [*oids, "0" * 40, tree, oids[0]]  # a missing object, a tree, a repeat
-    with _CatFile(str(repo.path)) as cat:
+    with CatFile(str(repo.path)) as cat:
         got = list(cat.read_many(asked))
     assert [oid for oid, _ in got] == asked
     assert [data for _, data in got[:400]] == [bodies[o] for o in oids]
@@ -274,7 +274,7 @@ def test_read_many_answers_every_request_in_order_past_the_pipe_buffers(tmp_path
 def test_read_many_stopped_early_ends_git_without_waiting(tmp_path: Path) -> None:
     repo = GitRepo(tmp_path / "repo")
     oids, bodies = _blob_ids(repo, 300, 8192)
-    cat = _CatFile(str(repo.path))
+    cat = CatFile(str(repo.path))
     answers = cat.read_many(oids)
     first_oid, first = next(answers)
     assert (first_oid, first) == (oids[0], bodies[oids[0]])
@@ -283,7 +283,7 @@ def test_read_many_stopped_early_ends_git_without_waiting(tmp_path: Path) -> Non
     assert cat._proc.wait(timeout=20) == -signal.SIGKILL
     cat.close()
     # A fresh reader still works after that.
-    with _CatFile(str(repo.path)) as again:
+    with CatFile(str(repo.path)) as again:
         assert again.read(oids[-1]) == bodies[oids[-1]]
 
 
@@ -325,7 +325,7 @@ def _spy(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, note) -> lis
 def _asking(monkeypatch: pytest.MonkeyPatch) -> list[set[str]]:
     import neo_assets.sources.git_reader as git_reader
 
-    return _spy(monkeypatch, git_reader, "_blob_sizes", lambda _top, oids: set(oids))
+    return _spy(monkeypatch, git_reader, "blob_sizes", lambda _top, oids: set(oids))
 
 
 def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blobs(
@@ -363,9 +363,9 @@ def test_sizes_come_from_the_previous_envelope_and_git_is_asked_only_for_new_blo
 
 
 def _listings(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    import neo_assets.sources.git_reader as git_reader
+    import neo_assets.sources.git_commands as git_commands
 
-    return _spy(monkeypatch, git_reader, "_git", lambda _top, *args: args[0])
+    return _spy(monkeypatch, git_commands, "run_git", lambda _top, *args: args[0])
 
 
 def test_the_same_commit_under_the_same_rules_is_the_recorded_envelope_unlisted(
@@ -457,7 +457,7 @@ def test_a_new_commit_is_the_recorded_envelope_carried_by_the_trees_changes(
     repo.commit("second", when=T2)
 
     calls = _listings(monkeypatch)
-    reads = _spy(monkeypatch, _CatFile, "_answer", lambda _self, oid: oid)
+    reads = _spy(monkeypatch, CatFile, "_answer", lambda _self, oid: oid)
     carried = build_envelope(repo.path, previous=recorded, **rules)
     assert "diff-tree" in calls and "ls-tree" not in calls
     carried_reads = list(reads)
@@ -536,7 +536,7 @@ def _shared_blob_repo(root: Path) -> GitRepo:
 
 
 def _counting_git_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    return _spy(monkeypatch, _CatFile, "read_many", lambda _self, oids: len(oids))
+    return _spy(monkeypatch, CatFile, "read_many", lambda _self, oids: len(oids))
 
 
 def test_the_blobs_read_to_classify_them_are_handed_to_the_first_read(
@@ -595,23 +595,23 @@ def _many_files(tmp_path: Path, n: int) -> GitRepo:
 def test_many_blobs_are_read_by_two_readers_with_the_same_verdicts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.git_reader as git_reader
+    import neo_assets.sources.git_blobs as git_blobs
 
-    repo = _many_files(tmp_path, git_reader.PARALLEL_READ_MIN + 44)
+    repo = _many_files(tmp_path, git_blobs.PARALLEL_READ_MIN + 44)
     # One object missing, late in the listing: the second reader's part.
     late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
     (repo.path / ".git" / "objects" / late[:2] / late[2:]).unlink()
     readers: list[str] = []
-    opened = git_reader._CatFile.__init__
+    opened = git_blobs.CatFile.__init__
 
     def counting(self, top: str) -> None:  # noqa: ANN001
         readers.append(top)
         opened(self, top)
 
-    monkeypatch.setattr(git_reader._CatFile, "__init__", counting)
+    monkeypatch.setattr(git_blobs.CatFile, "__init__", counting)
     both = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
-    assert len(readers) == git_reader.BLOB_READERS == 2
-    monkeypatch.setattr(git_reader, "BLOB_READERS", 1)
+    assert len(readers) == git_blobs.BLOB_READERS == 2
+    monkeypatch.setattr(git_blobs, "BLOB_READERS", 1)
     readers.clear()
     one = build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
     assert len(readers) == 1
@@ -625,17 +625,17 @@ def test_many_blobs_are_read_by_two_readers_with_the_same_verdicts(
 def test_a_blob_reader_that_fails_fails_the_envelope(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import neo_assets.sources.git_reader as git_reader
+    import neo_assets.sources.git_blobs as git_blobs
 
-    repo = _many_files(tmp_path, git_reader.PARALLEL_READ_MIN + 44)
+    repo = _many_files(tmp_path, git_blobs.PARALLEL_READ_MIN + 44)
     late = repo.git("rev-parse", "HEAD:m/f0290.py").strip()
-    answer = git_reader._CatFile._answer
+    answer = git_blobs.CatFile._answer
 
     def dying(self, oid: str) -> bytes | None:  # noqa: ANN001
         if oid == late:
             raise SourceError(codes.SOURCE_UNREADABLE, f"git cat-file stopped answering at {oid}")
         return answer(self, oid)
 
-    monkeypatch.setattr(git_reader._CatFile, "_answer", dying)
+    monkeypatch.setattr(git_blobs.CatFile, "_answer", dying)
     with pytest.raises(SourceError, match="stopped answering"):
         build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)

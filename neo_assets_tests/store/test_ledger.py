@@ -6,7 +6,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.sources.rules.chunks import DeclaredChunk
+from neo_assets.store.ledger import Ledger
 
 
 def _ledger(tmp_path: Path) -> Ledger:

@@ -15,9 +15,10 @@ import sqlalchemy as sa
 
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store import leases
 from neo_assets.store.chroma_store import open_store
-from neo_assets.store.ledger import DeclaredChunk, Ledger
+from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.rules import leases as rules
 from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets_tests.gitrepo import GitRepo

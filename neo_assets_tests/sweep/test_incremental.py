@@ -8,7 +8,7 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.embedding.providers.hashing import HashingProvider
-from neo_assets.sources import git_reader
+from neo_assets.sources import git_blobs
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.run import StageEnded, SweepInputs, run_sweep
 from neo_assets.sweep.steps import (
@@ -42,13 +42,13 @@ def env(kb: KbHandles, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("NEO_TENANTS_FILE", str(tenants))
     reads: list[str] = []
     # Every blob git hands back, whether asked one by one (read) or ahead (read_many).
-    original = git_reader._CatFile._answer
+    original = git_blobs.CatFile._answer
 
     def counting_answer(self, oid):  # noqa: ANN001, ANN202
         reads.append(oid)
         return original(self, oid)
 
-    monkeypatch.setattr(git_reader._CatFile, "_answer", counting_answer)
+    monkeypatch.setattr(git_blobs.CatFile, "_answer", counting_answer)
     return {"repo": repo, "tenants": tenants, "reads": reads, "tmp": tmp_path, "kb": kb}
 
 
