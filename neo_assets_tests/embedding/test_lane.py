@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane_memory import InMemoryFenceBook
 from neo_assets.embedding.providers.hashing import hash_embed
 from neo_assets.embedding.rules.lane import (
     KB_VECTOR_EMBED_CALL_CEILING,
