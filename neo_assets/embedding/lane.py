@@ -14,7 +14,7 @@ proves.
    when it is the slower side). A crash loses at most what is in flight: ``max_inflight``
    requests, ``write_queue_depth`` queued batches and the one being written.
 3. **Failures** are classified (``failures.classify_failure``) and routed by
-   ``embedding.rules.lane.failure_route``; every verdict-bearing step runs *serially*
+   ``embedding.rules.lane_evidence.failure_route``; every verdict-bearing step runs *serially*
    (nothing else in flight), so "this input was the only one in flight" holds whenever a
    single-input failure is read as evidence about that input:
 

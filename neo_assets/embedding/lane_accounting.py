@@ -15,11 +15,8 @@ from neo_assets.embedding.lane_state import (
     Outcome,
     Stop,
 )
-from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    LaneItem,
-    StrikeRecord,
-)
+from neo_assets.embedding.rules import lane_evidence, lane_rows
+from neo_assets.embedding.rules.lane import LaneItem, StrikeRecord
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 
@@ -41,12 +38,12 @@ class LaneAccounting(LaneState):
         count = (previous.count if previous is not None else 0) + 1
         threshold = self.settings.strike_threshold
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-        receipt = rules.strike_receipt(
+        receipt = lane_rows.strike_receipt(
             kind=kind,
             count=count,
             threshold=threshold,
             code=code,
-            suspect_size=rules.size_of(item.text, self.settings.chars_per_token),
+            suspect_size=lane_rows.size_of(item.text, self.settings.chars_per_token),
             operation_label=outcome.label,
             observed_at=self.clock(),
             previous=previous.receipt if previous is not None else None,
@@ -61,12 +58,12 @@ class LaneAccounting(LaneState):
         )
         self.strikes[item.chunk_id] = StrikeRecord(item.chunk_id, kind, count, receipt)
         self.struck_this_sweep.add(item.chunk_id)
-        if rules.should_graduate(count, threshold):
+        if lane_evidence.should_graduate(count, threshold):
             self._fence(
                 item,
                 codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
                 code,
-                rules.graduation_receipt(receipt, threshold),
+                lane_rows.graduation_receipt(receipt, threshold),
             )
             return
         self.awaiting_recovery.append(item.chunk_id)
@@ -83,13 +80,14 @@ class LaneAccounting(LaneState):
     def _fence(
         self, item: LaneItem, disposition: str, evidence_code: str, receipt: Mapping[str, Any]
     ) -> None:
-        if disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON and rules.poison_forbidden(
-            evidence_code
+        if (
+            disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON
+            and lane_evidence.poison_forbidden(evidence_code)
         ):
             raise AssertionError(f"poison from {evidence_code} is forbidden")
         observed_at = self.clock()
         stored = {**receipt, "evidenceCode": evidence_code}
-        reason_code = rules.FENCE_CODE_BY_DISPOSITION[disposition]
+        reason_code = lane_rows.FENCE_CODE_BY_DISPOSITION[disposition]
         self.book.record_fence(
             generation=self.generation,
             chunk_id=item.chunk_id,
@@ -104,7 +102,7 @@ class LaneAccounting(LaneState):
         else:
             self.counts["fencedUndeliverable"] += 1
         self.fence_rows.append(
-            rules.fence_row(
+            lane_rows.fence_row(
                 item.chunk_id,
                 disposition,
                 evidence_code,
@@ -130,7 +128,7 @@ class LaneAccounting(LaneState):
         self.counts["deferred"] += len(ids)
         details = outcome.failure_details() if outcome is not None else {}
         self.live_rows.append(
-            rules.error_row(
+            lane_rows.error_row(
                 code,
                 message,
                 ids,
@@ -148,7 +146,7 @@ class LaneAccounting(LaneState):
             self.state[item.chunk_id] = DEFERRED
         self.counts["deferred"] += len(rest)
         self.live_rows.append(
-            rules.error_row(
+            lane_rows.error_row(
                 stop.code,
                 stop.message,
                 [i.chunk_id for i in rest],
@@ -161,7 +159,7 @@ class LaneAccounting(LaneState):
         if len(self.events) >= MAX_EVENT_ROWS:
             return
         self.events.append(
-            rules.error_row(
+            lane_rows.error_row(
                 code, message, ids, outcome.label, outcome.cause_code, **outcome.failure_details()
             )
         )
@@ -173,7 +171,7 @@ class LaneAccounting(LaneState):
     def _summary(self) -> LaneSummary:
         threshold = self.settings.strike_threshold
         strike_rows = [
-            rules.strike_row(chunk_id, rec.kind, rec.count, threshold)
+            lane_rows.strike_row(chunk_id, rec.kind, rec.count, threshold)
             for chunk_id, rec in self.strikes.items()
             if rec.count > 0 and chunk_id in self.item_ids and self.state.get(chunk_id) != EMBEDDED
         ]

@@ -12,10 +12,8 @@ from neo_assets.embedding.lane_state import (
     Stop,
 )
 from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    LaneItem,
-    StrikeRecord,
-)
+from neo_assets.embedding.rules import lane_evidence, lane_rows
+from neo_assets.embedding.rules.lane import LaneItem, StrikeRecord
 
 
 def _evidence_of(strike: StrikeRecord) -> str:
@@ -24,7 +22,7 @@ def _evidence_of(strike: StrikeRecord) -> str:
         return evidence
     return (
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
-        if strike.kind == rules.STRIKE_DEATH
+        if strike.kind == lane_evidence.STRIKE_DEATH
         else codes.KB_VECTOR_EMBED_TIMEOUT
     )
 
@@ -45,7 +43,7 @@ class LaneBatches(LaneState):
             self.item_ids.add(item.chunk_id)
             fence = fences.get(item.chunk_id)
             if fence is not None:
-                row = rules.fence_row_from_record(fence, recorded_this_sweep=False)
+                row = lane_rows.fence_row_from_record(fence, recorded_this_sweep=False)
                 if row is not None:
                     self.counts["alreadyFenced"] += 1
                     self.prior_fence_rows.append(row)
@@ -57,17 +55,17 @@ class LaneBatches(LaneState):
                     item,
                     codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
                     rules.KB_VECTOR_EMBED_OVER_ADMISSION_BAND,
-                    rules.admission_receipt(item.text, self.settings, item.tokens),
+                    lane_rows.admission_receipt(item.text, self.settings, item.tokens),
                 )
                 continue
             strike = self.strikes.get(item.chunk_id)
-            if strike is not None and rules.should_graduate(strike.count, threshold):
+            if strike is not None and lane_evidence.should_graduate(strike.count, threshold):
                 # The evidence was gathered before (e.g. a crash between strike and fence).
                 self._fence(
                     item,
                     codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
                     _evidence_of(strike),
-                    rules.graduation_receipt(strike.receipt, threshold),
+                    lane_rows.graduation_receipt(strike.receipt, threshold),
                 )
                 continue
             if strike is not None and strike.count > 0:
@@ -149,7 +147,9 @@ class LaneBatches(LaneState):
             return
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
         route = self._first_contact(
-            rules.failure_route(code, outcome.status, len(batch), concurrent=outcome.concurrent),
+            lane_evidence.failure_route(
+                code, outcome.status, len(batch), concurrent=outcome.concurrent
+            ),
             outcome,
         )
         ids = [i.chunk_id for i in batch]
@@ -160,7 +160,9 @@ class LaneBatches(LaneState):
             self.done_batches += 1
         if route == "isolate":
             self.isolations.append(batch)
-            what = "a size refusal" if rules.is_size_refusal(code) else "a content-class error"
+            what = (
+                "a size refusal" if lane_evidence.is_size_refusal(code) else "a content-class error"
+            )
             self._event(code, f"batch failed with {what}: isolating", ids, outcome)
         elif route == "retry":
             self.batches.appendleft(batch)  # not settled: it goes again
@@ -170,7 +172,7 @@ class LaneBatches(LaneState):
             )
         else:
             self.suspects.extend(batch)
-            if rules.waits_for_recovery(code, outcome.status):
+            if lane_evidence.waits_for_recovery(code, outcome.status):
                 self.need_recovery = outcome
             self._event(
                 code, "batch failed: its members are suspects, dispatched one by one", ids, outcome
@@ -200,7 +202,7 @@ class LaneBatches(LaneState):
                 outcome,
             )
             return
-        named = rules.batch_cap_from_message(outcome.detail)
+        named = lane_evidence.batch_cap_from_message(outcome.detail)
         cap = named or max(1, len(batch) // 2)
         cap = min(cap, len(batch) - 1) if cap >= len(batch) else cap
         self.batch_size = min(self.batch_size, max(1, cap))

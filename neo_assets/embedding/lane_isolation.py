@@ -8,9 +8,8 @@ from neo_assets.embedding.failures import (
 )
 from neo_assets.embedding.lane_state import IsolationAborted, LaneState, Outcome
 from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    LaneItem,
-)
+from neo_assets.embedding.rules import lane_evidence, lane_rows
+from neo_assets.embedding.rules.lane import LaneItem
 
 
 class LaneIsolation(LaneState):
@@ -26,7 +25,7 @@ class LaneIsolation(LaneState):
             self.suspects.extend(rest)
             outcome = aborted.outcome
             code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-            if rules.waits_for_recovery(code, outcome.status):
+            if lane_evidence.waits_for_recovery(code, outcome.status):
                 self.need_recovery = outcome
             self._event(
                 code,
@@ -62,7 +61,7 @@ class LaneIsolation(LaneState):
             await self._embedded(part, outcome)
             return True
         self.last_ok = False
-        if rules.starts_isolation(outcome.code or "", outcome.status):
+        if lane_evidence.starts_isolation(outcome.code or "", outcome.status):
             return False
         raise IsolationAborted(outcome)  # a provider failure mid-bisection
 
@@ -88,10 +87,10 @@ class LaneIsolation(LaneState):
             await self._embedded([item], outcome)
             return True
         self.last_ok = False
-        if rules.is_size_refusal(outcome.code or ""):
+        if lane_evidence.is_size_refusal(outcome.code or ""):
             self._size_refused(item, outcome)
             return False
-        if not rules.is_content_class(outcome.code or "", outcome.status):
+        if not lane_evidence.is_content_class(outcome.code or "", outcome.status):
             return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
         if not (isolating and preceded_ok):
             control = await self._control("isolation-control")
@@ -104,13 +103,13 @@ class LaneIsolation(LaneState):
                 await self._embedded([item], outcome)
                 return True
             self.last_ok = False
-            if rules.is_size_refusal(outcome.code or ""):
+            if lane_evidence.is_size_refusal(outcome.code or ""):
                 self._size_refused(item, outcome)
                 return False
-            if not rules.is_content_class(outcome.code or "", outcome.status):
+            if not lane_evidence.is_content_class(outcome.code or "", outcome.status):
                 return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
-        evidence = rules.content_evidence(outcome.code or "", outcome.status)
-        if evidence is None or rules.poison_forbidden(evidence):
+        evidence = lane_evidence.content_evidence(outcome.code or "", outcome.status)
+        if evidence is None or lane_evidence.poison_forbidden(evidence):
             # Unreachable by construction; the guard stands at the attribution site anyway.
             self._defer(
                 [item],
@@ -125,14 +124,14 @@ class LaneIsolation(LaneState):
             "providerCode": outcome.provider_code,
             "operationLabel": outcome.label,
             "pairedControl": True,
-            "suspect": rules.size_of(item.text, self.settings.chars_per_token),
+            "suspect": lane_rows.size_of(item.text, self.settings.chars_per_token),
         }
         self._fence(item, codes.DISPOSITION_PROVEN_CONTENT_POISON, evidence, receipt)
         return False
 
     def _size_refused(self, item: LaneItem, outcome: Outcome) -> None:
         """ONE input the provider refused for its size: geometry, never content."""
-        receipt = rules.size_refusal_receipt(
+        receipt = lane_rows.size_refusal_receipt(
             code=outcome.code or codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE,
             status=outcome.status,
             operation_label=outcome.label,
@@ -143,7 +142,7 @@ class LaneIsolation(LaneState):
                 "bandTokens": rules.admission_band(self.settings),
                 "countedTokens": item.tokens,
             },
-            suspect_size=rules.size_of(item.text, self.settings.chars_per_token),
+            suspect_size=lane_rows.size_of(item.text, self.settings.chars_per_token),
         )
         self._fence(
             item,
@@ -158,10 +157,10 @@ class LaneIsolation(LaneState):
         """A non-content failure around ONE input: of its own dispatch, or of the control
         taken for it (which proves nothing about the input: it is simply tried again)."""
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-        route = rules.failure_route(code, outcome.status, 1) if own_dispatch else "retry"
+        route = lane_evidence.failure_route(code, outcome.status, 1) if own_dispatch else "retry"
         route = self._first_contact(route, outcome)
-        kind = rules.strike_kind(code, single_input=True)
-        attributable = rules.strike_attributable(kind, outcome.alone)
+        kind = lane_evidence.strike_kind(code, single_input=True)
+        attributable = lane_evidence.strike_attributable(kind, outcome.alone)
         if route == "strike" and not attributable:
             self._defer(
                 [item],
@@ -181,7 +180,7 @@ class LaneIsolation(LaneState):
             self._defer([item], code, "single input failed; offered again next sweep", outcome)
         if in_isolation:
             raise IsolationAborted(outcome)
-        if rules.waits_for_recovery(code, outcome.status):
+        if lane_evidence.waits_for_recovery(code, outcome.status):
             self.need_recovery = outcome
         if route != "wait":
             self._count_failure(outcome)

@@ -3,10 +3,8 @@ failures, and the strike receipts a later success completes."""
 
 from neo_assets.core import codes
 from neo_assets.embedding.lane_state import LaneState, Outcome, Stop
-from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    StrikeRecord,
-)
+from neo_assets.embedding.rules import lane_evidence, lane_rows
+from neo_assets.embedding.rules.lane import StrikeRecord
 from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_REFUSED,
 )
@@ -33,7 +31,7 @@ class LaneRecovery(LaneState):
             bound = max(self.settings.loading_max_wait_s, self.settings.recovery_max_wait_s)
         else:
             bound = self.settings.recovery_max_wait_s
-        delays = rules.recovery_delays(
+        delays = lane_evidence.recovery_delays(
             self.settings.recovery_initial_s, self.settings.recovery_max_s, bound
         )
         last = failure
@@ -66,11 +64,11 @@ class LaneRecovery(LaneState):
     def _count_failure(self, outcome: Outcome) -> None:
         self.last_ok = False
         code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-        if code in rules.NEVER_COUNTED_CODES or (
+        if code in lane_evidence.NEVER_COUNTED_CODES or (
             code == codes.KB_VECTOR_EMBED_CONNECTION_REFUSED and not self.ever_answered
         ):
             return
-        if not (outcome.control or rules.is_provider_failure(code, outcome.status)):
+        if not (outcome.control or lane_evidence.is_provider_failure(code, outcome.status)):
             return
         self.consecutive_failures += 1
         if self.consecutive_failures >= self.settings.circuit_threshold:
@@ -88,12 +86,12 @@ class LaneRecovery(LaneState):
         (a control until a real input succeeds, then that input)."""
         if not self.awaiting_recovery:
             return
-        size = {**rules.size_of(text, self.settings.chars_per_token), "source": source}
+        size = {**lane_rows.size_of(text, self.settings.chars_per_token), "source": source}
         for chunk_id in self.awaiting_recovery:
             strike = self.strikes.get(chunk_id)
             if strike is None:
                 continue
-            receipt = rules.with_recovery(strike.receipt, size)
+            receipt = lane_rows.with_recovery(strike.receipt, size)
             self.book.record_strike(
                 generation=self.generation,
                 chunk_id=chunk_id,

@@ -17,10 +17,8 @@ from neo_assets.embedding.lane_state import (
     failure_outcome,
 )
 from neo_assets.embedding.provider_slots import Held
-from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    LaneItem,
-)
+from neo_assets.embedding.rules import lane_evidence
+from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_UNRESOLVED,
     UNREACHABLE_WRONG_PATH,
@@ -53,7 +51,7 @@ class LaneRequests(LaneState):
         label: str,
         *,
         texts: Sequence[str] | None = None,
-        deadline_cause: str = rules.KB_VECTOR_EMBED_CALL_CEILING,
+        deadline_cause: str = lane_evidence.KB_VECTOR_EMBED_CALL_CEILING,
         solo: bool = False,
     ) -> Outcome:
         """One provider request under the lane's scope and the call ceiling.
@@ -121,7 +119,7 @@ class LaneRequests(LaneState):
                 )
             outcome = failure_outcome(exc, label)
             if not self.ever_answered:
-                why = rules.first_contact(
+                why = lane_evidence.first_contact(
                     outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED,
                     outcome.status,
                     is_connect_failure(exc),
@@ -199,7 +197,7 @@ class LaneRequests(LaneState):
         if self.internal_stop is not None:
             return self.internal_stop
         cause = self.scope.cause if self.scope.cancelled else self.lane_scope.cause
-        code = rules.cancellation_code(cause)
+        code = lane_evidence.cancellation_code(cause)
         return Stop(code, f"embedding stopped: scope cancelled ({cause})", cause_code=cause)
 
     def _stop_lane(self, stop: Stop) -> Stop:

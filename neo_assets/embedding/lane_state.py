@@ -17,12 +17,7 @@ from neo_assets.embedding.failures import (
 from neo_assets.embedding.lane_memory import BatchCapMemory, FenceBook
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.provider_slots import LocalSlots, Slots
-from neo_assets.embedding.rules.lane import (
-    FenceRecord,
-    LaneItem,
-    LaneSettings,
-    StrikeRecord,
-)
+from neo_assets.embedding.rules.lane import FenceRecord, LaneItem, LaneSettings, StrikeRecord
 from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.sweep.rules.summary import zero_lane_counts
 
