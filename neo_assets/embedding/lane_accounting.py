@@ -21,6 +21,8 @@ from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 
 class LaneAccounting(LaneState):
+    """Outcome accounting; a part of ``lane._Lane``."""
+
     async def _embedded(self, items: list[LaneItem], outcome: Outcome) -> None:
         assert outcome.vectors is not None
         self.last_ok = True

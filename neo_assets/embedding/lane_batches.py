@@ -6,11 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from neo_assets.core import codes
-from neo_assets.embedding.lane_state import (
-    LaneState,
-    Outcome,
-    Stop,
-)
+from neo_assets.embedding.lane_state import LaneState, Outcome, Stop
 from neo_assets.embedding.rules import lane as rules
 from neo_assets.embedding.rules import lane_evidence, lane_rows
 from neo_assets.embedding.rules.lane import LaneItem, StrikeRecord
@@ -28,6 +24,9 @@ def _evidence_of(strike: StrikeRecord) -> str:
 
 
 class LaneBatches(LaneState):
+    """The happy path and its reshaping; a part of ``lane._Lane`` (the parts reach each
+    other through ``self``)."""
+
     def _admit(self, items: Sequence[LaneItem]) -> None:
         if self._fences is None:  # read once per sweep
             self._fences = self.book.fence_records(self.generation)

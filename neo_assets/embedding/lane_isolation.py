@@ -3,9 +3,7 @@ control, one input alone, and what a single input's failure proves (a fence, a s
 nothing)."""
 
 from neo_assets.core import codes
-from neo_assets.embedding.failures import (
-    size_tokens,
-)
+from neo_assets.embedding.failures import size_tokens
 from neo_assets.embedding.lane_state import IsolationAborted, LaneState, Outcome
 from neo_assets.embedding.rules import lane as rules
 from neo_assets.embedding.rules import lane_evidence, lane_rows
@@ -13,6 +11,8 @@ from neo_assets.embedding.rules.lane import LaneItem
 
 
 class LaneIsolation(LaneState):
+    """Isolation and one input alone; a part of ``lane._Lane``."""
+
     async def _isolate(self, group: list[LaneItem]) -> None:
         """Bisect a content-failed group with a paired control (module docstring)."""
         try:

@@ -5,12 +5,12 @@ from neo_assets.core import codes
 from neo_assets.embedding.lane_state import LaneState, Outcome, Stop
 from neo_assets.embedding.rules import lane_evidence, lane_rows
 from neo_assets.embedding.rules.lane import StrikeRecord
-from neo_assets.embedding.rules.provider_kinds import (
-    UNREACHABLE_REFUSED,
-)
+from neo_assets.embedding.rules.provider_kinds import UNREACHABLE_REFUSED
 
 
 class LaneRecovery(LaneState):
+    """Recovery and the circuit; a part of ``lane._Lane``."""
+
     async def _recover(self) -> None:
         """Wait until the provider answers a short control text again (abortable backoff),
         or stop with the failure's code once the bounded wait is spent."""

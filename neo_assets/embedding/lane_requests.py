@@ -7,15 +7,8 @@ from collections.abc import Sequence
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled
-from neo_assets.embedding.failures import (
-    is_connect_failure,
-)
-from neo_assets.embedding.lane_state import (
-    LaneState,
-    Outcome,
-    Stop,
-    failure_outcome,
-)
+from neo_assets.embedding.failures import is_connect_failure
+from neo_assets.embedding.lane_state import LaneState, Outcome, Stop, failure_outcome
 from neo_assets.embedding.provider_slots import Held
 from neo_assets.embedding.rules import lane_evidence
 from neo_assets.embedding.rules.lane import LaneItem
@@ -32,6 +25,8 @@ from neo_assets.embedding.vectors import (
 
 
 class LaneRequests(LaneState):
+    """One request and the lane's stops; a part of ``lane._Lane``."""
+
     async def _discover_slots(self) -> None:
         """``max_inflight`` from the server's free slots where it reports them."""
         discover = getattr(self.provider, "free_slots", None)

@@ -10,10 +10,7 @@ from typing import Any
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.failures import (
-    as_embed_failure,
-    failure_cause,
-)
+from neo_assets.embedding.failures import as_embed_failure, failure_cause
 from neo_assets.embedding.lane_memory import BatchCapMemory, FenceBook
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.provider_slots import LocalSlots, Slots

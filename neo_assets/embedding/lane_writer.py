@@ -6,15 +6,12 @@ import asyncio
 import numpy as np
 
 from neo_assets.core import codes
-from neo_assets.embedding.lane_state import (
-    EMBEDDED,
-    LaneState,
-    Outcome,
-    Stop,
-)
+from neo_assets.embedding.lane_state import EMBEDDED, LaneState, Outcome, Stop
 
 
 class LaneWriter(LaneState):
+    """The store writer; a part of ``lane._Lane``."""
+
     async def _writer(self) -> None:
         """The one writer: runs the synchronous store write in a worker thread.
 
