@@ -37,7 +37,8 @@ import httpx
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane_memory import InMemoryFenceBook
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.store.chroma_store import ChromaStore, make_client

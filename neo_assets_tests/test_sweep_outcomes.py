@@ -28,7 +28,7 @@ import sqlalchemy as sa
 from neo_assets.core import codes
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
-from neo_assets.embedding.rules import lane as rules
+from neo_assets.embedding.rules import lane_rows
 from neo_assets.sweep.defs import sweep_sensor
 from neo_assets.sweep.rules.censuses import CENSUS_MAX_IDS
 from neo_assets.sweep.rules.fence_gate import fence_family, is_durable_fence
@@ -463,7 +463,7 @@ def test_each_malformed_fence_defers_exactly_as_a_live_row(
     malformed, poison, big = (env.chunk_id(p) for p in ("malformed.txt", "poison.txt", "big.txt"))
     second = env.commit({"more.txt": text_file("more healthy words")})
 
-    real = rules.fence_row_from_record
+    real = lane_rows.fence_row_from_record
     decided: list[tuple[Any, ...]] = []
     for failures, (name, mutate) in enumerate(MALFORMED.items(), start=1):
 
@@ -471,7 +471,7 @@ def test_each_malformed_fence_defers_exactly_as_a_live_row(
             row = real(record, recorded_this_sweep=recorded_this_sweep)
             return mutate(row) if record.chunk_id == malformed else row
 
-        monkeypatch.setattr(rules, "fence_row_from_record", reader)
+        monkeypatch.setattr(lane_rows, "fence_row_from_record", reader)
         result = env.sweep(force=True)
         summary = assert_deferred_by_live_row(env, result)
         (row,) = live_rows(summary)

@@ -36,7 +36,7 @@ import httpx
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled
-from neo_assets.embedding.rules.lane import batch_cap_from_message as batch_cap_of
+from neo_assets.embedding.rules.lane_evidence import batch_cap_from_message as batch_cap_of
 from neo_assets.embedding.rules.provider_kinds import timeout_code
 
 # Every cause code that means "a deadline fired" (a provider's own, or a probe's).

@@ -10,7 +10,8 @@ import sqlalchemy as sa
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.embedding.rules.lane import FenceRecord, fence_row_from_record
+from neo_assets.embedding.rules.lane import FenceRecord
+from neo_assets.embedding.rules.lane_rows import fence_row_from_record
 from neo_assets.generations.serving import configured_generation
 from neo_assets.quality.parser_switch import serving_parsers
 from neo_assets.reconcile.rules.declaration import TenantDeclaration

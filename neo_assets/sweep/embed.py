@@ -15,9 +15,10 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import LaneItem, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.rules.band import check_band, headroom_notice
+from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.health.evidence import VectorEvidenceRecorder
 from neo_assets.health.freezing import blocking_freeze, observe_sweep
 from neo_assets.health.rules.freeze import frozen_summary

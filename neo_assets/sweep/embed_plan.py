@@ -12,9 +12,9 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.band import band_for
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import LaneItem
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.rules.band import Band
+from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.generations.rules import resolved_collection

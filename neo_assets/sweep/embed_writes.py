@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from neo_assets.core.ids.stamps import INPUT_DIGEST_KEY, chunk_metadata, row_stamps
-from neo_assets.embedding.lane import LaneItem
+from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.reuse import ReusePlan
 from neo_assets.sweep.context import COPY_BATCH, RepoContext
 from neo_assets.sweep.embed_plan import EmbedContext, EmbedPlan

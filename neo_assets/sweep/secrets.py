@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from neo_assets.core import codes
-from neo_assets.embedding.rules.lane import FenceRecord, fence_row
+from neo_assets.embedding.rules.lane import FenceRecord
+from neo_assets.embedding.rules.lane_rows import fence_row
 from neo_assets.secrets.rules import fence_receipt, scan
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.ledger_fence_book import LedgerFenceBook

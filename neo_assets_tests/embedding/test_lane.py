@@ -1,10 +1,10 @@
 """The embedding lane against an in-process scripted provider.
 
-Every verdict path of ``neo_assets/embedding/lane.py`` with a provider that fails on
-purpose, per input: content failures isolated by bisection within the request bound,
-deaths on the bisection path and on the single-input path that never produce poison,
-death and timeout strikes that graduate across sweeps even when the killer is the only
-work left, refused connections that conclude nothing, the circuit, write errors, and
+Every verdict path of the lane (``neo_assets/embedding/lane.py`` and its parts) with a
+provider that fails on purpose, per input: content failures isolated by bisection within
+the request bound, deaths on the bisection path and on the single-input path that never
+produce poison, death and timeout strikes that graduate across sweeps even when the killer
+is the only work left, refused connections that conclude nothing, the circuit, write errors, and
 cancellation with zero further requests. The same key scenarios run against the real
 fault-injecting server subprocess in ``test_lane_fault_server.py``.
 """
@@ -27,14 +27,12 @@ from hypothesis import strategies as st
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane_memory import InMemoryFenceBook
 from neo_assets.embedding.providers.hashing import hash_embed
-from neo_assets.embedding.rules.lane import (
+from neo_assets.embedding.rules.lane import LaneItem, LaneSettings, StrikeRecord, admission_band
+from neo_assets.embedding.rules.lane_evidence import (
     KB_VECTOR_EMBED_CALL_CEILING,
-    LaneItem,
-    LaneSettings,
-    StrikeRecord,
-    admission_band,
     isolation_request_bound,
 )
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors

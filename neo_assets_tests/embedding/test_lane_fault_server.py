@@ -24,9 +24,11 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane_memory import InMemoryFenceBook
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
-from neo_assets.embedding.rules.lane import LaneItem, LaneSettings, isolation_request_bound
+from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
+from neo_assets.embedding.rules.lane_evidence import isolation_request_bound
 from neo_assets.store.chroma_store import ChromaStore, make_client
 from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome

@@ -20,7 +20,8 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import InMemoryFenceBook, embed_chunks
+from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane_memory import InMemoryFenceBook
 from neo_assets.embedding.provider_slots import Slots
 from neo_assets.embedding.providers.ollama import OllamaProvider
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider

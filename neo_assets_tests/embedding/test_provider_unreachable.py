@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.embedding.rules.lane import first_contact
+from neo_assets.embedding.rules.lane_evidence import first_contact
 from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_REFUSED,
     UNREACHABLE_UNRESOLVED,

@@ -59,7 +59,8 @@ def timeout_code(kind: str) -> str:
     return known.timeout_code if known else codes.PROVIDER_TIMEOUT
 
 
-# Why a provider that never answered counts as not there (embedding.rules.lane.first_contact).
+# Why a provider that never answered counts as not there
+# (embedding.rules.lane_evidence.first_contact).
 UNREACHABLE_REFUSED = "refused"
 UNREACHABLE_UNRESOLVED = "unresolved"
 UNREACHABLE_WRONG_PATH = "wrong-path"

@@ -42,7 +42,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from neo_assets.core import codes
-from neo_assets.embedding.rules.lane import FenceRecord, error_row, fence_row_from_record
+from neo_assets.embedding.rules.lane import FenceRecord
+from neo_assets.embedding.rules.lane_rows import error_row, fence_row_from_record
 from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
     VECTOR_VERDICTS,

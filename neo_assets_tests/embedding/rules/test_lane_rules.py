@@ -8,11 +8,8 @@ from hypothesis import strategies as st
 
 from neo_assets.core import codes
 from neo_assets.embedding.rules import lane as rules
-from neo_assets.embedding.rules.lane import (
-    FenceRecord,
-    LaneSettings,
-    StrikeRecord,
-)
+from neo_assets.embedding.rules import lane_evidence, lane_rows
+from neo_assets.embedding.rules.lane import FenceRecord, LaneSettings, StrikeRecord
 from neo_assets.sweep.rules.fence_gate import fence_family, is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 
@@ -26,7 +23,7 @@ ALL_CODES = sorted(
         codes.PROVIDER_TIMEOUT,
         codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT,
         codes.EMBEDDING_PROBE_TIMEOUT,
-        rules.KB_VECTOR_EMBED_CALL_CEILING,
+        lane_evidence.KB_VECTOR_EMBED_CALL_CEILING,
         "SOMETHING_UNKNOWN",
         "",
     }
@@ -98,7 +95,7 @@ def test_admission_band_and_boundary() -> None:
     small = LaneSettings(context_tokens=10, admission_safety_factor=1.0, chars_per_token=2.0)
     assert rules.admitted("x" * 20, small)  # 10 tokens == band
     assert not rules.admitted("x" * 21, small)  # 11 tokens
-    receipt = rules.admission_receipt("x" * 21, small)
+    receipt = lane_rows.admission_receipt("x" * 21, small)
     assert receipt["estimateTokens"] == 11
     assert receipt["bandTokens"] == 10
     assert receipt["evidenceCode"] == rules.KB_VECTOR_EMBED_OVER_ADMISSION_BAND
@@ -159,7 +156,7 @@ def test_plan_batches_rejects_a_zero_size() -> None:
 # ---------------------------------------------------------------------------- evidence
 @pytest.mark.parametrize("code", ALL_CODES)
 def test_poison_is_forbidden_for_every_code_but_content(code: str) -> None:
-    assert rules.poison_forbidden(code) is (code != codes.KB_VECTOR_EMBED_CONTENT)
+    assert lane_evidence.poison_forbidden(code) is (code != codes.KB_VECTOR_EMBED_CONTENT)
 
 
 @pytest.mark.parametrize(
@@ -178,11 +175,11 @@ def test_poison_is_forbidden_for_every_code_but_content(code: str) -> None:
     ],
 )
 def test_the_issue_list_of_forbidden_codes(code: str) -> None:
-    assert rules.poison_forbidden(code)
+    assert lane_evidence.poison_forbidden(code)
 
 
 def test_poison_is_forbidden_without_a_code() -> None:
-    assert rules.poison_forbidden(None)
+    assert lane_evidence.poison_forbidden(None)
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -190,32 +187,32 @@ def test_poison_is_forbidden_without_a_code() -> None:
 def test_content_class(code: str, status: int | None) -> None:
     expected = code == codes.KB_VECTOR_EMBED_CONTENT or (
         code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
-        and status not in rules.NON_CONTENT_REFUSAL_STATUSES
+        and status not in lane_evidence.NON_CONTENT_REFUSAL_STATUSES
     )
-    assert rules.is_content_class(code, status) is expected
-    evidence = rules.content_evidence(code, status)
+    assert lane_evidence.is_content_class(code, status) is expected
+    evidence = lane_evidence.content_evidence(code, status)
     assert evidence == (codes.KB_VECTOR_EMBED_CONTENT if expected else None)
     if evidence is not None:
-        assert not rules.poison_forbidden(evidence)
+        assert not lane_evidence.poison_forbidden(evidence)
 
 
 def test_a_size_refusal_is_never_content_and_never_a_provider_failure() -> None:
     size = codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
     for status in (None, 400, 413, 422, 500):
-        assert not rules.is_content_class(size, status)
-        assert rules.content_evidence(size, status) is None
-        assert rules.starts_isolation(size, status)
-        assert not rules.is_provider_failure(size, status)  # no circuit count
-        assert not rules.waits_for_recovery(size, status)
-    assert rules.poison_forbidden(size)
+        assert not lane_evidence.is_content_class(size, status)
+        assert lane_evidence.content_evidence(size, status) is None
+        assert lane_evidence.starts_isolation(size, status)
+        assert not lane_evidence.is_provider_failure(size, status)  # no circuit count
+        assert not lane_evidence.waits_for_recovery(size, status)
+    assert lane_evidence.poison_forbidden(size)
 
 
 def test_content_refusals_are_exactly_the_per_input_ones() -> None:
     refusal = codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL
     for status in (400, 413, 422, 500):
-        assert rules.is_content_class(refusal, status)
+        assert lane_evidence.is_content_class(refusal, status)
     for status in (401, 403, 404, 429):
-        assert not rules.is_content_class(refusal, status)
+        assert not lane_evidence.is_content_class(refusal, status)
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -226,12 +223,12 @@ def test_strike_kind(code: str, single: bool) -> None:
         expected = "death"
     elif single and code == codes.KB_VECTOR_EMBED_TIMEOUT:
         expected = "timeout"
-    assert rules.strike_kind(code, single) == expected
+    assert lane_evidence.strike_kind(code, single) == expected
 
 
 def test_connection_refused_never_strikes() -> None:
-    assert rules.strike_kind(codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, True) is None
-    assert rules.failure_route(codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, None, 1) == "retry"
+    assert lane_evidence.strike_kind(codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, True) is None
+    assert lane_evidence.failure_route(codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, None, 1) == "retry"
 
 
 @pytest.mark.parametrize(
@@ -239,30 +236,30 @@ def test_connection_refused_never_strikes() -> None:
     [(0, 1, False), (1, 1, True), (1, 2, False), (2, 2, True), (3, 2, True), (2, 3, False)],
 )
 def test_should_graduate(strikes: int, threshold: int, graduates: bool) -> None:
-    assert rules.should_graduate(strikes, threshold) is graduates
+    assert lane_evidence.should_graduate(strikes, threshold) is graduates
 
 
 def test_should_graduate_rejects_a_zero_threshold() -> None:
     with pytest.raises(ValueError):
-        rules.should_graduate(5, 0)
+        lane_evidence.should_graduate(5, 0)
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
 @pytest.mark.parametrize("status", [None, 400, 429])
 @pytest.mark.parametrize("inputs", [1, 2, 64])
 def test_failure_route(code: str, status: int | None, inputs: int) -> None:
-    route = rules.failure_route(code, status, inputs)
+    route = lane_evidence.failure_route(code, status, inputs)
     if code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING:
         assert route == "wait"  # the same inputs again once loaded; nobody suspected
     elif code == codes.KB_VECTOR_EMBED_BATCH_CAP:
         assert route == ("shrink" if inputs > 1 else "defer")
     elif code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE:  # geometry: bisect, then fence alone
         assert route == ("geometry" if inputs == 1 else "isolate")
-    elif rules.is_content_class(code, status):
+    elif lane_evidence.is_content_class(code, status):
         assert route == "isolate"
     elif code in (codes.KB_VECTOR_EMBED_CONNECTION_REFUSED, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL):
         assert route == "retry"
-    elif code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs >= rules.MIN_TIMEOUT_SHRINK:
+    elif code == codes.KB_VECTOR_EMBED_TIMEOUT and inputs >= lane_evidence.MIN_TIMEOUT_SHRINK:
         assert route == "shrink"  # halved and sent again, nobody suspected
     elif inputs > 1:
         assert route == "suspects"  # a multi-input failure never strikes anyone
@@ -274,7 +271,7 @@ def test_failure_route(code: str, status: int | None, inputs: int) -> None:
 
 def test_failure_route_needs_an_input() -> None:
     with pytest.raises(ValueError):
-        rules.failure_route(codes.KB_VECTOR_EMBED_CONTENT, None, 0)
+        lane_evidence.failure_route(codes.KB_VECTOR_EMBED_CONTENT, None, 0)
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -284,9 +281,9 @@ def test_recovery_waits_follow_deaths_and_refusals(code: str) -> None:
         codes.KB_VECTOR_EMBED_CONNECTION_REFUSED,
         codes.KB_VECTOR_EMBED_PROVIDER_LOADING,
     )
-    assert rules.waits_for_recovery(code) is expected
-    assert rules.waits_for_recovery(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 429)
-    assert not rules.waits_for_recovery(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 400)
+    assert lane_evidence.waits_for_recovery(code) is expected
+    assert lane_evidence.waits_for_recovery(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 429)
+    assert not lane_evidence.waits_for_recovery(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 400)
 
 
 @pytest.mark.parametrize("code", ALL_CODES)
@@ -302,13 +299,13 @@ def test_provider_failures_count_toward_the_circuit(code: str) -> None:
         codes.KB_VECTOR_EMBED_PROVIDER_LOADING,  # a wait bounded on its own
         codes.KB_VECTOR_EMBED_BATCH_CAP,  # the lane shrinks its batches
     )
-    assert rules.is_provider_failure(code) is expected
+    assert lane_evidence.is_provider_failure(code) is expected
 
 
 def test_a_multi_input_deadline_beside_other_requests_serializes_the_lane() -> None:
     timeout = codes.KB_VECTOR_EMBED_TIMEOUT
-    assert rules.failure_route(timeout, None, 64, concurrent=True) == "serialize"
-    assert rules.failure_route(timeout, None, 1, concurrent=True) == "strike"
+    assert lane_evidence.failure_route(timeout, None, 64, concurrent=True) == "serialize"
+    assert lane_evidence.failure_route(timeout, None, 1, concurrent=True) == "strike"
 
 
 def test_a_multi_input_deadline_alone_halves_the_batches() -> None:
@@ -316,12 +313,12 @@ def test_a_multi_input_deadline_alone_halves_the_batches() -> None:
     # work for the server at this moment (a loaded machine), nothing about an input: the
     # lane halves its batches and sends them again; a single input past it still strikes.
     timeout = codes.KB_VECTOR_EMBED_TIMEOUT
-    assert rules.failure_route(timeout, None, 64, concurrent=False) == "shrink"
-    assert rules.failure_route(timeout, None, 32, concurrent=False) == "shrink"
+    assert lane_evidence.failure_route(timeout, None, 64, concurrent=False) == "shrink"
+    assert lane_evidence.failure_route(timeout, None, 32, concurrent=False) == "shrink"
     # Down to 16: a server that hangs on everything is found after two halvings.
-    assert rules.failure_route(timeout, None, 16, concurrent=False) == "suspects"
-    assert rules.failure_route(timeout, None, 2, concurrent=False) == "suspects"
-    assert rules.failure_route(timeout, None, 1, concurrent=False) == "strike"
+    assert lane_evidence.failure_route(timeout, None, 16, concurrent=False) == "suspects"
+    assert lane_evidence.failure_route(timeout, None, 2, concurrent=False) == "suspects"
+    assert lane_evidence.failure_route(timeout, None, 1, concurrent=False) == "strike"
 
 
 @pytest.mark.parametrize(
@@ -340,18 +337,18 @@ def test_a_multi_input_deadline_alone_halves_the_batches() -> None:
     ],
 )
 def test_batch_cap_from_message(message: str, cap: int | None) -> None:
-    assert rules.batch_cap_from_message(message) == cap
+    assert lane_evidence.batch_cap_from_message(message) == cap
 
 
 def test_a_strike_needs_the_input_alone_at_the_provider() -> None:
-    assert rules.strike_attributable(rules.STRIKE_DEATH, alone=True)
-    assert not rules.strike_attributable(rules.STRIKE_DEATH, alone=False)
-    assert not rules.strike_attributable(rules.STRIKE_TIMEOUT, alone=False)
-    assert not rules.strike_attributable(None, alone=True)
+    assert lane_evidence.strike_attributable(lane_evidence.STRIKE_DEATH, alone=True)
+    assert not lane_evidence.strike_attributable(lane_evidence.STRIKE_DEATH, alone=False)
+    assert not lane_evidence.strike_attributable(lane_evidence.STRIKE_TIMEOUT, alone=False)
+    assert not lane_evidence.strike_attributable(None, alone=True)
 
 
 def test_a_rate_limit_counts_toward_the_circuit() -> None:
-    assert rules.is_provider_failure(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 429)
+    assert lane_evidence.is_provider_failure(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, 429)
 
 
 @pytest.mark.parametrize(
@@ -361,31 +358,40 @@ def test_a_rate_limit_counts_toward_the_circuit() -> None:
         (codes.PROVIDER_TIMEOUT, codes.KB_VECTOR_EMBED_TIMEOUT),
         (codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT, codes.KB_VECTOR_EMBED_TIMEOUT),
         (codes.EMBEDDING_PROBE_TIMEOUT, codes.KB_VECTOR_EMBED_TIMEOUT),
-        (rules.KB_VECTOR_EMBED_CALL_CEILING, codes.KB_VECTOR_EMBED_TIMEOUT),
+        (lane_evidence.KB_VECTOR_EMBED_CALL_CEILING, codes.KB_VECTOR_EMBED_TIMEOUT),
         (None, codes.KB_VECTOR_EMBED_TIMEOUT),
     ],
 )
 def test_cancellation_code_keeps_abort_and_deadline_apart(cause: str | None, code: str) -> None:
-    assert rules.cancellation_code(cause) == code
+    assert lane_evidence.cancellation_code(cause) == code
 
 
 @pytest.mark.parametrize(
     ("n", "bound"), [(1, 2), (2, 4), (3, 6), (4, 6), (5, 8), (63, 14), (64, 14), (65, 16)]
 )
 def test_isolation_request_bound(n: int, bound: int) -> None:
-    assert rules.isolation_request_bound(n) == bound
+    assert lane_evidence.isolation_request_bound(n) == bound
 
 
 def test_isolation_request_bound_needs_an_input() -> None:
     with pytest.raises(ValueError):
-        rules.isolation_request_bound(0)
+        lane_evidence.isolation_request_bound(0)
 
 
 # ---------------------------------------------------------------------------- backoff
 def test_recovery_delays_double_up_to_the_cap_within_the_wait() -> None:
-    assert rules.recovery_delays(0.5, 30.0, 120.0) == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0]
-    assert rules.recovery_delays(1.0, 1.0, 3.5) == [1.0, 1.0, 1.0]
-    assert rules.recovery_delays(5.0, 5.0, 1.0) == []
+    assert lane_evidence.recovery_delays(0.5, 30.0, 120.0) == [
+        0.5,
+        1.0,
+        2.0,
+        4.0,
+        8.0,
+        16.0,
+        30.0,
+        30.0,
+    ]
+    assert lane_evidence.recovery_delays(1.0, 1.0, 3.5) == [1.0, 1.0, 1.0]
+    assert lane_evidence.recovery_delays(5.0, 5.0, 1.0) == []
 
 
 @given(
@@ -394,7 +400,7 @@ def test_recovery_delays_double_up_to_the_cap_within_the_wait() -> None:
     st.floats(min_value=0.0, max_value=600.0),
 )
 def test_recovery_delays_are_bounded(initial: float, cap: float, wait: float) -> None:
-    delays = rules.recovery_delays(initial, cap, wait)
+    delays = lane_evidence.recovery_delays(initial, cap, wait)
     assert len(delays) <= 32
     assert sum(delays) <= wait + 1e-9
     assert all(0.0 <= d <= max(cap, 0.0) for d in delays)
@@ -404,13 +410,15 @@ def test_recovery_delays_are_bounded(initial: float, cap: float, wait: float) ->
 # ---------------------------------------------------------------------------- rows
 @pytest.mark.parametrize("disposition", sorted(codes.FENCE_DISPOSITIONS))
 def test_fence_rows_pass_the_fence_gate(disposition: str) -> None:
-    row = rules.fence_row(
+    row = lane_rows.fence_row(
         CHUNK, disposition, codes.KB_VECTOR_EMBED_CONTENT, {"x": 1}, 12.5, recorded_this_sweep=True
     )
     assert is_durable_fence(row)
     assert fence_family(row) == disposition
     assert (
-        row["code"] == row["details"]["reasonCode"] == rules.FENCE_CODE_BY_DISPOSITION[disposition]
+        row["code"]
+        == row["details"]["reasonCode"]
+        == lane_rows.FENCE_CODE_BY_DISPOSITION[disposition]
     )
     assert row["details"]["observedAt"] == 12.5
     assert row["details"]["receipt"] == {"x": 1}
@@ -418,9 +426,9 @@ def test_fence_rows_pass_the_fence_gate(disposition: str) -> None:
 
 def test_an_unknown_disposition_is_not_a_fence() -> None:
     with pytest.raises(KeyError):
-        rules.fence_row(CHUNK, "maybe-bad", None, {}, 1.0, recorded_this_sweep=True)
+        lane_rows.fence_row(CHUNK, "maybe-bad", None, {}, 1.0, recorded_this_sweep=True)
     record = FenceRecord(CHUNK, "maybe-bad", "X", {}, 1.0)
-    assert rules.fence_row_from_record(record, recorded_this_sweep=False) is None
+    assert lane_rows.fence_row_from_record(record, recorded_this_sweep=False) is None
 
 
 def test_fence_row_from_a_stored_record() -> None:
@@ -433,7 +441,7 @@ def test_fence_row_from_a_stored_record() -> None:
             "observed_at": 7.0,
         }
     )
-    row = rules.fence_row_from_record(record, recorded_this_sweep=False)
+    row = lane_rows.fence_row_from_record(record, recorded_this_sweep=False)
     assert row is not None and is_durable_fence(row)
     assert row["details"]["evidenceCode"] == codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
     assert row["details"]["recordedThisSweep"] is False
@@ -455,19 +463,19 @@ def test_records_from_torn_ledger_rows_carry_no_receipt() -> None:
 
 def test_error_rows_bound_their_ids_and_are_never_fences() -> None:
     ids = [f"{i:064x}" for i in range(120)]
-    row = rules.error_row(
+    row = lane_rows.error_row(
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, "m", ids, "embed-batch", codes.ABORT_ERR, status=1
     )
-    assert row["details"]["chunkIds"] == ids[: rules.MAX_ROW_CHUNK_IDS]
+    assert row["details"]["chunkIds"] == ids[: lane_rows.MAX_ROW_CHUNK_IDS]
     assert row["details"]["chunkCount"] == 120
     assert row["details"]["causeCode"] == codes.ABORT_ERR
     assert row["details"]["status"] == 1
     assert not is_durable_fence(row)
-    assert "causeCode" not in rules.error_row("C", "m", [], "op")["details"]
+    assert "causeCode" not in lane_rows.error_row("C", "m", [], "op")["details"]
 
 
 def test_strike_receipts_accumulate_and_graduate() -> None:
-    first = rules.strike_receipt(
+    first = lane_rows.strike_receipt(
         kind="death",
         count=1,
         threshold=2,
@@ -477,8 +485,8 @@ def test_strike_receipts_accumulate_and_graduate() -> None:
         observed_at=1.0,
     )
     assert first["recoveredBy"] is None and first["kinds"] == ["death"]
-    healed = rules.with_recovery(first, {"chars": 40, "estimateTokens": 14, "source": "input"})
-    second = rules.strike_receipt(
+    healed = lane_rows.with_recovery(first, {"chars": 40, "estimateTokens": 14, "source": "input"})
+    second = lane_rows.strike_receipt(
         kind="timeout",
         count=2,
         threshold=2,
@@ -487,23 +495,23 @@ def test_strike_receipts_accumulate_and_graduate() -> None:
         operation_label="embed-single",
         observed_at=2.0,
         previous=healed,
-        cause_code=rules.KB_VECTOR_EMBED_CALL_CEILING,
+        cause_code=lane_evidence.KB_VECTOR_EMBED_CALL_CEILING,
     )
     assert second["kinds"] == ["death", "timeout"]
     assert second["recoveredBy"]["chars"] == 40
-    assert second["causeCode"] == rules.KB_VECTOR_EMBED_CALL_CEILING
-    grad = rules.graduation_receipt(second, 2)
+    assert second["causeCode"] == lane_evidence.KB_VECTOR_EMBED_CALL_CEILING
+    grad = lane_rows.graduation_receipt(second, 2)
     assert grad["strikeKind"] == "timeout" and grad["strikes"] == 2 and grad["threshold"] == 2
     assert grad["suspect"] == {"chars": 900, "estimateTokens": 300}
     assert grad["recoveredBy"]["source"] == "input"
 
 
 def test_size_of_records_size_never_text() -> None:
-    assert rules.size_of("abcdef", 3.0) == {"chars": 6, "estimateTokens": 2}
+    assert lane_rows.size_of("abcdef", 3.0) == {"chars": 6, "estimateTokens": 2}
 
 
 def test_a_summary_of_fences_only_completes_and_a_strike_row_defers() -> None:
-    fence = rules.fence_row(
+    fence = lane_rows.fence_row(
         CHUNK,
         codes.DISPOSITION_UNDELIVERABLE_AT_GEOMETRY,
         codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED,
@@ -512,11 +520,11 @@ def test_a_summary_of_fences_only_completes_and_a_strike_row_defers() -> None:
         recorded_this_sweep=True,
     )
     assert classify_sweep_outcome([fence]).outcome == codes.OUTCOME_COMPLETE
-    live = rules.error_row(codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, "strike 1/2", [CHUNK], "op")
+    live = lane_rows.error_row(codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED, "strike 1/2", [CHUNK], "op")
     verdict = classify_sweep_outcome([fence, live])
     assert verdict.outcome == codes.OUTCOME_DEFERRED
     assert verdict.cause_code == codes.KB_VECTOR_EMBED_TRANSPORT_CLOSED
-    assert rules.strike_row(CHUNK, "death", 1, 2) == {
+    assert lane_rows.strike_row(CHUNK, "death", 1, 2) == {
         "chunkId": CHUNK,
         "kind": "death",
         "strikes": 1,
