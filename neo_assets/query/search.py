@@ -24,9 +24,10 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.generations.records import repo_generations
 from neo_assets.generations.serving import GenerationUnavailable
-from neo_assets.links.store import neighbours as linked_neighbours
+from neo_assets.query.answers import embed_refused, forbidden, result_doc
 from neo_assets.query.deadline import checkpoint
 from neo_assets.query.freshness import HeadCache
+from neo_assets.query.related import RelatedReads
 from neo_assets.query.rules.filters import kept
 from neo_assets.query.rules.freshness import freshness
 from neo_assets.query.rules.ranking import (
@@ -43,7 +44,7 @@ from neo_assets.query.rules.readiness import (
     missing_from_store,
     missing_store_message,
 )
-from neo_assets.query.rules.request import QueryInputError, SearchRequest, parse_chunk_id
+from neo_assets.query.rules.request import QueryInputError, SearchRequest
 from neo_assets.query.rules.truth import SERVED_DECLARED, SERVED_NOTHING, SERVED_PREVIOUS
 from neo_assets.query.serving import (
     QueryUnavailable,
@@ -55,7 +56,6 @@ from neo_assets.query.serving import (
 )
 from neo_assets.query.truth import TruthCache, TruthView
 from neo_assets.query.vector_cache import VectorCache
-from neo_assets.secrets.rules import redact
 
 # Vector candidates asked per result wanted, and the most ever asked at once (always
 # with the tenant's where-filter).
@@ -65,70 +65,9 @@ MAX_FETCH = 4000
 # Exact-match candidates fused with the vector list, best lexical scores first.
 LEXICAL_CANDIDATES = 100
 EXPAND_PER_HIT = 5
-DEFAULT_RELATED = 10
 
 
-def forbidden(repo: str) -> QueryInputError:
-    return QueryInputError(
-        codes.AUTH_FORBIDDEN,
-        f"repo {repo[:64]!r} is not readable with this token: ask for one of your tenant's "
-        "repos (GET /v1/repos lists them)",
-        "repo",
-        status=403,
-    )
-
-
-def embed_refused(exc: EmbedFailure) -> QueryInputError:
-    """A provider's refusal of the question is the asker's to fix (400); any other
-    failure is the service's (503), named by its class, never a traceback."""
-    if exc.code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
-        return QueryInputError(
-            codes.QUERY_INVALID,
-            f"query: the embedding provider refused it ({exc.detail}); shorten the question",
-            "query",
-        )
-    return QueryInputError(
-        codes.QUERY_UNAVAILABLE,
-        f"the embedding provider could not embed the question ({exc.code}); retry later",
-        None,
-        status=503,
-    )
-
-
-def not_found(chunk_id: str) -> QueryInputError:
-    # The same answer for an unknown id and another tenant's: nothing is revealed.
-    return QueryInputError(
-        codes.QUERY_NOT_FOUND, f"no chunk {chunk_id} among your repos", "id", status=404
-    )
-
-
-def _result(row: dict[str, Any], score: float, similarity: float | None, lexical: float):
-    md = row["metadata"]
-    # A row stored before secrets were fenced (or under older rules) is never served with
-    # its secret: each line that holds one is redacted on the way out.
-    document = row["document"]
-    if document:
-        document = redact(document, md.get("sourcePath"))[0]
-    return {
-        "id": row["id"],
-        "score": round(float(score), 6),
-        "similarity": None if similarity is None else round(float(similarity), 6),
-        "lexical": lexical,
-        "document": document,
-        "metadata": md,
-        "repo": md.get("repoSlug"),
-        "path": md.get("sourcePath"),
-        "startLine": md.get("startLine"),
-        "endLine": md.get("endLine"),
-        "kind": md.get("kind"),
-        "name": md.get("name"),
-        "qualifiedName": md.get("qualifiedName"),
-        "language": md.get("language"),
-        "revision": md.get("revision"),
-    }
-
-
-class QueryService:
+class QueryService(RelatedReads):
     """Queries over one ``Resident``; safe to share between concurrent requests."""
 
     def __init__(self, resident: Resident, *, release_parsers: bool = False) -> None:
@@ -370,7 +309,7 @@ class QueryService:
             sim = similarity.get(rid)
             if sim is None and row.get("embedding") is not None:
                 sim = _cosine(vector, row["embedding"])
-            result = _result(row, score, sim, lexical.get(rid, 0.0))
+            result = result_doc(row, score, sim, lexical.get(rid, 0.0))
             if rid in parts:  # a unit stored as parts: the parts that matched, best first
                 result["matchedParts"] = parts[rid]
             out.append(result)
@@ -481,98 +420,6 @@ class QueryService:
         }
 
     # ------------------------------------------------------------------ neighbours
-    def _attach_neighbours(
-        self,
-        target: ServingTarget,
-        view: TruthView,
-        tenant_id: str,
-        repos: Sequence[str],
-        results: list[dict[str, Any]],
-        per_hit: int,
-    ) -> None:
-        found = self._neighbours(
-            target, view, tenant_id, repos, [r["id"] for r in results], per_hit
-        )
-        for r in results:
-            r["neighbours"] = found.get(r["id"], [])
-
-    def _neighbours(
-        self,
-        target: ServingTarget,
-        view: TruthView,
-        tenant_id: str,
-        repos: Sequence[str],
-        ids: list[str],
-        per_hit: int,
-    ) -> dict[str, list[dict[str, Any]]]:
-        """Linked chunks of ``ids`` read from the tenant's links, kept only when served and
-        in a readable repo (each row re-checked to carry the tenant)."""
-        linked = linked_neighbours(self.resident.ledger, tenant_id, ids, limit=per_hit)
-        wanted = [
-            n.neighbour_id for ns in linked.values() for n in ns if n.neighbour_id in view.ids
-        ]
-        checkpoint("reading linked rows")
-        rows = target.store.get_rows(list(dict.fromkeys(wanted)), include_documents=True)
-        out: dict[str, list[dict[str, Any]]] = {}
-        for cid, ns in linked.items():
-            kept = []
-            for n in ns:
-                row = rows.get(n.neighbour_id)
-                if row is None or n.neighbour_id not in view.ids:
-                    continue
-                md = row["metadata"]
-                if md.get("tenantId") != tenant_id or md.get("repoSlug") not in repos:
-                    continue
-                kept.append(
-                    {
-                        **_result(row, n.weight, None, 0.0),
-                        "linkKind": n.link_kind,
-                    }
-                )
-            out[cid] = kept
-        return out
-
-    # ------------------------------------------------------------------ chunks
-    def _served_row(
-        self, tenant_id: str, token_repos: Sequence[str], chunk_id: Any
-    ) -> tuple[ServingTarget, TruthView, list[str], dict[str, Any]]:
-        cid = parse_chunk_id(chunk_id)
-        repos = self.readable_repos(tenant_id, token_repos)
-        target = serving_targets(self.resident, tenant_id).first
-        view = self._view(target, tenant_id)
-        if cid not in view.ids:
-            raise not_found(cid)
-        checkpoint("reading the chunk")
-        row = target.store.get_rows([cid], include_documents=True).get(cid)
-        if (
-            row is None
-            or row["metadata"].get("tenantId") != tenant_id
-            or row["metadata"].get("repoSlug") not in repos
-        ):
-            raise not_found(cid)
-        return target, view, repos, row
-
-    def chunk(self, tenant_id: str, token_repos: Sequence[str], chunk_id: Any) -> dict[str, Any]:
-        _target, _view, _repos, row = self._served_row(tenant_id, token_repos, chunk_id)
-        checkpoint("answering")
-        return _result(row, 1.0, None, 0.0)
-
-    def related(
-        self,
-        tenant_id: str,
-        token_repos: Sequence[str],
-        chunk_id: Any,
-        limit: int = DEFAULT_RELATED,
-    ) -> dict[str, Any]:
-        if type(limit) is not int or not 1 <= limit <= 50:
-            raise QueryInputError(
-                codes.QUERY_INVALID, "limit: must be an integer from 1 to 50", "limit"
-            )
-        target, view, repos, row = self._served_row(tenant_id, token_repos, chunk_id)
-        found = self._neighbours(target, view, tenant_id, repos, [row["id"]], limit)
-        checkpoint("answering")
-        return {"id": row["id"], "neighbours": found.get(row["id"], [])}
-
     def repos(self, tenant_id: str, token_repos: Sequence[str]) -> dict[str, Any]:
         """The caller's repos: their sweep state and what is served of each."""
         target = serving_targets(self.resident, tenant_id).first

@@ -36,7 +36,7 @@ def test_bearer_header_parsing():
 def test_a_provider_refusal_of_the_question_is_the_askers_and_a_dead_provider_is_503():
     from neo_assets.core import codes
     from neo_assets.embedding.failures import EmbedFailure
-    from neo_assets.query.search import embed_refused
+    from neo_assets.query.answers import embed_refused
 
     too_long = embed_refused(
         EmbedFailure(codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL, detail="300 tokens over 256")
