@@ -61,14 +61,12 @@ def sweep(work: Path, version: str) -> dict[str, int]:
     """One sweep of the repo declared at parser ``version``: its counts and texts sent."""
     from neo_assets.config.settings import load_settings
     from neo_assets.services.handles import open_ledger, open_store
-    from neo_assets.sweep.steps import (
-        EmbedContext,
-        RepoContext,
-        census_step,
-        chunk_step,
-        embed_step,
-        envelope_step,
-    )
+    from neo_assets.sweep.census import census_step
+    from neo_assets.sweep.chunk import chunk_step
+    from neo_assets.sweep.context import RepoContext
+    from neo_assets.sweep.embed import embed_step
+    from neo_assets.sweep.embed_plan import EmbedContext
+    from neo_assets.sweep.envelope import envelope_step
     from neo_assets.tenants.validation import load_tenants
 
     (work / "tenants.yaml").write_text(TENANTS.format(repo=work / "repo", version=version))

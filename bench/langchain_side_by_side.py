@@ -69,8 +69,8 @@ def main() -> int:
     from neo_assets.config.settings import load_settings
     from neo_assets.embedding.providers.hashing import HashingProvider, hash_embed
     from neo_assets.services import handles
+    from neo_assets.sweep.context import RepoContext
     from neo_assets.sweep.run import StageEnded, SweepInputs, run_sweep
-    from neo_assets.sweep.steps import RepoContext
     from neo_assets.tenants.validation import load_tenants
 
     tenant = load_tenants(tenants_path).tenants[0]

@@ -93,8 +93,8 @@ def sweep_declared(
         open_ledger,
         open_store,
     )
+    from neo_assets.sweep.context import RepoContext  # noqa: PLC0415
     from neo_assets.sweep.run import SweepInputs, run_sweep  # noqa: PLC0415
-    from neo_assets.sweep.steps import RepoContext  # noqa: PLC0415
     from neo_assets.tenants.validation import load_tenants  # noqa: PLC0415
 
     settings = load_settings()
@@ -139,11 +139,8 @@ def _unsplit_chunks(ctx, settings, ledger) -> list:  # noqa: ANN001
 
     from neo_assets.sources.envelope import read_texts  # noqa: PLC0415
     from neo_assets.sources.parsing import parse_rows  # noqa: PLC0415
-    from neo_assets.sweep.steps import (  # noqa: PLC0415
-        parse_identity,
-        parsed_chunks,
-        previous_envelope,
-    )
+    from neo_assets.sweep.chunk import parse_identity, parsed_chunks
+    from neo_assets.sweep.envelope import previous_envelope
 
     env = previous_envelope(ledger, ctx)
     paths = env.yielded_paths()

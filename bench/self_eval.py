@@ -189,8 +189,8 @@ def project_case(
     from neo_assets.query.search import QueryService
     from neo_assets.query.serving import Resident
     from neo_assets.services.handles import build_provider, open_ledger, open_store
+    from neo_assets.sweep.context import RepoContext
     from neo_assets.sweep.run import SweepInputs, run_sweep
-    from neo_assets.sweep.steps import RepoContext
     from neo_assets.tenants.validation import load_tenants
 
     figures: dict[str, Any] = {}

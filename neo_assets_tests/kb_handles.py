@@ -16,7 +16,7 @@ from neo_assets.store.ledger import Ledger
 
 if TYPE_CHECKING:
     from neo_assets.store.chroma_store import ChromaStore
-    from neo_assets.sweep.steps import RepoContext
+    from neo_assets.sweep.context import RepoContext
 
 
 class KbHandles:

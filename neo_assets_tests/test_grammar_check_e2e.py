@@ -16,7 +16,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.sources.parsers import grammars
-from neo_assets.sweep.steps import RepoContext, check_parser
+from neo_assets.sweep.context import RepoContext, check_parser
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 

@@ -14,9 +14,7 @@ from neo_assets.generations.records import generation_records, repo_generations
 from neo_assets.generations.serving import configured_generation
 from neo_assets.query.one_shot import run_query
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.sweep.steps import (
-    RepoContext,
-)
+from neo_assets.sweep.context import RepoContext
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once

@@ -19,7 +19,7 @@ takes is a configuration error naming the setting and the server's answer
 (``headroom_notice``). The band and those rules are plain data and functions in
 ``neo_assets/embedding/rules/band.py``.
 
-The band in tokens is part of the embedding generation (``sweep/steps.py``), so
+The band in tokens is part of the embedding generation (``generations/serving.generation_for``), so
 a provider whose limit changes (a server restarted with another context) is a new
 generation that re-offers what the old limit could not take. It is resolved from the
 settings, the model's files and the ledger's record, never from the network, so the

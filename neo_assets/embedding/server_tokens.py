@@ -1,6 +1,6 @@
 """Counting inputs with the embedding server's own tokenizer (``NEO_EMBEDDING_TOKENIZER=server``).
 
-A chunk is split to fit the band right after parsing (``sweep/steps.fit_to_band``).
+A chunk is split to fit the band right after parsing (``sweep/chunk.fit_to_band``).
 With a character estimate, code denser than the estimate (operators, short identifiers)
 passes the split and is then refused by the server for its size. A server that can count
 tokens the model's way is asked instead, and the band is then its limit exactly, with no

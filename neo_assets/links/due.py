@@ -11,8 +11,8 @@ from neo_assets.links.params import LinkParams
 from neo_assets.links.rules.due import links_due_reason, links_run_key
 from neo_assets.links.store import link_set
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.rules.summary import EMBEDDED, read_stored_summary
-from neo_assets.sweep.steps import RepoContext
 
 
 @dataclass(frozen=True)

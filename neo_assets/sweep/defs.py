@@ -53,7 +53,9 @@ from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
 from neo_assets.reconcile.retirement import apply_retirement
+from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.due import DUE_FORCED, declared_repos, evaluate
+from neo_assets.sweep.envelope import EnvelopeResult
 from neo_assets.sweep.lease import lease_metadata
 from neo_assets.sweep.progress import report as report_progress
 from neo_assets.sweep.rules.chunk_tally import PREVIEW_COLUMNS, ChunkTally
@@ -65,7 +67,6 @@ from neo_assets.sweep.run import (
     SweepResult,
     sweep_stages,
 )
-from neo_assets.sweep.steps import EnvelopeResult, RepoContext
 
 OWNERS = ["team:knowledge-platform"]
 # The Dagster concurrency pool of everything that calls the embedding provider.

@@ -12,6 +12,7 @@ from neo_assets.health import records as health_store
 from neo_assets.health.rules.freeze import released_by_lift
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
 from neo_assets.sweep.rules.scheduling import (
     DUE_RECOVERY_HEALTHY,
@@ -21,7 +22,6 @@ from neo_assets.sweep.rules.scheduling import (
     unreadable_source_reason,
 )
 from neo_assets.sweep.rules.summary import read_stored_summary
-from neo_assets.sweep.steps import RepoContext
 from neo_assets.tenants.validation import TenantsFile
 
 DUE_FORCED = "forced"

@@ -21,9 +21,9 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.store.leases import LeaseKeeper
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.sweep.rules.report import SweepReport
-from neo_assets.sweep.steps import RepoContext
 
 SWEEP_LEASE_HELD = codes.SWEEP_LEASE_HELD
 

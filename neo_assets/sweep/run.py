@@ -6,7 +6,11 @@ kb_embeddings -> fence_census — under the repo's sweep lease, and yields a
 lease leaves alone); its return value is the ``SweepResult``. The Dagster asset turns
 the events into materializations, the CLI's progress and the tests read them or ignore
 them: ``run_sweep`` drains the stages and returns the result. Every rule the stages
-apply lives in ``neo_assets.core``; the stages are the modules ``sweep/steps.py`` lists.
+apply lives in a ``rules`` folder; each stage is its own module: ``sweep/envelope.py``
+(revision and file list), ``sweep/chunk.py`` (parse, fit, record), ``sweep/embed.py`` (vectors:
+``sweep/embed_plan.py`` decides what is copied or sent, ``sweep/embed_writes.py`` writes the
+rows), ``sweep/census.py`` (census, fences, switch); ``sweep/failures.py`` records a sweep
+that did not finish.
 """
 
 import contextlib
@@ -25,25 +29,17 @@ from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.provider_limits import recorded_discovery
+from neo_assets.sweep.census import census_step
+from neo_assets.sweep.chunk import ChunkGeneration, chunk_step, plan_chunks
+from neo_assets.sweep.context import RepoContext, check_parser
+from neo_assets.sweep.embed import SweepAborted, embed_step
+from neo_assets.sweep.embed_plan import EmbedContext
+from neo_assets.sweep.envelope import EnvelopeResult, envelope_step
+from neo_assets.sweep.failures import failure_recorded, record_deferred_before_lane
 from neo_assets.sweep.lease import SweepLease, skipped_result
 from neo_assets.sweep.rules.chunk_tally import PREVIEW_COLUMNS, PREVIEW_ROWS, ChunkTally
 from neo_assets.sweep.rules.report import SweepReport
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
-from neo_assets.sweep.steps import (
-    ChunkGeneration,
-    EmbedContext,
-    EnvelopeResult,
-    RepoContext,
-    SweepAborted,
-    census_step,
-    check_parser,
-    chunk_step,
-    embed_step,
-    envelope_step,
-    failure_recorded,
-    plan_chunks,
-    record_deferred_before_lane,
-)
 
 # The four stages, in order: each is one asset of the sweep in the Dagster UI.
 SWEEP_STAGES = ("repo_envelope", "chunk_generation", "kb_embeddings", "fence_census")

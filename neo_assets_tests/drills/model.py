@@ -7,7 +7,7 @@ files; bump a parser; add or remove an exclude glob; change a tenant's declarati
 the fault server's mode; sweep (whole, or interrupted at a chosen point); reconcile.
 
 It also keeps the *model*: what each repo's tree holds, what its declaration says, and so
-which paths the envelope must yield. Sweeps call the steps of ``neo_assets.sweep.steps``
+which paths the envelope must yield. Sweeps call the stage modules of ``neo_assets.sweep``
 directly (the same functions the Dagster assets call; a Dagster run costs seconds), or go
 through ``run_sweeps`` when asked.
 """
@@ -26,15 +26,12 @@ from neo_assets.health.freezing import unfreeze
 from neo_assets.reconcile.tenant import reconcile_tenant
 from neo_assets.services.handles import build_provider
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
-from neo_assets.sweep.steps import (
-    EmbedContext,
-    RepoContext,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
-    plan_chunks,
-)
+from neo_assets.sweep.census import census_step
+from neo_assets.sweep.chunk import chunk_step, plan_chunks
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.embed import embed_step
+from neo_assets.sweep.embed_plan import EmbedContext
+from neo_assets.sweep.envelope import envelope_step
 from neo_assets.tenants.validation import TenantsFile, load_tenants
 from neo_assets_tests.drills.harness import release_store
 from neo_assets_tests.fakes.fault_server import marker

@@ -34,12 +34,10 @@ from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.services.handles import build_provider
 from neo_assets.sources.model import SourceError
+from neo_assets.sweep.chunk import chunk_step
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.envelope import envelope_step
 from neo_assets.sweep.run import SweepInputs, run_sweep
-from neo_assets.sweep.steps import (
-    RepoContext,
-    chunk_step,
-    envelope_step,
-)
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.drills.harness import (
     CliResult,

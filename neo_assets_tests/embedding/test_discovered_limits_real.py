@@ -14,7 +14,7 @@ from neo_assets.core import codes
 from neo_assets.generations.serving import configured_generation
 from neo_assets.services.handles import open_ledger
 from neo_assets.store.provider_limits import recorded_discovery
-from neo_assets.sweep.steps import RepoContext
+from neo_assets.sweep.context import RepoContext
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once

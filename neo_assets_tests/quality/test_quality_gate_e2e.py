@@ -163,7 +163,7 @@ def test_a_switch_the_gate_waits_on_is_decided_by_quality_evaluate(
     """Sweeps through the library (no sweep step, so no self-evaluation): the new
     generation waits (pending); `neo-assets quality evaluate` measures both and the
     gate decides."""
-    from neo_assets.sweep.steps import RepoContext
+    from neo_assets.sweep.context import RepoContext
     from neo_assets_tests.kb_handles import sweep_once
 
     repo = history(tmp_path)

@@ -14,7 +14,7 @@ from neo_assets.query.rules.request import SearchRequest
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.sweep.steps import RepoContext
+from neo_assets.sweep.context import RepoContext
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import sweep_once

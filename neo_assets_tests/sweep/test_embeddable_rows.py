@@ -1,7 +1,7 @@
 """embed_step's chunks to embed: only those whose text is at hand, with their stamps' fields."""
 
 from neo_assets.sources.rules.chunks import DeclaredChunk
-from neo_assets.sweep.steps import embeddable_by_id
+from neo_assets.sweep.embed_plan import embeddable_by_id
 
 
 def test_chunks_without_text_are_left_out() -> None:

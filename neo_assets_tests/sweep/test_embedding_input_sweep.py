@@ -15,14 +15,12 @@ from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.embedding.rules import input as inputs
 from neo_assets.generations.serving import configured_generation, generation_store
 from neo_assets.sweep import due
-from neo_assets.sweep.steps import (
-    EmbedContext,
-    RepoContext,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
-)
+from neo_assets.sweep.census import census_step
+from neo_assets.sweep.chunk import chunk_step
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.embed import embed_step
+from neo_assets.sweep.embed_plan import EmbedContext
+from neo_assets.sweep.envelope import envelope_step
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

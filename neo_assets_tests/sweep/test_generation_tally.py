@@ -1,9 +1,9 @@
 """The chunk stage's generation, tallied for the UI: counts, kinds, paths and a preview."""
 
 from neo_assets.sources.rules.chunks import DeclaredChunk
+from neo_assets.sweep.chunk import ChunkGeneration
 from neo_assets.sweep.rules.chunk_tally import PREVIEW_ROWS
 from neo_assets.sweep.run import generation_tally
-from neo_assets.sweep.steps import ChunkGeneration
 
 
 def _rows(path: str, kinds: list[str]) -> list[DeclaredChunk]:

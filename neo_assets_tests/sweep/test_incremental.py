@@ -10,12 +10,10 @@ from neo_assets.config.settings import load_settings
 from neo_assets.embedding.providers.hashing import HashingProvider
 from neo_assets.sources import git_blobs
 from neo_assets.store.ledger import Ledger
+from neo_assets.sweep.chunk import chunk_step
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.envelope import envelope_step
 from neo_assets.sweep.run import StageEnded, SweepInputs, run_sweep
-from neo_assets.sweep.steps import (
-    RepoContext,
-    chunk_step,
-    envelope_step,
-)
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

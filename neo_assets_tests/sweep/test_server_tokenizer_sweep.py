@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.sweep.steps import RepoContext
+from neo_assets.sweep.context import RepoContext
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles, sweep_once

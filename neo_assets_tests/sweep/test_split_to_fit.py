@@ -16,14 +16,12 @@ from neo_assets.embedding.providers.sentence_transformers import (
     count_tokens,
 )
 from neo_assets.embedding.rules.input import embedding_input
-from neo_assets.sweep.steps import (
-    EmbedContext,
-    RepoContext,
-    census_step,
-    chunk_step,
-    embed_step,
-    envelope_step,
-)
+from neo_assets.sweep.census import census_step
+from neo_assets.sweep.chunk import chunk_step
+from neo_assets.sweep.context import RepoContext
+from neo_assets.sweep.embed import embed_step
+from neo_assets.sweep.embed_plan import EmbedContext
+from neo_assets.sweep.envelope import envelope_step
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.gitrepo import GitRepo

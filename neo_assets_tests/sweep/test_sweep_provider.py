@@ -18,8 +18,8 @@ from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.services.handles import build_provider
 from neo_assets.store.batch_caps import provider_batch_cap
+from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.run import SweepInputs, run_sweep
-from neo_assets.sweep.steps import RepoContext
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
