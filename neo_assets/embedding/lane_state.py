@@ -35,12 +35,11 @@ class Outcome:
     provider_code: str | None = None
     label: str = ""
     error: str = ""
-    detail: str = ""  # the provider's own (bounded) answer
     limit_tokens: int | None = None  # a size refusal's limit, when the provider named it
     control: bool = False  # a control/probe: its failure is the provider's, whatever the code
     alone: bool = False  # the only request in flight to the provider, its ceiling its own
     concurrent: bool = False  # other requests of this lane were in flight meanwhile
-    detail: str = ""  # the provider's bounded message (a batch cap is read from it)
+    detail: str = ""  # the provider's own bounded answer (a batch cap is read from it)
 
     @property
     def ok(self) -> bool:
