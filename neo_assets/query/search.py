@@ -33,6 +33,7 @@ from neo_assets.query.rules.freshness import freshness
 from neo_assets.query.rules.ranking import (
     DEFAULT_RANKING,
     RankingOptions,
+    above_floor,
     asks_for_secondary,
     fuse,
     fuse_lists,
@@ -336,7 +337,7 @@ class QueryService(RelatedReads):
         lists: list[list[str]] = [vector_ids, names]
         lexical = {rid: scored[rid] for rid in names}
         if options.bm25:
-            bm = index.bm25(query_tokens(request.query))
+            bm = above_floor(index.bm25(query_tokens(request.query)))
             lists.append(
                 heapq.nsmallest(
                     LEXICAL_CANDIDATES,

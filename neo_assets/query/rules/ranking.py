@@ -54,9 +54,12 @@ _STOP = frozenset(
 
 def looks_like_identifier(word: str) -> bool:
     """A word a programmer would spell exactly: snake_case, camelCase / PascalCase past
-    its first letter, a dotted name, or digits inside."""
+    its first letter, a dotted name, or digits inside. An all-capitals word (JSON, HTTP)
+    is an acronym of the prose: a plain word, which still matches a chunk of that name."""
     if "_" in word.strip("_") or "." in word:
         return True
+    if word.isalpha() and word.isupper():
+        return False
     if any(c.isdigit() for c in word):
         return True
     return any(c.isupper() for c in word[1:])
@@ -239,6 +242,20 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 # A term in more than this share of the rows ranks nothing (and costs a long posting walk).
 BM25_MAX_DF_SHARE = 0.5
+# A row scoring under this share of the best BM25 score is no lexical evidence: in RRF a
+# deep rank still adds to every row the vector list also holds (set a priori; kept on the
+# train split, docs/performance.md).
+BM25_FLOOR = 0.25
+
+
+def above_floor(scores: Mapping[str, float], share: float = BM25_FLOOR) -> dict[str, float]:
+    """The BM25 scores at or above ``share`` of the best one."""
+    if not scores:
+        return {}
+    floor = share * max(scores.values())
+    return {rid: s for rid, s in scores.items() if s >= floor}
+
+
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*|\d+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _ENGLISH_STOP = frozenset(

@@ -2,8 +2,10 @@
 one unit answering as one result (its first part), tests/docs below source."""
 
 from neo_assets.query.rules.ranking import (
+    BM25_FLOOR,
     SECONDARY_WEIGHT,
     LexicalIndex,
+    above_floor,
     asks_for_secondary,
     fuse_lists,
     is_test_or_doc,
@@ -52,6 +54,20 @@ def test_bm25_finds_a_plain_word_of_the_body_and_prefers_rare_terms() -> None:
     assert "third" not in scores
     # The name-only index (the old lexical side) never saw the body's plain word.
     assert index.scores(["maxsplit"]) == {}
+
+
+def test_a_row_far_below_the_best_bm25_score_is_no_lexical_evidence() -> None:
+    # One shared common word must not lift a row the vector list ranks low above the
+    # vector list's best: in RRF any rank adds, so the weak tail is left out.
+    scores = {"strong": 8.0, "fair": 2.0, "weak": 1.9}
+    assert BM25_FLOOR == 0.25
+    assert above_floor(scores) == {"strong": 8.0, "fair": 2.0}
+    assert above_floor({}) == {}
+    vector = ["answer", "weak", "strong"]
+    with_tail = fuse_lists([vector, ["strong", "fair", "weak"]], 3)
+    without = fuse_lists([vector, sorted(above_floor(scores), key=scores.get, reverse=True)], 3)
+    assert [head for head, _s, _m in with_tail] == ["strong", "weak", "answer"]
+    assert [head for head, _s, _m in without] == ["strong", "answer", "fair"]
 
 
 def test_parts_of_a_unit_answer_as_its_first_part() -> None:

@@ -5,7 +5,13 @@ import hashlib
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.query.rules.ranking import LexicalIndex, fuse, lexical_score, query_terms
+from neo_assets.query.rules.ranking import (
+    LexicalIndex,
+    fuse,
+    lexical_score,
+    looks_like_identifier,
+    query_terms,
+)
 from neo_assets.query.rules.request import (
     MAX_K,
     QueryInputError,
@@ -78,6 +84,23 @@ def test_lexical_score_and_index_agree():
     # A plain word counts only as a chunk's exact name, never as a word of its text.
     assert lexical_score(doc, md, ["routes"]) == 0
     assert lexical_score(doc, {"name": "routes"}, ["routes"]) == 3
+
+
+def test_an_acronym_in_prose_counts_as_a_plain_word():
+    # "JSON" in "Send an object as a JSON response" is prose, not a symbol spelled on
+    # purpose: it matches a chunk named JSON (gin's c.JSON), not every text saying JSON.
+    assert not looks_like_identifier("JSON") and not looks_like_identifier("HTTP")
+    assert looks_like_identifier("HTTPError") and looks_like_identifier("MAX_SIZE")
+    assert looks_like_identifier("jsonParse") and looks_like_identifier("v2")
+    said = "res.send = function send(body) {\n  // JSON when an object\n}"
+    assert lexical_score(said, {"name": "send"}, ["JSON"]) == 0
+    assert lexical_score("func (c *Context) JSON(code int)", {"name": "JSON"}, ["JSON"]) == 3
+    assert query_terms("Send an object as a JSON response") == [
+        "Send",
+        "object",
+        "JSON",
+        "response",
+    ]
 
 
 def test_fuse_lifts_a_row_found_by_both_lists():
