@@ -1,14 +1,6 @@
-"""Hybrid ranking: vector similarity fused with exact identifier matches and BM25 over
-the chunk text; the parts of one unit answer as one result (its first part, which holds
-the signature); tests, docs and examples below source unless the question asks for them.
-
-Code questions name symbols (``dispatch_request``, ``ExactArgs``); an embedding blurs
-them, a lexical match does not. Pure: the shell fetches the vector candidates and the
-rows that contain the query's identifiers; these functions score and merge.
-
-Fusion is reciprocal-rank (RRF, k=60): each list contributes ``1 / (60 + rank)``, so
-neither score scale dominates, and a row found by both lists rises above either.
-"""
+"""Hybrid ranking: vector similarity fused (RRF) with exact identifier matches and BM25; the
+parts of one unit answer as one result; tests, docs and examples below source unless
+asked for. Pure. Design: docs/design/query.md#ranking"""
 
 import math
 import re
@@ -346,11 +338,9 @@ def fuse_lists(
     unit_head: Mapping[str, str] | None = None,
     tiebreak: Mapping[str, int] | None = None,
 ) -> list[tuple[str, float, list[str]]]:
-    """The top ``k`` by reciprocal-rank fusion of ``lists`` (ids best first): each list
-    adds ``1 / (RRF_K + rank)``; a ``demoted`` id's sum counts SECONDARY_WEIGHT. With
-    ``unit_head`` (a part's id -> its unit's first part), the parts of one unit answer as
-    one result, its first part (the one with the signature), scored by its best part;
-    each result carries the ids of its parts that matched, best first."""
+    """The top ``k`` by reciprocal-rank fusion of ``lists``; a ``demoted`` id counts
+    SECONDARY_WEIGHT. With ``unit_head`` the parts of one unit answer as its first part,
+    scored by its best part, carrying the ids of its parts that matched."""
     fused: dict[str, float] = {}
     for ranked in lists:
         for i, rid in enumerate(ranked):
