@@ -1,9 +1,5 @@
 """`neo-assets serve`, `neo-assets mcp` and `neo-assets token issue|list|revoke`: the
-agents' query service and its tenant tokens.
-
-Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers are
-``neo_assets.cli.common``'s.
-"""
+agents' query service and its tenant tokens."""
 
 import contextlib
 import errno
