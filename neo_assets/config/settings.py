@@ -1,10 +1,6 @@
-"""Every tunable of the project, in one section per capability (store, embedding, sweep,
-reconcile, health, links, alerts, serve): one typed leaf each, with its default and its NEO_*
-name. A service takes only its section (``settings.embedding``, ``settings.links``, ...).
-
-Settings are read from the environment at the moment they are used (``load_settings()``
-is cheap), so an operator who changes a leaf between two runs is heard on the second.
-"""
+"""Every tunable of the project, one section per capability, one typed leaf each with its
+default and NEO_* name. Read from the environment when used, so an operator who changes a
+leaf between two runs is heard on the second."""
 
 import os
 from dataclasses import dataclass
