@@ -32,7 +32,7 @@ def declared_partitions(
 
 
 def retained_tenants(ledger: Ledger, tenants: TenantsFile) -> list[str]:
-    """The retired tenants whose reconciliation partition stays (see the module doc)."""
+    """The retired tenants whose reconciliation partition stays."""
     return retired_tenant_ids(ledger, tenants)
 
 

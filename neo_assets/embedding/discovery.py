@@ -140,7 +140,7 @@ def ollama(client: _Client, model: str | None) -> Discovery | None:
     return None
 
 
-# Per kind, the servers' own answers in the order they are asked (module docstring).
+# Per kind, the servers' own answers in the order they are asked (docs/design/embedding.md#band).
 ASKERS: dict[str, tuple[Callable[[_Client, str | None], Discovery | None], ...]] = {
     "openai_compatible": (llama_cpp, tei, vllm, llama_cpp_python),
     "ollama": (ollama,),
@@ -148,7 +148,7 @@ ASKERS: dict[str, tuple[Callable[[_Client, str | None], Discovery | None], ...]]
 
 
 def discover(settings: Settings, timeout_s: float = DISCOVERY_TIMEOUT_S) -> Discovery | None:
-    """What the configured provider says about itself now (module docstring); None when
+    """What the configured provider says about itself now; None when
     it cannot be asked or does not answer."""
     emb = settings.embedding
     if emb.provider == "sentence_transformers":

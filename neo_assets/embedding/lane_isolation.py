@@ -14,7 +14,7 @@ class LaneIsolation(LaneState):
     """Isolation and one input alone; a part of ``lane._Lane``."""
 
     async def _isolate(self, group: list[LaneItem]) -> None:
-        """Bisect a content-failed group with a paired control (module docstring)."""
+        """Bisect a content-failed group with a paired control."""
         try:
             control = await self._control("isolation-control")
             if not control.ok:

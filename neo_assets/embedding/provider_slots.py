@@ -70,7 +70,7 @@ class Slots(Protocol):
 
 
 class ProviderSlots:
-    """The slots of one provider (module docstring)."""
+    """The slots of one provider (docs/design/embedding.md#slots)."""
 
     def __init__(self, directory: Path, slots: int) -> None:
         if slots < 1:

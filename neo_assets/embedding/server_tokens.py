@@ -72,7 +72,7 @@ ENDPOINTS = (
 
 
 class ServerTokenCounter:
-    """Token counts by the server at ``base_url`` (module docstring); callable over texts."""
+    """Token counts by the server at ``base_url`` ; callable over texts."""
 
     def __init__(
         self,
@@ -108,7 +108,7 @@ class ServerTokenCounter:
         for text in texts:
             size = token_bound(text)
             if size <= self.band_tokens:
-                out.append(size)  # cannot be over the band: not asked (module docstring)
+                out.append(size)  # cannot be over the band: not asked (at most a token per byte)
                 continue
             key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
             count = self._cache.get(key)

@@ -57,7 +57,7 @@ async def reprobe_async(
     clock: Callable[[], float] = time.time,
     upstream: CancelScope | None = None,
 ) -> ReprobeReport:
-    """One re-probe cycle (module docstring)."""
+    """One re-probe cycle: docs/design/health.md#freeze."""
     collection = settings.store.collection_name
     policy = freeze_policy(settings)
     record = store.freeze_record(ledger, collection)

@@ -38,7 +38,7 @@ def lock_class(provider_key: str) -> int:
 
 
 class LedgerSlots:
-    """The slots of one provider in a Postgres ledger (module docstring); the interface of
+    """The slots of one provider in a Postgres ledger; the interface of
     ``embedding.provider_slots.ProviderSlots``."""
 
     def __init__(self, engine: sa.Engine, provider_key: str, slots: int) -> None:

@@ -25,7 +25,7 @@ def recorded_discovery(
 def recorded_discovery_at(
     url: str, provider: str, base_url: str | None, model: str | None
 ) -> Discovery | None:
-    """``recorded_discovery`` of the ledger at ``url`` (module docstring)."""
+    """``recorded_discovery`` of the ledger at ``url``."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if not path or path == ":memory:" or not Path(path).exists():

@@ -52,7 +52,7 @@ NOT_PROVIDER_FAILURE_CODES: frozenset[str] = NEVER_COUNTED_CODES | frozenset(
 
 # ------------------------------------------------------------------ evidence classes
 def is_content_class(code: str, status: int | None = None) -> bool:
-    """True when the failure may be about the input itself (module docstring)."""
+    """True when the failure may be about the input itself."""
     if code == codes.KB_VECTOR_EMBED_CONTENT:
         return True
     if code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
@@ -67,7 +67,7 @@ def content_evidence(code: str, status: int | None = None) -> str | None:
 
 
 def is_size_refusal(code: str) -> bool:
-    """True for a size refusal: geometry evidence about one input (module docstring)."""
+    """True for a size refusal: geometry evidence about one input."""
     return code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
 
 

@@ -62,7 +62,7 @@ class VectorFacts:
 def judge_vectors(
     facts: VectorFacts | None, expected_dimension: int, expected_count: int = 1
 ) -> str:
-    """The verdict on an answer (module docstring); ``None`` facts are ``malformed``."""
+    """The verdict on an answer; ``None`` facts are ``malformed``."""
     if facts is None:
         return VECTORS_MALFORMED
     if facts.count != expected_count:

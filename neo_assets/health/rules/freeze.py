@@ -201,7 +201,7 @@ def next_circuit_streak(previous: int | None, opened: bool | None) -> int:
 def freeze_trigger(
     summary: LaneSummary, circuit_streak: int | None, policy: FreezePolicy
 ) -> FreezeTrigger | None:
-    """The trigger this sweep's evidence fires, if any (module docstring)."""
+    """The trigger this sweep's evidence fires, if any."""
     verdicts = vector_verdict_counts(summary)
     for verdict in CORRUPTING_VERDICTS:
         if verdicts.get(verdict):

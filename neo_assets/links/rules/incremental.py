@@ -303,8 +303,8 @@ def temporal_changes(
     candidate_window: int,
 ) -> Links:
     """The chunks of ``items`` whose list in ``temporal_links(items)`` may differ from their
-    list in ``temporal_links(previous_items)`` (same parameters), with their new lists.
-    Every other chunk of ``items`` keeps its previous list (see the module docstring)."""
+    list in ``temporal_links(previous_items)`` (same parameters), with their new lists; every
+    other chunk keeps its list (docs/design/links.md#incremental-passes)."""
     codes: dict[str, int] = {}
     old, new = _timeline(previous_items, codes), _timeline(items, codes)
     # A chunk is unchanged when it is on both sides with the same kind and time (or

@@ -69,7 +69,7 @@ def row_is_servable(
 
 def previous_set(rows: Iterable[RowStamp], own: Set[str]) -> frozenset[str]:
     """The newest superseded set among ``rows`` (one path's), leaving out ``own`` (the
-    ids the declared generation wrote itself). See the module doc."""
+    ids the declared generation wrote itself). docs/design/query.md#read-side-truth."""
     older = [r for r in rows if r.id not in own]
     if not older:
         return frozenset()

@@ -66,10 +66,10 @@ def path_wholeness(
     settled: bool,
     reclaimed_paths: Set[str] = frozenset(),
 ) -> Wholeness:
-    """Judge every yielded path of ``repo`` (see the module doc). ``row_ids_by_path``: the
-    tenant's row ids of this repo by sourcePath; ``reclaimed_paths``: sourcePaths of this
-    repo from which this reconciliation deleted rows. A repo without a complete envelope
-    has no known yielded path, so nothing of it is judged."""
+    """Judge every yielded path of ``repo`` (docs/design/reconcile.md#checks).
+    ``row_ids_by_path``: the tenant's row ids of this repo by sourcePath;
+    ``reclaimed_paths``: those this reconciliation deleted rows from. A repo without a
+    complete envelope has no known yielded path, so nothing of it is judged."""
     if not repo.has_complete_envelope:
         return Wholeness(0, (), (), ())
     complete = 0

@@ -84,8 +84,8 @@ def _skip(skipped: dict[str, int], stamp: str) -> None:
 
 
 def _declared_among(tenant: TenantDeclaration, candidates: list[list[Any]]) -> set[Any]:
-    """The candidate ids that the tenant declares anywhere (the guard of the module doc).
-    Costs one C-level disjointness test per declared path, against the candidates only."""
+    """The candidate ids that the tenant declares anywhere (the last guard:
+    docs/design/reconcile.md#orphans), one C-level disjointness test per declared path."""
     pool = set(chain.from_iterable(candidates))
     found: set[Any] = set()
     if pool:
@@ -341,8 +341,8 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
 def _drop_inconsistent(
     tenant: TenantDeclaration, by_kind: dict[str, list[Any]], duplicated: set[Any]
 ) -> int:
-    """The last guards (module doc): an id read more than once, and an id the tenant
-    declares anywhere, leave every kind they would act on. Returns how many ids left."""
+    """The last guards (docs/design/reconcile.md#orphans): an id read more than once, and an
+    id the tenant declares anywhere, leave every kind they would act on; returns how many."""
     inconsistent = 0
     if duplicated:
         for kind, ids_ in by_kind.items():
@@ -407,8 +407,8 @@ def classify_orphans(
     fenced_ids: Set[str],
     stale_gap: int = DEFAULT_STALE_GAP,
 ) -> ReconcilePlan:
-    """Classify the tenant's rows against its declaration (see the module doc for the kinds
-    and their precedence). ``present_ids``: ids in the collection for this tenant;
+    """Classify the tenant's rows against its declaration (the kinds and their precedence:
+    docs/design/reconcile.md#orphans). ``present_ids``: ids in the collection for this tenant;
     ``fenced_ids``: ids durably fenced at the current embedding generation."""
     if type(stale_gap) is not int or stale_gap < 1:
         raise ValueError("stale_gap must be an int >= 1")

@@ -59,7 +59,7 @@ def split_lines(text: str) -> list[str]:
 def parse_file(
     source_path: str, text: str, *, max_chunk_chars: int = 6000, window_lines: int = 60
 ) -> list[ParsedChunk]:
-    """Chunks of one file (see the module docstring)."""
+    """Chunks of one file."""
     if max_chunk_chars < 1:
         raise ValueError(f"max_chunk_chars must be at least 1, got {max_chunk_chars}")
     if window_lines < 1:

@@ -51,5 +51,6 @@ def fence_family(row: object) -> str | None:
 
 
 def is_durable_fence(row: object) -> bool:
-    """True only when ``row`` passes every clause of the fence gate (module docstring)."""
+    """True only when ``row`` passes every clause of the fence gate
+    (docs/design/sweep.md#fence-gate)."""
     return fence_family(row) is not None

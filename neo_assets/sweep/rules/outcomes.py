@@ -112,7 +112,8 @@ def pick_cause(candidate_codes: list[str]) -> str:
 
 
 def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
-    """Classify one sweep by its error rows (``LaneSummary.errors``): module docstring."""
+    """Classify one sweep by its error rows (``LaneSummary.errors``):
+    docs/design/sweep.md#outcomes."""
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
 

@@ -155,7 +155,7 @@ def _readable_failures(state: RepoState) -> bool:
 
 
 def _is_unobserved(state: RepoState) -> bool:
-    """The state cannot be read by the rule (see module docstring, reason 2)."""
+    """The state cannot be read by the rule (docs/design/sweep.md#due-rule, reason 2)."""
     if state.last_outcome not in _PERSISTED_OUTCOMES:
         return True
     if state.last_outcome == codes.OUTCOME_COMPLETE:
@@ -206,10 +206,8 @@ def due_reason(
     now: float,
     policy: RetryPolicy = DEFAULT_RETRY_POLICY,
 ) -> str | None:
-    """Why the repo is due now (one of ``DUE_REASONS``), or ``None`` when it is not.
-
-    The rule and the order of reasons are in the module docstring.
-    """
+    """Why the repo is due now (one of ``DUE_REASONS``), or ``None`` when it is not; the
+    reasons in order: docs/design/sweep.md#due-rule."""
     if state is None or all(getattr(state, f.name) is None for f in fields(state)):
         return DUE_NEVER_SWEPT
     if _is_unobserved(state):
