@@ -125,9 +125,8 @@ class EmbeddingSettings(_Section):
     context_tokens: int = Field(8192, ge=16)
     admission_safety: float = Field(0.9, gt=0, le=1)
     # The token estimate where nothing counts the model's way (embedding/band.py); unset:
-    # 2.3, calibrated on real code against a word-piece tokenizer so that with the
-    # admission margin ~0.4 % of chunks are undercounted (bench/chars_per_token.py,
-    # docs/performance.md); 3.0 for the offline hashing embedder, which has no tokens.
+    # 2.3, calibrated on real code against a word-piece tokenizer (docs/performance.md);
+    # 3.0 for the offline hashing embedder, which has no tokens.
     chars_per_token: float | None = Field(None, gt=0)
     # How a remote provider's inputs are counted when splitting to fit: ``auto`` (the server's
     # own tokenize endpoint where its first contact found one: llama.cpp /tokenize,
@@ -406,7 +405,7 @@ def _read(**overrides: object) -> Settings:
 
 
 # Settings already read, by the NEO_* environment and overrides they were read from:
-# validating them costs ~15 ms, and every resource of every step asks for them.
+# every resource of every step asks for them, and validating is not free.
 _loaded: dict[tuple[object, ...], Settings] = {}
 _LOADED_MAX = 32
 

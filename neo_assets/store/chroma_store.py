@@ -17,8 +17,7 @@ from neo_assets.core.store_urls import chroma_address
 COLLECTION_SPACE = "cosine"
 
 # Ids per page when only ids are listed. Each page is one filtered query, and a later
-# page (an offset) scans the earlier ones again: 8,000 ids took 58 ms in pages of 5,000,
-# 36 ms in one. 50,000 ids are ~5 MB of strings, still a bounded page.
+# page (an offset) scans the earlier ones again, so pages are large yet bounded.
 ID_PAGE = 50_000
 # Metadata keys the project stamps on every row (CONTRACT.md, "The collection").
 STAMP_KEYS = (

@@ -26,10 +26,9 @@ _DELETE_BATCH = 500
 
 
 def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """Insert many rows. On SQLite straight through the driver's executemany: there
-    SQLAlchemy's handling of each row's parameters cost more than the insert itself
-    (2,000 declared chunks, one wave of a first sweep: 30 ms against 13 ms). Elsewhere
-    through SQLAlchemy, whose Postgres path batches the rows into few statements."""
+    """Insert many rows: on SQLite through the driver's executemany (SQLAlchemy's per-row
+    parameter handling cost more than the insert), elsewhere through SQLAlchemy, whose
+    Postgres path batches the rows into few statements."""
     if not rows:
         return
     if conn.dialect.name != "sqlite":

@@ -23,8 +23,8 @@ import httpx
 
 from neo_assets.store.private_files import private_dir
 
-# How long a client waits for a server to answer its first heartbeat (Chroma's own start
-# takes ~1 s on 2 cores; a loaded machine or a large directory takes longer).
+# How long a client waits for a server to answer its first heartbeat (far above Chroma's
+# own start, which a loaded machine or a large directory stretches).
 START_TIMEOUT_S = 60.0
 POLL_S = 0.05
 # How often the supervisor looks at its clients and its child.

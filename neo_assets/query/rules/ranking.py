@@ -169,8 +169,8 @@ class LexicalIndex:
     def scores(self, terms: Sequence[str]) -> dict[str, float]:
         """``lexical_score`` of every row matching a term, from the postings alone. A text
         match of a token that is in more than COMMON_SHARE of the rows is not counted."""
-        # bench/query.py: plain words matched in text pulled natural-language questions
-        # off their answers (recall@5 92 % -> 67 % on cobra); as exact names they do not.
+        # Plain words matched in text pull natural-language questions off their answers
+        # (bench/query.py; docs/performance.md); as exact names they do not.
         out: dict[str, float] = {}
         for term in terms:
             weight = 2.0 if looks_like_identifier(term) else 1.0
