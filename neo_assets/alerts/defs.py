@@ -1,11 +1,6 @@
 """The alerts capability in Dagster: the sensor that delivers each failed asset check and
-each failed run once, and the reading of both from the instance's event log, after a
-cursor, as the plain data ``neo_assets.alerts.rules`` turns into alerts.
-
-Both streams are read from the event log's index (the table Dagster mirrors asset-check
-and run-status events into), whose storage ids increase across runs, so one integer per
-stream is a sound cursor on SQLite and Postgres alike.
-"""
+failed run once, read from the event log's index, whose storage ids increase across runs,
+so one integer per stream is a sound cursor on SQLite and Postgres alike."""
 
 import time
 from collections.abc import Mapping

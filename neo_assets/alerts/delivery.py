@@ -1,8 +1,5 @@
 """Deliver pending alerts in event order, with bounded retries, within one tick's budget.
-
-Stops at the first alert that cannot be delivered: later events wait behind it, so the
-cursor (advanced over ``handled`` only) never skips one.
-"""
+Stops at the first alert that cannot be delivered, so the cursor never skips one."""
 
 import time
 from collections.abc import Callable, Sequence

@@ -1,22 +1,6 @@
-"""Alerts as plain data: what failed, for whom, what to look at, and where the run is.
-
-The alert sensor reads two kinds of facts from Dagster's event log and turns each into one
-``Alert`` here, without Dagster:
-
-- a failed asset-check evaluation (``CheckEvaluation``, ERROR or WARN severity);
-- a failed run (``RunFailure``).
-
-An alert names its tenant and repo (from the partition key ``<tenantId>/<repoSlug>``, or a
-tenant partition ``<tenantId>``, else from the check's metadata ``tenantId`` / ``repoSlug``),
-the check (or job), the severity, at most ``OFFENDING_CAP`` offending paths or ids from the
-check's metadata with a count of how many more there are, and a link to the run in the
-Dagster UI. ``slack_payload`` renders it as Slack-shaped JSON (``{"text", "blocks"}``).
-
-Delivery order and the cursor are rules too: ``merge_pending`` puts the pending events of
-both streams in event order, ``advance_cursor`` moves each stream's cursor only over what
-was handled (delivered, or nothing to deliver), and ``retry_wait`` is the bounded backoff
-of one tick.
-"""
+"""Alerts as plain data: a failed check evaluation or run as one ``Alert`` naming tenant,
+repo, check, severity, at most ``OFFENDING_CAP`` offenders and the run's link
+(``slack_payload`` renders it); and delivery order and cursor rules. Pure."""
 
 import json
 import math
@@ -146,11 +130,8 @@ def scope_label(tenant_id: str | None, repo_slug: str | None) -> str:
 def alert_scope(
     partition_key: str | None, metadata: Mapping[str, Any] | None = None
 ) -> tuple[str | None, str | None]:
-    """(tenantId, repoSlug): the partition key first (it scoped the run), then metadata.
-
-    A repo partition ``t/r`` gives both; a tenant partition ``t`` gives the tenant. A key of
-    another shape is ignored rather than guessed at.
-    """
+    """(tenantId, repoSlug): the partition key first (``t/r`` or ``t``; it scoped the run), then
+    metadata. A key of another shape is ignored rather than guessed at."""
     tenant: str | None = None
     repo: str | None = None
     if partition_key:
@@ -183,12 +164,8 @@ def _first_str(md: Mapping[str, Any], keys: Sequence[str]) -> str | None:
 def offending_items(
     metadata: Mapping[str, Any] | None, cap: int = OFFENDING_CAP
 ) -> tuple[tuple[str, ...], int]:
-    """At most ``cap`` offending paths/ids named by the metadata, and how many more exist.
-
-    Read from ``OFFENDING_KEYS`` (then any key starting with ``offending``) in that order; a
-    value may be a list, a single string, or a census ``{"count", "ids"}`` whose count may
-    exceed the ids it lists (those count as more). Duplicates are named once.
-    """
+    """At most ``cap`` offending paths/ids named by the metadata (``OFFENDING_KEYS`` first; a
+    list, a string or a census whose count may exceed its ids), and how many more exist."""
     md = metadata or {}
     keys = [k for k in OFFENDING_KEYS if k in md]
     keys += sorted(k for k in md if k.lower().startswith("offending") and k not in keys)
@@ -399,11 +376,8 @@ class AlertCursor:
 
 
 def initial_cursor(now: float, lookback_s: float) -> AlertCursor:
-    """Where a sensor with no cursor starts: failures of the last ``lookback_s`` seconds.
-
-    Turning the sensor on after a bad night still tells about it, without replaying the
-    whole history of the instance.
-    """
+    """Where a sensor with no cursor starts: failures of the last ``lookback_s`` seconds, so
+    turning it on after a bad night still tells about it without replaying history."""
     return AlertCursor(since=now - max(lookback_s, 0.0), after={})
 
 
@@ -438,12 +412,8 @@ def parse_cursor(text: str | None) -> AlertCursor | None:
 def merge_pending(
     batches: Mapping[str, Sequence[Pending]], full: Mapping[str, bool]
 ) -> list[Pending]:
-    """All streams' events in event order, cut where a truncated stream's read ended.
-
-    A stream read to its limit (``full``) may hold more events after its last one; events
-    of other streams beyond that point wait for the next tick, so delivery stays in event
-    order across streams.
-    """
+    """All streams' events in event order, cut where a truncated (``full``) stream's read ended:
+    later events of other streams wait for the next tick."""
     bound = math.inf
     for stream, events in batches.items():
         if full.get(stream) and events:
@@ -480,11 +450,8 @@ def retry_delays(
 def retry_wait(
     delays: Sequence[float], failures: int, elapsed_s: float, budget_s: float
 ) -> float | None:
-    """How long to wait after the ``failures``-th failed attempt of one alert, or None.
-
-    None: give up for this tick, because the retries are spent or the wait would end past
-    the tick's budget (the alert stays pending; the next tick starts over).
-    """
+    """How long to wait after the ``failures``-th failed attempt of one alert; None once retries
+    are spent or the wait would pass the tick's budget (the next tick starts over)."""
     if failures < 1 or failures > len(delays):
         return None
     wait = delays[failures - 1]

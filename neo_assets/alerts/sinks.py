@@ -1,11 +1,6 @@
-"""Where alerts go: a Slack-shaped webhook when NEO_ALERT_WEBHOOK_URL is set, else a JSONL
-file, ``$NEO_HOME/alerts.jsonl``.
-
-Each sink is idempotent by alert id: it records what it delivered (the JSONL file itself,
-or a journal next to it for the webhook), and a second delivery of the same alert is a
-no-op. The sensor's cursor already advances only after delivery; this closes the gap left
-when a process dies between a delivery and the cursor's commit.
-"""
+"""Where alerts go: a Slack-shaped webhook when NEO_ALERT_WEBHOOK_URL is set, else
+``$NEO_HOME/alerts.jsonl``. Each sink is idempotent by alert id, closing the gap when a
+process dies between a delivery and the cursor's commit."""
 
 import json
 import os

@@ -1,9 +1,4 @@
-"""`neo-assets`: the command line for people at a terminal.
-
-``--json`` prints exactly one JSON document on stdout; everything human (tables,
-progress, errors) goes to stderr. Exit codes follow CONTRACT.md: 0 fine, 1 a repo
-failed (or the canary is unhealthy), 2 a usage or configuration error.
-"""
+"""`neo-assets`: the command line for people at a terminal (conventions: ``cli/common.py``)."""
 
 import asyncio
 from typing import Annotated
@@ -152,13 +147,8 @@ def print_sweep_result(r: dict) -> None:
 
 
 def sweep_failed(tenants, tenant: str | None, repo: str | None, results: list[dict]) -> bool:
-    """Whether the sweep command fails (exit 1).
-
-    A misdeclared repo in the run set (withheld, or swept on its last good declaration),
-    a file that could not be read at all (every tenant swept on its last good
-    declaration), or any problem of the file when the run set is all of it, fails the
-    command: the file needs a fix; everything else was swept as usual.
-    """
+    """Whether the sweep command fails (exit 1): a misdeclared repo in the run set, an
+    unreadable file, or any file problem when the run set is all of it: the file needs a fix."""
     everything = tenant is None and repo is None
     return (
         tenants.source != SOURCE_FILE

@@ -266,12 +266,9 @@ def not_due_failure(due: Any) -> dict[str, Any]:
 
 
 def ensure_pool(instance: Any, attempts: int = 5) -> None:
-    """Create the embedding pool's limit row before the first sweep step needs it.
-
-    Dagster creates it on a pool's first use with an insert that processes starting at
-    once can race on: on Postgres the loser's transaction is aborted and its run fails
-    (seen with three ``neo-assets sweep`` processes against one fresh instance). Here the
-    loser just looks again: by then the winner's row exists."""
+    """Create the embedding pool's limit row before the first sweep step: Dagster's own insert
+    races when processes start at once (on Postgres the loser's run fails); here the loser
+    just looks again."""
     storage = getattr(instance, "event_log_storage", None)
     if storage is None or not hasattr(storage, "initialize_concurrency_limit_to_default"):
         return

@@ -1,15 +1,6 @@
-"""The code index in the ledger, built by the sweep's chunk stage for the revision it
-declares, read by the tools at the revision a repo is indexed at.
-
-Two tables (``code_tools.schema``): ``code_index_files`` holds one row per indexed file
-content (keyed by chunking, path and blob), shared by every revision that has that file;
-``code_indexes`` holds one row per (tenant, repo, revision): the revision's file map,
-naming the file row of each path. A revision writes the rows of the files it changed,
-then its map, in one transaction: a reader finds the complete index or none. A write
-keeps only the map it writes and the map of the revision the repo is served at (its
-checkpoint), and drops the file rows no kept map names, so the index follows the
-generations and is reclaimed with them; a retired repo's rows go with ``forget_repo``.
-"""
+"""The code index in the ledger: one row per indexed file content, shared across revisions,
+and one file map per (tenant, repo, revision), written in one transaction so a reader
+finds the whole index or none. Only the served and the written maps are kept."""
 
 import hashlib
 import json

@@ -1,8 +1,6 @@
-"""The ledger's code-index tables. ``code_indexes``: one row per repo per indexed
-revision, the revision's file map (path -> blob -> file row), published last in one
-transaction so a reader never sees half an index (migration ``0014_code_tools``).
-``code_index_files``: one row per indexed file content, shared by every revision whose
-map names it, so a revision writes only the files it changed (``0018_code_index_files``)."""
+"""The ledger's code-index tables: ``code_indexes`` (one file map per repo revision,
+published last; migration ``0014_code_tools``) and ``code_index_files`` (one row per file
+content, so a revision writes only what changed; ``0018_code_index_files``)."""
 
 import sqlalchemy as sa
 

@@ -1,15 +1,7 @@
-"""The code tools over one service process: find_symbol, find_references, grep,
-read_file, list_files. Every answer is the caller's tenant's, limited to the repos its
-token may read (``QueryService.scope``: another repo is a 403), and read at the revision
-the repo is indexed at (the ledger's checkpoint: the revision ``list_repos`` and
-``search_code`` answer from), from that revision's index (``index_store``).
-
-A file is named only by a path the index holds (looked up as a key, never joined to a
-directory), and read by the blob the index recorded: from git's object store for a git
-repo, from the directory for a plain one (checked against its recorded digest: a file
-changed since is reported, not served). grep runs RE2 (linear time: no catastrophic
-backtracking), line by line, under a time budget and a result bound.
-"""
+"""The code tools over one service process: the caller's tenant and readable repos only, at
+the revision the repo is indexed at. A file is named only by a path the index holds and
+read by its recorded blob (a changed plain file is reported, not served); grep runs RE2
+(linear time) under a time budget and a result bound."""
 
 import threading
 import time

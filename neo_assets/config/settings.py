@@ -1,10 +1,6 @@
-"""Every tunable of the project, in one section per capability (store, embedding, sweep,
-reconcile, health, links, alerts, serve): one typed leaf each, with its default and its NEO_*
-name. A service takes only its section (``settings.embedding``, ``settings.links``, ...).
-
-Settings are read from the environment at the moment they are used (``load_settings()``
-is cheap), so an operator who changes a leaf between two runs is heard on the second.
-"""
+"""Every tunable of the project, one section per capability, one typed leaf each with its
+default and NEO_* name. Read from the environment when used, so an operator who changes a
+leaf between two runs is heard on the second."""
 
 import os
 from dataclasses import dataclass
@@ -129,9 +125,8 @@ class EmbeddingSettings(_Section):
     context_tokens: int = Field(8192, ge=16)
     admission_safety: float = Field(0.9, gt=0, le=1)
     # The token estimate where nothing counts the model's way (embedding/band.py); unset:
-    # 2.3, calibrated on real code against a word-piece tokenizer so that with the
-    # admission margin ~0.4 % of chunks are undercounted (bench/chars_per_token.py,
-    # docs/performance.md); 3.0 for the offline hashing embedder, which has no tokens.
+    # 2.3, calibrated on real code against a word-piece tokenizer (docs/performance.md);
+    # 3.0 for the offline hashing embedder, which has no tokens.
     chars_per_token: float | None = Field(None, gt=0)
     # How a remote provider's inputs are counted when splitting to fit: ``auto`` (the server's
     # own tokenize endpoint where its first contact found one: llama.cpp /tokenize,
@@ -410,7 +405,7 @@ def _read(**overrides: object) -> Settings:
 
 
 # Settings already read, by the NEO_* environment and overrides they were read from:
-# validating them costs ~15 ms, and every resource of every step asks for them.
+# every resource of every step asks for them, and validating is not free.
 _loaded: dict[tuple[object, ...], Settings] = {}
 _LOADED_MAX = 32
 

@@ -1,11 +1,6 @@
-"""The tenants file's misdeclarations as asset checks (declaration/in_force.py): each
-tenant's own on its reconciliation (``declaration``, partitioned by tenant, so another
-tenant's typo never turns it red), and the whole file's on ``kb_status``
-(``tenants_file``: also the entries that name no tenant and the file's own problems).
-
-WARN while a last good declaration stands in for every misdeclared entry (swept and
-served as before); ERROR when one stands on nothing (not swept or served). The alert
-sensor delivers both like every failed check, naming tenant, repo and the file's line."""
+"""The tenants file's misdeclarations as asset checks: each tenant's own on its
+reconciliation (another tenant's typo never turns it red) and the whole file's on
+``kb_status``. WARN while a last good declaration stands in; ERROR when nothing does."""
 
 import warnings
 

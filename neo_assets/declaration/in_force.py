@@ -1,12 +1,6 @@
-"""The declaration in force: the tenants file read without refusing it, with the last
-good declaration of each tenant (the ledger's) standing in for what the file gets wrong
-(the rule: declaration/rules.py).
-
-Every reader of the tenants file goes through ``load_declaration``: the sensors and runs
-(``defs/resources.TenantsResource``), the CLI (``cli/common.load_config``) and the query
-service (``query/serving.Resident``). Only a reader that checked the repo paths
-records a tenant's good declaration (the service reads without touching the disk).
-"""
+"""The declaration in force: the tenants file read without refusing it, each tenant's last
+good declaration standing in for what the file gets wrong (declaration/rules.py). Every
+reader goes through ``load_declaration``; only one that checked the paths records a good one."""
 
 import os
 import time
@@ -41,7 +35,7 @@ if TYPE_CHECKING:
 
 # (ledger URL, tenant id) -> (the tenants file's stamp, the digest) this process last
 # recorded as the tenant's last good declaration: the same file read again (every sensor
-# tick, every run) opens no ledger (measured: 47 ms a read with one, 3 ms without). Keyed
+# tick, every run) opens no ledger (the cost: docs/performance.md). Keyed
 # by the file's stamp too, so a file changed and changed back (another process recording
 # the version in between) is recorded again.
 _RECORDED: dict[tuple[str, str], tuple[Any, str]] = {}
@@ -84,12 +78,9 @@ def load_declaration(
     record: bool = True,
     now: float | None = None,
 ) -> TenantsFile:
-    """The declaration in force. Raises ``TenantsConfigError`` (every problem) when
-    the file has a problem and no repo is left in force: none of the file's is usable
-    and no last good declaration stands in (as before: nothing can run). ``record``:
-    remember each tenant whose declaration is good (only when ``check_paths``).
-    ``ledger`` None: one is opened only when needed (a problem to stand in for, a good
-    declaration this process has not recorded yet)."""
+    """The declaration in force; raises ``TenantsConfigError`` when no repo is left in force.
+    ``record``: remember each good tenant (only with ``check_paths``); ``ledger`` None: one
+    is opened only when needed."""
     stamp = _stamp(settings.store.resolved_tenants_file)
     reading = read_tenants(
         settings.store.resolved_tenants_file,

@@ -1,23 +1,8 @@
-"""Which declaration is in force when part of the tenants file cannot be used.
-
-A problem in the file stays in its tenant: a repo entry that cannot be used (a missing
-path, a bad ref, an unknown parser version, an invalid field) makes THAT repo
-*misdeclared*; a problem at tenant level (its id, its keys, a ``repos`` that is not a
-list) makes the tenant misdeclared. Everything else keeps loading.
-
-A misdeclaration never retires anything. What stands in for a misdeclared repo or tenant
-is its *last good* declaration (the ledger remembers the last declaration of each tenant
-that had no problem); with none, it is *withheld*: not swept, not served, but still
-counted as declared, so reconciliation never takes its rows for orphans.
-
-A block the rule cannot name (a tenant whose id is unreadable, a repo whose slug is)
-might be any of the tenants or repos it used to declare, so every last good one the file
-no longer names is held in force until the file is fixed. The same holds for a file that
-cannot be read at all: the last good declaration of every tenant stays in force.
-
-Pure: plain dicts in (``Tenant.to_plain()`` / ``RepoDecl.to_plain()`` shapes), plain
-data out; problems are opaque values the caller reports.
-"""
+"""Which declaration is in force when part of the tenants file cannot be used: a problem
+stays in its repo or tenant, which keeps its last good declaration, else is *withheld*
+(not swept or served, still declared, so its rows are no orphans). A misdeclaration never
+retires anything: a block the rule cannot name, or an unreadable file, holds every last
+good declaration in force. Pure."""
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,13 +19,9 @@ STANDS_NOTHING = "withheld"
 
 @dataclass(frozen=True)
 class TenantBlock:
-    """What the file says about one tenant, as read.
-
-    ``tenant_id`` None: the block names no tenant (its id is missing, invalid or a
-    duplicate). ``problems``: tenant-level problems (any makes the whole tenant
-    misdeclared). ``repos``: the usable repo declarations by slug. ``repo_problems``:
-    the problems of each repo entry that names its slug. ``unnamed_repo_problems``: the
-    problems of repo entries whose slug cannot be read."""
+    """What the file says about one tenant, as read: ``tenant_id`` None when the block names no
+    tenant; tenant-level ``problems`` make the whole tenant misdeclared; usable ``repos`` and
+    each repo entry's problems, by slug where it can be read."""
 
     tenant_id: str | None
     problems: tuple[Any, ...] = ()
@@ -136,13 +117,9 @@ def in_force(
     file_problems: Sequence[Any] = (),
     file_readable: bool = True,
 ) -> Declaration:
-    """The declaration in force (see the module doc).
-
-    ``blocks``: each tenant block of the file, in file order (none when the file could
-    not be read). ``last_good``: tenant id -> its last good plain declaration.
-    ``file_problems``: problems of the file as a whole (its YAML, its top level).
-    ``file_readable`` False: the file gave no tenants at all (unreadable, not YAML, not a
-    mapping, no usable 'tenants' list): every last good tenant stays in force."""
+    """The declaration in force from the file's tenant ``blocks`` (file order), ``last_good``
+    (tenant id -> plain declaration) and ``file_problems``; ``file_readable`` False: the
+    file gave no tenants, so every last good tenant stays in force."""
     if not file_readable:
         return Declaration(
             tenants=tuple(_held_tenant(last_good[tid]) for tid in sorted(last_good)),

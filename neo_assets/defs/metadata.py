@@ -103,12 +103,8 @@ def chunks_summary(
 
 
 def sweep_numbers(counts: Mapping[str, Any], strikes: int, seconds: float) -> dict[str, Any]:
-    """The embedding step's counts under the names the UI plots (``SWEEP_METRICS``).
-
-    ``rows``: the declared generation's rows in the collection after this sweep (already
-    present + new); ``skipped``: chunks not embedded because the collection already had
-    them or a fence at this generation held them.
-    """
+    """The embedding step's counts under the names the UI plots (``SWEEP_METRICS``): ``rows``
+    present after the sweep, ``skipped`` already present or fenced."""
     new = _int(counts.get(keys.EMBEDDED))
     present = _int(counts.get(keys.ALREADY_PRESENT))
     return {

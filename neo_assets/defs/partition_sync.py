@@ -1,15 +1,7 @@
-"""The dynamic partitions brought to the tenants file: the declared repos and tenants
-added, the retired ones removed (core/ids/partition_changes.py is the rule).
-
-A retired tenant keeps its reconciliation partition (``retained_tenants``: the retired
-tenants the ledger remembers), so its rows can still be reclaimed by a run of its own;
-a retired repo's sweep partition goes (its runs stay in the history).
-
-Every evaluation that requests partitioned runs syncs first, so each request names a
-partition that exists: a sensor returns the changes as requests (the daemon applies them,
-and the tick's history lists them); a schedule cannot return them and the CLI has no
-daemon, so both apply them to the instance (``sync_partitions``).
-"""
+"""The dynamic partitions brought to the tenants file (core/ids/partition_changes.py); a
+retired tenant keeps its reconciliation partition so its rows can still be reclaimed.
+Every evaluation that requests partitioned runs syncs first (a sensor as requests, a
+schedule and the CLI directly)."""
 
 from collections.abc import Sequence
 
@@ -40,7 +32,7 @@ def declared_partitions(
 
 
 def retained_tenants(ledger: Ledger, tenants: TenantsFile) -> list[str]:
-    """The retired tenants whose reconciliation partition stays (see the module doc)."""
+    """The retired tenants whose reconciliation partition stays."""
     return retired_tenant_ids(ledger, tenants)
 
 

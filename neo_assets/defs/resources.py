@@ -1,11 +1,6 @@
-"""Typed Dagster resources: settings, tenants, store, ledger and provider.
-
-Settings and tenants are read from the environment when used, so a changed NEO_* leaf is
-heard by the next run without reloading the code location. The store, the ledger and the
-provider belong to one run (or one sensor or schedule tick): each is opened on its first
-use in it (``services/handles.py``) and closed when it ends, so nothing of theirs stays
-open in the process between runs, and a run that never asks for one opens nothing.
-"""
+"""Typed Dagster resources: settings, tenants, store, ledger and provider. Settings and
+tenants are read when used (a changed NEO_* leaf is heard next run); the others are opened
+on first use in a run or tick and closed when it ends."""
 
 from typing import Any
 

@@ -1,30 +1,6 @@
-"""The band: how many tokens one input may cost, and how they are counted.
-
-The limit comes from the provider where it can say (``input_limit()``: the in-process
-model's ``max_seq_length``, read from its files without loading it); its tokens are
-counted as the model counts them where it can (``count_tokens``: the model's own
-tokenizer). Otherwise the limit is the configured ``NEO_EMBEDDING_CONTEXT_TOKENS`` and
-tokens are estimated from characters (``NEO_EMBEDDING_CHARS_PER_TOKEN``, calibrated on
-real code: docs/performance.md) under the ``NEO_EMBEDDING_ADMISSION_SAFETY`` margin.
-
-A remote server is asked at each sweep's first contact, before its chunks are split
-(``embedding/discovery.py``): its limit per input (llama.cpp ``/props``, TEI ``/info``,
-vLLM ``/v1/models``, llama-cpp-python's cut, Ollama ``/api/show``) and its tokenizer. The
-ledger keeps what it said (``store/provider_limits.py``); the band is the recorded limit,
-counted by the server's tokenizer where it has one (``NEO_EMBEDDING_TOKENIZER=auto``, the
-default; exact, no margin), else estimated under the margin. ``NEO_EMBEDDING_CONTEXT_TOKENS``
-and ``NEO_EMBEDDING_TOKENIZER`` set explicitly override; a set band over what the server
-takes is a configuration error naming the setting and the server's answer
-(``check_band``), and one under it is kept and the larger limit named
-(``headroom_notice``). The band and those rules are plain data and functions in
-``neo_assets/embedding/rules/band.py``.
-
-The band in tokens is part of the embedding generation (``generations/serving.generation_for``), so
-a provider whose limit changes (a server restarted with another context) is a new
-generation that re-offers what the old limit could not take. It is resolved from the
-settings, the model's files and the ledger's record, never from the network, so the
-sweep, the due check and reconciliation compute the same generation.
-"""
+"""The band: how many tokens one input may cost, and how they are counted. Resolved from the
+settings, the model's files and the ledger's record, never the network, so every caller
+computes the same generation. Design: docs/design/embedding.md#band"""
 
 from neo_assets.config.settings import Settings
 from neo_assets.embedding.rules.band import (
@@ -55,13 +31,9 @@ def configured_band(settings: Settings) -> Band:
 
 
 def band_for(settings: Settings, found: object = _UNREAD) -> Band:
-    """The band in force (module docstring), from the settings and the ledger's record of
-    the provider's last contact (``found``: that record, read here when not given), never
-    the network: the in-process model's ``max_seq_length`` from its files, counted by its
-    own tokenizer; else the server's recorded limit, counted by its tokenizer where it
-    has one (``NEO_EMBEDDING_TOKENIZER=auto``), else estimated under the margin; else
-    ``NEO_EMBEDDING_CONTEXT_TOKENS``. An explicitly set ``NEO_EMBEDDING_CONTEXT_TOKENS``
-    overrides (and caps the in-process model's own limit)."""
+    """The band in force, from the settings and ``found`` (the ledger's record of the
+    provider's last contact, read here when not given); an explicit
+    ``NEO_EMBEDDING_CONTEXT_TOKENS`` overrides, and caps the in-process model's own limit."""
     emb = settings.embedding
     band_set = "context_tokens" in emb.model_fields_set
     if emb.provider == "sentence_transformers":

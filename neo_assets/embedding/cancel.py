@@ -1,9 +1,5 @@
-"""Cancellation scopes: one per embedding call, observed at every boundary.
-
-A scope is cancelled with a cause code (ABORT_ERR for an upstream abort, a provider's
-timeout code for its own deadline, EMBEDDING_PROBE_TIMEOUT for a probe's deadline), so
-the cause survives all the way into the sweep summary.
-"""
+"""Cancellation scopes: one per embedding call, observed at every boundary. A scope is
+cancelled with a cause code, so the cause survives into the sweep summary."""
 
 import asyncio
 import weakref
@@ -24,11 +20,8 @@ class Cancelled(Exception):
 
 @dataclass(eq=False)  # identity hash: scopes live in a WeakSet
 class CancelScope:
-    """Cooperative cancellation that also aborts what is in flight.
-
-    ``run`` races an awaitable against the scope: cancelling the scope cancels the
-    task, which makes httpx close the connection, so the server sees the disconnect.
-    """
+    """Cooperative cancellation that also aborts what is in flight: cancelling the scope
+    cancels the task ``run`` races, so httpx closes the connection and the server sees it."""
 
     label: str = ""
     cause: str | None = None

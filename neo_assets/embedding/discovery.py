@@ -1,26 +1,7 @@
 """A provider's own limit per input and its tokenizer, asked at a sweep's first contact
-(before its chunks are split), so a server works with only its URL and model set.
-
-What each server says, tried in this order for an OpenAI-compatible base URL:
-
-- llama.cpp ``llama-server``: ``GET /props`` ``default_generation_settings.n_ctx`` (the
-  context per slot, ``-c`` / ``--parallel``, already capped at the model's trained
-  context); counts with ``POST /tokenize``;
-- TEI: ``GET /info`` ``max_input_length``; counts with ``POST /tokenize``;
-- vLLM: ``GET /v1/models`` ``data[].max_model_len``; counts with ``POST /tokenize``;
-- llama-cpp-python's server (no limit endpoint; it cuts every input at its batch size,
-  answering 200): ``POST /extras/tokenize/count`` exists, and one probe far longer than any
-  window is counted and embedded: the tokens it embedded are its limit.
-
-Ollama: ``POST /api/show`` ``model_info.<arch>.context_length`` (no tokenizer: estimated).
-The in-process sentence-transformers model: ``max_seq_length`` from its files, counted by
-its bundled tokenizer. Hashing and Gemini: nothing to discover.
-
-The findings are recorded in the ledger (``store/provider_limits.py``) when they differ
-from the recorded ones, and the band (``embedding/band.band_for``) reads the record, so a
-server restarted with another limit is a new generation at the next sweep. A server
-that does not answer now leaves the record as it was (the lane then meets it).
-"""
+(before its chunks are split), so a server works with only its URL and model set. The
+findings go to the ledger (``store/provider_limits.py``) when they differ; a server that
+does not answer leaves the record as it was. Design: docs/design/embedding.md#band"""
 
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -159,7 +140,7 @@ def ollama(client: _Client, model: str | None) -> Discovery | None:
     return None
 
 
-# Per kind, the servers' own answers in the order they are asked (module docstring).
+# Per kind, the servers' own answers in the order they are asked (docs/design/embedding.md#band).
 ASKERS: dict[str, tuple[Callable[[_Client, str | None], Discovery | None], ...]] = {
     "openai_compatible": (llama_cpp, tei, vllm, llama_cpp_python),
     "ollama": (ollama,),
@@ -167,7 +148,7 @@ ASKERS: dict[str, tuple[Callable[[_Client, str | None], Discovery | None], ...]]
 
 
 def discover(settings: Settings, timeout_s: float = DISCOVERY_TIMEOUT_S) -> Discovery | None:
-    """What the configured provider says about itself now (module docstring); None when
+    """What the configured provider says about itself now; None when
     it cannot be asked or does not answer."""
     emb = settings.embedding
     if emb.provider == "sentence_transformers":

@@ -1,11 +1,6 @@
 """Settings -> one embedding provider. A wrong or missing setting fails here, by its name.
-
-A new provider is one module in ``embedding/providers/`` named by its kind, with a
-``build(ProviderArgs)`` (an HTTP one posts through ``providers/http.py``), and its row in
-``embedding/rules/provider_kinds.KINDS`` (what it needs, whether it is remote, its timeout
-code). Modules are imported when their kind is asked for: an optional extra is needed only when
-used.
-"""
+Provider modules are imported when their kind is asked for, so an optional extra is
+needed only when used. Design: docs/design/embedding.md#providers"""
 
 import importlib
 

@@ -1,31 +1,6 @@
-"""The embedding failure taxonomy at the transport: every failure becomes ONE closed code.
-
-What leaves a provider's ``embed`` is one of two things:
-
-- ``Cancelled`` — the CALLER's scope ended (upstream abort ``ABORT_ERR``, a consumer's
-  probe deadline ``EMBEDDING_PROBE_TIMEOUT``, or whatever cause the caller cancelled
-  with). The caller's cause is re-raised unchanged, never re-labelled by the provider.
-- ``EmbedFailure`` — the provider call itself failed: its own request deadline
-  (``code`` TIMEOUT, ``provider_code`` the provider's timeout code), a refused or
-  closed transport, an HTTP refusal, invalid vectors. Raised ``from`` the transport
-  exception so the evidence chain stays walkable.
-
-``classify_failure`` maps any exception (chain) onto the closed ``KB_VECTOR_EMBED_*`` set.
-It walks ``__cause__``/``__context__`` from the outermost exception down to the
-transport and returns the first definite class: an explicit classification made above
-the transport (an ``EmbedFailure``, a ``Cancelled``) wins over the raw transport error it
-wraps, because the layer above may know better (a Chroma write that failed with a reset
-socket is a WRITE_ERROR, not a provider death). A wrapper that could not classify
-(UNCLASSIFIED) defers to what lies beneath it.
-
-The distinction that decides verdicts downstream:
-
-- CONNECTION_REFUSED: nothing accepted the connection, so nothing is known about the
-  input (no strike, no fence).
-- TRANSPORT_CLOSED: the provider HAD accepted the connection and then dropped it (reset,
-  EOF before a response, broken pipe, incomplete body): the accepted connection is
-  itself the liveness half of a death strike.
-"""
+"""The embedding failure taxonomy at the transport: every failure becomes ONE closed code,
+the outermost definite classification in the exception chain winning.
+Design: docs/design/embedding.md#failures"""
 
 import asyncio
 import errno
@@ -110,13 +85,9 @@ def bounded(text: str, limit: int = _MAX_DETAIL) -> str:
 
 
 class EmbedFailure(Exception):
-    """A provider call that failed, already classified into the closed taxonomy.
-
-    ``provider_code`` keeps the cause that a class alone would blur (which deadline
-    fired: ``OPENAI_COMPATIBLE_REQUEST_TIMEOUT``, ``PROVIDER_TIMEOUT``,
-    ``EMBEDDING_PROBE_TIMEOUT``; or ``ABORT_ERR``), so the three cancellation causes stay
-    distinct up to the summary. ``detail`` is bounded and never carries input text.
-    """
+    """A provider call that failed, already classified. ``provider_code`` keeps which deadline
+    fired (or ``ABORT_ERR``), which the class alone would blur; ``detail`` is bounded and
+    never carries input text."""
 
     def __init__(
         self,
@@ -188,18 +159,9 @@ def size_tokens(message: str) -> int | None:
 
 
 def classify_http_status(status: int, message: str = "") -> str:
-    """One HTTP error answer → its class. ``message`` is the provider's error text.
-
-    - 408/504: a deadline. A 413/422 (or 400) naming a batch-size cap: BATCH_CAP, about
-      the request's shape (the lane shrinks its batches), never about an input.
-    - a refusal that says the input is too large (its text, or a 413 that is not a batch
-      cap) is a size refusal, whatever the status (llama.cpp answers it with 500).
-    - any other 4xx: the provider refusing this request.
-    - a 5xx that says the model is still loading (503 "Loading model"): PROVIDER_LOADING;
-      that the process computing it died (Ollama's "llama runner process has terminated"):
-      TRANSPORT_CLOSED, a death like a dropped connection. Any other 5xx proves nothing
-      specific: UNCLASSIFIED.
-    """
+    """One HTTP error answer → its class (``message``: the provider's error text). A batch-size
+    cap is about the request's shape, never an input; "too large" is a size refusal whatever
+    the status (llama.cpp answers it with 500)."""
     text = message or ""
     if status in (408, 504):
         return codes.KB_VECTOR_EMBED_TIMEOUT
@@ -219,13 +181,9 @@ def classify_http_status(status: int, message: str = "") -> str:
 
 
 def _chain(exc: BaseException) -> list[BaseException]:
-    """``exc`` and everything behind it, outermost first, each once (cycles are possible).
-
-    Follows ``__cause__``, then ``__context__`` even where a ``raise … from None``
-    suppressed it for display (httpcore does so, and the errno lives down there), then
-    the members of an exception group (several connection attempts) and exceptions
-    passed as arguments (httpcore wraps the OSError it maps that way).
-    """
+    """``exc`` and everything behind it, outermost first, each once (cycles are possible):
+    also a ``__context__`` suppressed by ``from None`` and exceptions passed as arguments,
+    where httpcore keeps the errno."""
     seen: set[int] = set()
     out: list[BaseException] = []
     stack: list[BaseException] = [exc]
@@ -311,11 +269,8 @@ def _safe_text(response: httpx.Response) -> str:
 
 
 def classify_failure(exc: BaseException) -> str:
-    """The ONE closed ``KB_VECTOR_EMBED_*`` code for ``exc`` and its causes.
-
-    Outermost definite class wins (see the module docstring); UNCLASSIFIED when nothing
-    in the chain is recognised.
-    """
+    """The ONE closed ``KB_VECTOR_EMBED_*`` code for ``exc`` and its causes; UNCLASSIFIED when
+    nothing in the chain is recognised."""
     for link in _chain(exc):
         code = _classify_one(link)
         if code != codes.KB_VECTOR_EMBED_UNCLASSIFIED:
@@ -324,12 +279,8 @@ def classify_failure(exc: BaseException) -> str:
 
 
 def failure_cause(exc: BaseException) -> str | None:
-    """The cause code behind a class (which deadline fired, or ABORT_ERR), if any.
-
-    The first ``EmbedFailure.provider_code`` or ``Cancelled.cause`` in the chain, outermost
-    first: this is what keeps an upstream abort, a provider's own deadline and a probe's
-    deadline distinct although two of them share the TIMEOUT class.
-    """
+    """The cause code behind a class (which deadline fired, or ABORT_ERR), if any: what keeps an
+    upstream abort, a provider's deadline and a probe's deadline apart."""
     for link in _chain(exc):
         if isinstance(link, EmbedFailure) and link.provider_code:
             return link.provider_code

@@ -14,7 +14,7 @@ class LaneIsolation(LaneState):
     """Isolation and one input alone; a part of ``lane._Lane``."""
 
     async def _isolate(self, group: list[LaneItem]) -> None:
-        """Bisect a content-failed group with a paired control (module docstring)."""
+        """Bisect a content-failed group with a paired control."""
         try:
             control = await self._control("isolation-control")
             if not control.ok:
@@ -66,14 +66,9 @@ class LaneIsolation(LaneState):
         raise IsolationAborted(outcome)  # a provider failure mid-bisection
 
     async def _single(self, item: LaneItem, *, isolating: bool, certain: bool) -> bool:
-        """Dispatch ONE input with nothing else in flight; True when it was embedded.
-
-        Content evidence is a content-class failure of this input ALONE, right after a
-        success (the paired control), of an input that had failed before: in the group
-        being isolated (``isolating``), or alone just before a fresh control. ``certain``:
-        the walk knows this input fails, so a control goes first when the last request
-        failed. Death and timeout become strikes; refused is tried again.
-        """
+        """Dispatch ONE input with nothing else in flight; True when it was embedded. ``certain``:
+        the walk knows this input fails, so a control goes first when the last request failed
+        (docs/design/embedding.md#evidence)."""
         in_isolation = isolating
         if certain and not self.last_ok:
             control = await self._control("isolation-control")

@@ -19,12 +19,8 @@ class BatchCapMemory(Protocol):
 
 
 class FenceBook(Protocol):
-    """Durable fences and strikes of one repo, per embedding generation.
-
-    The ``record_*`` calls return only after their write is committed: the lane acts on a
-    fence or a strike only once it is durable. All four are called on the event-loop
-    thread (they should be quick: they run only on failures and once at the start).
-    """
+    """Durable fences and strikes of one repo, per embedding generation. ``record_*`` return
+    only once committed: the lane acts on a fence or strike only when it is durable."""
 
     def fence_records(self, generation: str) -> Mapping[str, FenceRecord]: ...
 

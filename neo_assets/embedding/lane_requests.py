@@ -49,13 +49,8 @@ class LaneRequests(LaneState):
         deadline_cause: str = lane_evidence.KB_VECTOR_EMBED_CALL_CEILING,
         solo: bool = False,
     ) -> Outcome:
-        """One provider request under the lane's scope and the call ceiling.
-
-        It first takes a provider slot (``solo``: every slot, after the provider drained
-        abandoned work), so the ceiling starts when the request is the server's to work
-        on. Raises ``Stop`` when the lane's scope is (or becomes) cancelled: no request
-        starts after cancellation, and one in flight is cancelled with its connection.
-        """
+        """One provider request under the lane's scope and the call ceiling, after taking a provider
+        slot (``solo``: every slot). Raises ``Stop`` when the scope is (or becomes) cancelled."""
         self._check_stop()
         batch_texts = list(texts) if texts is not None else [i.text for i in inputs or ()]
         try:

@@ -13,13 +13,8 @@ class LaneWriter(LaneState):
     """The store writer; a part of ``lane._Lane``."""
 
     async def _writer(self) -> None:
-        """The one writer: runs the synchronous store write in a worker thread.
-
-        Batches that finished while the previous write ran go together in one write: when
-        the store is the slower side, writes grow to what is ready (Chroma's per-add cost
-        is then paid less often); when the provider is, each batch is written alone the
-        moment it arrives. Nothing waits to be grouped, so a crash loses no more than
-        before (the queued batches and the one being written)."""
+        """The one writer: the synchronous store write in a worker thread, taking together the
+        batches that finished while the previous write ran (nothing waits to be grouped)."""
         closing = False
         while not closing:
             entry = await self.write_q.get()

@@ -1,27 +1,6 @@
-"""Provider-wide request slots shared by every process on this machine: file locks.
-
-Verdicts about ONE input (a death or timeout strike) need "no other request was in flight
-to this provider", also from another sweep in another process (``deploy/dagster.yaml``
-lets two sweeps share a provider). The evidence is kept by the kernel, not by us: each
-provider has a directory (keyed by provider name, endpoint and model) with
-
-- ``slot-<i>.lock`` for i < slots: a request holds one of them exclusively while it is in
-  flight, so at most ``slots`` requests of all participants reach the server at once (a
-  one-slot server gets one request at a time, and a call ceiling started once the slot
-  is held counts the server's own time, not time queued behind another sweep);
-- ``gate.lock``: taken shared for a moment before a slot, and exclusively by a *solo*
-  dispatch, which then takes every slot: new requests wait, in-flight ones drain, and
-  the solo request is provably the only one in flight to the provider (writer
-  preference, so a busy neighbour cannot starve it);
-- ``abandoned``: a counter file bumped when a process gives up on a request the server
-  may still be computing (a call ceiling fired, work cancelled); a solo dispatch that
-  sees it moved first waits for the server to finish (a drain probe) before its own
-  ceiling starts.
-
-``flock`` locks belong to an open file and die with their process, so a killed sweep
-never leaves a slot held. The scope is one machine (sweeps on several machines sharing
-one provider would need the ledger instead); the directory defaults to the temp dir.
-"""
+"""Provider-wide request slots shared by every process on this machine: file locks, so a
+verdict about one input can rely on "nothing else was in flight to this provider".
+Design: docs/design/embedding.md#slots"""
 
 import fcntl
 import hashlib
@@ -91,7 +70,7 @@ class Slots(Protocol):
 
 
 class ProviderSlots:
-    """The slots of one provider (module docstring)."""
+    """The slots of one provider (docs/design/embedding.md#slots)."""
 
     def __init__(self, directory: Path, slots: int) -> None:
         if slots < 1:
@@ -139,11 +118,8 @@ class ProviderSlots:
         return await poll_until(attempt, scope, deadline)
 
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
-        """One slot (shared mode) or the gate and every slot (``solo``).
-
-        Waits at most ``max_wait_s`` (abortable through ``scope``); past it the dispatch
-        goes ahead without the locks it could not get, and ``alone`` is False, so nothing
-        it shows may be charged to one input."""
+        """One slot (shared mode) or the gate and every slot (``solo``), waiting at most
+        ``max_wait_s``; past it the dispatch goes ahead unlocked with ``alone`` False."""
         started = time.monotonic()
         deadline = started + max(0.0, max_wait_s)
         fds: list[int] = []

@@ -1,28 +1,6 @@
-"""Counting inputs with the embedding server's own tokenizer (``NEO_EMBEDDING_TOKENIZER=server``).
-
-A chunk is split to fit the band right after parsing (``sweep/chunk.fit_to_band``).
-With a character estimate, code denser than the estimate (operators, short identifiers)
-passes the split and is then refused by the server for its size. A server that can count
-tokens the model's way is asked instead, and the band is then its limit exactly, with no
-margin. Supported, tried in this order at first use and remembered:
-
-- llama.cpp ``llama-server``: ``POST /tokenize {"content", "add_special": true}`` ->
-  ``{"tokens": [...]}`` (special tokens included, as its embedding path adds them);
-- llama-cpp-python's server: ``POST /extras/tokenize/count {"input"}`` -> ``{"count"}``;
-- vLLM: ``POST /tokenize {"model", "prompt", "add_special_tokens": true}`` -> ``{"count"}``;
-- TEI: ``POST /tokenize {"inputs", "add_special_tokens": true}`` -> ``[[token, ...]]``.
-
-Counting needs the server at parse time. A server that is starting (connection refused, 503)
-is waited for up to ``NEO_EMBEDDING_LOADING_MAX_WAIT_S``; past that the sweep defers
-(``CountUnavailable``) before it records anything, so no chunk is ever split by another
-count than the server's (a fallback to the estimate would change part ids back and forth
-with the server's availability). A server with none of the endpoints is a configuration
-error (``NoTokenizeEndpoint``) naming the setting.
-
-An input whose UTF-8 length plus the model's added tokens is within the band cannot be
-over it (these tokenizers spend at most one token per byte), so it is not asked: its
-"count" is that bound. Counts are cached per text for the process.
-"""
+"""Counting inputs with the embedding server's own tokenizer (``NEO_EMBEDDING_TOKENIZER=server``),
+so the band is the server's limit exactly. Never falls back to an estimate (part ids would
+change with the server's availability). Design: docs/design/embedding.md#band"""
 
 import hashlib
 import time
@@ -94,7 +72,7 @@ ENDPOINTS = (
 
 
 class ServerTokenCounter:
-    """Token counts by the server at ``base_url`` (module docstring); callable over texts."""
+    """Token counts by the server at ``base_url`` ; callable over texts."""
 
     def __init__(
         self,
@@ -130,7 +108,7 @@ class ServerTokenCounter:
         for text in texts:
             size = token_bound(text)
             if size <= self.band_tokens:
-                out.append(size)  # cannot be over the band: not asked (module docstring)
+                out.append(size)  # cannot be over the band: not asked (at most a token per byte)
                 continue
             key = hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
             count = self._cache.get(key)

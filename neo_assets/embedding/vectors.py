@@ -1,16 +1,5 @@
-"""Vector validation: what a provider returns is checked before anything can be written.
-
-A wrong count, a ragged dimension, a NaN/inf or an all-zero row is a provider fault
-(KB_VECTOR_EMBED_INVALID_VECTORS): such a batch is never written, and the failure names
-rows by index only, never by content.
-
-Every row of one width that is not ``NEO_EMBEDDING_DIMENSIONS`` is INVALID_VECTORS too,
-carrying that width (``answered_dimensions``). At first contact (no answer of the right
-width yet in this sweep) the lane reads it as the configuration's fault and raises
-``DimensionMismatchError`` (KB_VECTOR_EMBED_DIMENSION_MISMATCH), which fails the sweep
-with a message naming the variable and the provider's answer, instead of deferring every
-sweep forever; after a right-width answer it stays a provider fault.
-"""
+"""Vector validation: what a provider returns is checked before anything can be written;
+a failure names rows by index only. Design: docs/design/embedding.md#failures"""
 
 from collections.abc import Sequence
 from typing import Any
@@ -90,13 +79,9 @@ def validate_vectors(
     operation_label: str = "",
     provider: str | None = None,
 ) -> np.ndarray:
-    """``raw`` as a C-contiguous float32 ``(expected_count, dimensions)`` array, or raise.
-
-    Raises EmbedFailure(KB_VECTOR_EMBED_INVALID_VECTORS) on a wrong count, a wrong or
-    ragged dimension, a non-numeric value, NaN/inf (also after the float32 cast: a value
-    beyond float32's range becomes inf), or an all-zero row (no direction: cosine
-    distance to it is undefined).
-    """
+    """``raw`` as a C-contiguous float32 ``(expected_count, dimensions)`` array, or raise
+    ``EmbedFailure(KB_VECTOR_EMBED_INVALID_VECTORS)`` (wrong count or width, NaN/inf also
+    after the cast, an all-zero row)."""
     if expected_count == 0 and (raw is None or len(raw) == 0):
         return np.zeros((0, dimensions), dtype=np.float32)
     if isinstance(raw, list | tuple):

@@ -53,12 +53,9 @@ def register_generation(
     dimensions: int,
     now: float,
 ) -> GenerationRecord:
-    """Record ``generation`` and what rebuilds its provider. First sight: the knowledge
-    base's first generation lives in the un-suffixed collection (NULL: the contract's name,
-    as before generations lived apart), every later one in ``collection_name``. A
-    generation already recorded keeps its collection (the legacy one stays legacy), has
-    its provider filled in, and, if it was reclaimed, is building again. Committed before
-    it returns."""
+    """Record ``generation`` and what rebuilds its provider (committed). The knowledge base's
+    first generation lives in the un-suffixed collection, later ones in ``collection_name``;
+    a recorded one keeps its collection and, if reclaimed, is building again."""
     g = t.embedding_generations.c
     spec = {"provider": provider, "model": model, "base_url": base_url, "dimensions": dimensions}
     for _attempt in range(2):

@@ -1,12 +1,6 @@
-"""Embedding generations: the one digest, and which generation serves a tenant.
-
-The digest is computed in one place (``generation_digest``), from the provider as it will
-actually be called: the model name is normalised the way each provider normalises it
-before sending (Gemini's ``models/`` prefix, sentence-transformers' bundled aliases,
-hashing's default scheme), so the sweep (from the provider it built), the due check,
-reconciliation, the canary and the status (from the settings) agree on every spelling a
-provider accepts.
-"""
+"""Embedding generations: the one digest, computed from the model name as each provider
+normalises it (so every caller agrees on every spelling), and which generation serves a
+tenant."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -131,24 +125,10 @@ def tenant_serving(
     reclaimed: Iterable[str] = (),
     held: Iterable[str] = (),
 ) -> Serving:
-    """The generation that serves a tenant: the switch is per tenant, so one answer over
-    several repos never ranks vectors of two models against each other.
-
-    - Complete generations are those complete for EVERY declared repo (and not reclaimed).
-    - The configured generation serves as soon as it is complete: a new model switches
-      when its build finished, and switching back to a generation not yet reclaimed is
-      instant (it is still complete).
-    - Else the complete generation that became complete last (the latest of its repos'
-      completion times) keeps serving while the configured one builds.
-    - None complete (a first build, or a repo added since): the generation with the most
-      complete repos, the configured one first on a tie, so a new knowledge base answers
-      from what it has.
-    - A ``held`` generation (the quality gate's: not yet shown not worse) does not take
-      over from another complete one; it serves only when no other is complete.
-
-    Fallbacks (for when the serving generation's provider cannot embed the query): the
-    other complete generations, newest first, then partial ones, then the configured one
-    (what it has built so far)."""
+    """The generation serving a tenant (per tenant, so one answer never ranks two models'
+    vectors together): the configured one once complete for every repo, else the last to
+    complete, else the one with most complete repos; a ``held`` one takes over only when no
+    other is complete. Fallbacks for an unusable provider: other complete, partial, configured."""
     slugs = set(repo_slugs)
     gone = set(reclaimed)
     complete_at: dict[str, dict[str, float]] = {}

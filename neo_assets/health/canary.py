@@ -1,11 +1,6 @@
-"""The provider health canary: run once (schedule or CLI), reuse a healthy result within
-its TTL, back off after failures, and record what a real probe saw in the ledger.
-
-The rules are ``health/rules/canary.py``; this module wires the ledger, the provider and the
-bounded probe to them. The canary is a diagnostic: it never runs per row, per batch or per
-sensor tick, and it decides nothing but its own record (the sweep sensor reads the latest
-healthy record to end a recovery episode).
-"""
+"""The provider health canary: run once (schedule or CLI), reuse a healthy result within its
+TTL, back off after failures, record what a real probe saw. A diagnostic: it decides
+nothing but its own record. Design: docs/design/health.md#canary"""
 
 import asyncio
 import time

@@ -1,10 +1,5 @@
-"""Provider health in Dagster: the canary schedule and the freeze re-probe sensor.
-
-Both start STOPPED; an operator turns them on in the UI (Automation tab). Neither runs a
-probe per row, per batch or per sweep: the schedule runs the canary once per tick (a
-healthy result within its TTL is reused without a request), and the sensor probes only
-on a tick where the durable freeze record is due.
-"""
+"""Provider health in Dagster: the canary schedule and the freeze re-probe sensor, both
+STOPPED until an operator turns them on. Neither probes per row, batch or sweep."""
 
 import time
 from typing import Any

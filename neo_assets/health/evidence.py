@@ -1,13 +1,6 @@
-"""Vector evidence of one sweep, for the freeze rule.
-
-The lane sees an invalid answer only as ``KB_VECTOR_EMBED_INVALID_VECTORS``; whether it
-was a wrong dimension, a NaN or an all-zero vector (which freeze the write path) or a
-malformed body (which does not) is in the failure's detail. ``VectorEvidenceRecorder``
-wraps the sweep's provider, validates every answer against the provider's dimension (the
-collection's) with ``validate_vectors`` — the check the lane makes anyway — and counts the
-verdict of each invalid one (``health.rules.canary.invalid_detail_verdict``). The failure itself
-is re-raised unchanged: the lane's verdicts do not change.
-"""
+"""Vector evidence of one sweep, for the freeze rule: ``VectorEvidenceRecorder`` wraps the
+sweep's provider and counts the verdict of each invalid answer (a wrong dimension, NaN or
+zero freezes; a malformed body does not). The failure is re-raised unchanged."""
 
 from collections import Counter
 from collections.abc import Sequence

@@ -1,18 +1,6 @@
-"""One bounded probe: a fixed short text through the provider, under its own deadline.
-
-Each probe owns ONE cancellation scope (a child of the caller's, when there is one) and
-one timer. The deadline is read from the consumer's own settings leaf at the moment the
-probe runs (``canary_timeout_ms`` for the health canary,
-``recovery_freeze_reprobe_timeout_ms`` for the freeze re-probe; never shared), so an
-operator's change is heard by the next probe. At expiry the scope is cancelled with
-``EMBEDDING_PROBE_TIMEOUT``: the request task is cancelled, httpx closes its connection
-(the server observes the disconnect; a request still queued locally never opens one),
-and the result is an inconclusive outcome carrying the code, the label and the timeout.
-
-A probe is evidence, never an action: it returns a ``ProbeOutcome`` and decides nothing.
-What is remote stays remote: a server that already accepted the request may go on
-computing it after the disconnect (see the providers' docstrings).
-"""
+"""One bounded probe: a fixed short text through the provider, under its own deadline read
+from the consumer's settings leaf when it runs. Evidence, never an action: it returns a
+``ProbeOutcome`` and decides nothing. Design: docs/design/health.md#probe"""
 
 import asyncio
 import time
@@ -64,11 +52,8 @@ async def probe(
     text: str = CANARY_TEXT,
 ) -> ProbeOutcome:
     """Embed ``text`` once under a fresh scope whose deadline is ``deadline_leaf`` read now.
-
-    Never raises for a provider failure, a deadline or an upstream abort (each becomes the
-    outcome's ``failure_code``/``cause_code``); ``asyncio.CancelledError`` of the awaiting
-    task propagates after the request is cancelled.
-    """
+    Never raises for a provider failure, deadline or upstream abort (they are the outcome's
+    codes); the awaiting task's ``CancelledError`` propagates after cancelling the request."""
     label = bounded(operation_label, _MAX_LABEL)
     timeout_ms = read_deadline_ms(deadline_leaf)
     scope = upstream.child(label) if upstream is not None else CancelScope(label=label)

@@ -1,10 +1,6 @@
-"""Canary records and the collection freeze record in the ledger.
-
-Every write commits before the function returns, so a caller acts only on a durable
-record. Freeze writes are compare-and-set on the record's ``version``: a writer that read
-an older version changes nothing and is told so (``False``), so two deciders can never
-both act on one state. Torn values read as ``None`` (unobserved), never as a default.
-"""
+"""Canary records and the collection freeze record in the ledger. Writes commit before
+returning; freeze writes are compare-and-set on ``version``, so two deciders never both act
+on one state. Torn values read as ``None``."""
 
 import json
 import math

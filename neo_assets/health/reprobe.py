@@ -1,19 +1,6 @@
-"""The freeze re-probe: probe the provider ONLY when the durable freeze record is due.
-
-One cycle (the sensor's tick, or a test):
-
-1. read the freeze record and ask ``health.rules.freeze.reprobe_decision``; anything but
-   ``probe`` returns without touching the provider (``contain`` writes the contained
-   state first);
-2. CLAIM the attempt (``claim_reprobe``: count it, push the next probe back) and commit it
-   before probing, compare-and-set, so two deciders never probe for one due record;
-3. one bounded probe (``health/probe.py``): its deadline read from
-   ``NEO_RECOVERY_FREEZE_REPROBE_TIMEOUT_MS`` at that moment, one scope, the operation label;
-4. SETTLE it (``settle_reprobe``): only a valid vector of the collection's dimension in
-   time lifts the freeze; every other outcome is inconclusive and keeps it, backing off
-   (contained once the attempts are spent). Compare-and-set again: an operator who
-   unfroze meanwhile is not overwritten.
-"""
+"""The freeze re-probe: probe the provider ONLY when the durable freeze record is due; claim
+the attempt before probing, settle it after, both compare-and-set.
+Design: docs/design/health.md#freeze"""
 
 import asyncio
 import time
@@ -70,7 +57,7 @@ async def reprobe_async(
     clock: Callable[[], float] = time.time,
     upstream: CancelScope | None = None,
 ) -> ReprobeReport:
-    """One re-probe cycle (module docstring)."""
+    """One re-probe cycle: docs/design/health.md#freeze."""
     collection = settings.store.collection_name
     policy = freeze_policy(settings)
     record = store.freeze_record(ledger, collection)

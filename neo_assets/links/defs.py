@@ -1,11 +1,6 @@
 """The links capability: ``chunk_links``, one repo's related-chunk links, after its sweep.
-
-Links are derived data, so they are off the sweep's critical path: the ``links`` job
-materializes them in a run of its own, requested by ``links_sensor`` when a repo's
-declared generation moved, rows were added, or the link parameters changed
-(``links.rules.due``); the CLI's sweep runs it right after its sweeps. ``query --expand``
-reads them.
-"""
+Links are derived data, off the sweep's critical path: the ``links`` job runs them when
+``links_sensor`` finds them due (``links.rules.due``); the CLI's sweep runs it right after."""
 
 import time
 from typing import Any

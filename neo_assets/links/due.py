@@ -1,8 +1,5 @@
-"""Which declared repos need their links computed again, read from the ledger.
-
-The rule is ``links.rules.due``; this module gathers its facts (declared generation,
-stored link set, latest sweep) for the links sensor and the CLI's runner.
-"""
+"""Which declared repos need their links computed again: the facts ``links.rules.due`` reads
+(declared generation, stored link set, latest sweep), gathered from the ledger."""
 
 from dataclasses import dataclass
 

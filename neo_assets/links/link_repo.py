@@ -1,24 +1,8 @@
-"""Glue for the ``chunk_links`` asset: one repo's declared generation in, its links stored.
-
-The chunks are the repo's declared generation (ledger) that are present in the collection
-under this tenant and repo, so every link lands on a row a query can show. Times come from
-the envelope (commit time of the last commit touching each file), kinds from the declared
-chunks, vectors from Chroma by id. The rules live in ``links.rules``,
-``links.rules.incremental`` and ``links.rules.records``; this module only reads, calls them,
-and stores.
-
-A run is proportional to change. Each run leaves a snapshot file (derived data, see
-``Snapshot``; by default under ``links-cache/`` beside the SQLite ledger, i.e. in the data
-dir): the rows it linked with their vectors, and the lists it stored. The next run reads
-from Chroma only the vectors of rows the snapshot lacks (or holds under another embedding
-generation), recomputes only the lists the change can reach (``links.rules.incremental``)
-and writes only the rows that changed (``links.store.update_links``). Whenever the
-snapshot cannot vouch for the stored links (no file, torn, another link set, other
-parameters, another set of embedding generations, a large change) the run recomputes
-everything, as a first run does, and that full path is the reference the tests hold the
-incremental one to: equal bit for bit wherever the full pass is itself reproducible (see
-``links.rules.incremental`` on float32 rounding).
-"""
+"""Glue for the ``chunk_links`` asset: one repo's declared generation in (rows present in the
+collection, so every link lands on a row a query can show), its links stored. A run is
+proportional to change through a snapshot; whenever the snapshot cannot vouch for the
+stored links the run is full, the reference the incremental one is held to.
+Design: docs/design/links.md#incremental-runs"""
 
 import math
 import time
@@ -310,11 +294,9 @@ def link_repo(
     cache_dir: Path | None = None,
     progress: LinkProgress | None = None,
 ) -> LinkReport:
-    """Compute and store the repo's links for its current declared generation.
-
-    ``cache_dir`` holds the per-repo snapshots that make a run proportional to change
-    (default: ``default_cache_dir(ledger)``; without one every run is full). The report's
-    ``mode`` says which path ran and ``full_reason`` why a run was full."""
+    """Compute and store the repo's links for its current declared generation. ``cache_dir``
+    holds the snapshots (default ``default_cache_dir(ledger)``; without one every run is
+    full); the report's ``mode`` and ``full_reason`` say which path ran and why."""
     started = time.perf_counter()
     generation = ledger.declared_generation(tenant_id, repo_slug)
     if generation is None:

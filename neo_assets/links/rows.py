@@ -213,21 +213,10 @@ def gather_rows(
     repo_slug: str,
     snapshot: Snapshot | None,
 ) -> tuple[RepoRows, int]:
-    """The rows ``read_rows`` gives (same rows, same vectors), sorted by id, with vectors
-    from ``snapshot`` where it holds the row under the generation the collection holds now,
-    and the number of rows read from Chroma.
-
-    Which rows stand under which generation is asked per generation, by id only: the ids the
-    collection holds under this tenant, repo and generation (stamps checked by Chroma's
-    filter, as ``read_rows`` checks them). The generations asked are the snapshot's and
-    those a small sample of the other rows' metadata names. A standing row the snapshot
-    holds under that generation keeps its vector; the other standing rows' vectors are
-    read without metadata. Only the rows no generation covers (absent, stamped for another
-    repo, unstamped) are read with their metadata, row by row.
-
-    Why not read every row with its metadata: at 32,000 rows those replies grew the process
-    by 90-290 MB (held by the allocator after Chroma's reader threads freed them) against
-    ~16 MB for the vectors alone (docs/performance.md)."""
+    """The rows ``read_rows`` gives, sorted by id, with vectors from ``snapshot`` where it holds
+    the row under the generation the collection holds now, and how many were read from Chroma.
+    Standing rows are found by id per generation and their vectors read without metadata
+    (the memory it saves: docs/performance.md, "Link passes")."""
     by_id = {cid: (kind, path) for cid, kind, path in declared}
     at = {cid: i for i, cid in enumerate(snapshot.ids)} if snapshot is not None else {}
     standing = _standing_generations(

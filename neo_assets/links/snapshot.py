@@ -1,11 +1,6 @@
-"""A links run's snapshot: derived data the next links run of the repo starts from.
-
-The rows the run linked (ids, embedding generation, float32 vectors) and, when it stored
-its links, their kinds, times, lists and the stored link set's identity. One file per
-repo under ``links-cache/``, each array CRC-checked, written to a temporary file and
-renamed; any doubt about a file (missing, torn, another repo's, another format) reads as
-no snapshot, and the run computes in full (``neo_assets.links.link_repo``).
-"""
+"""A links run's snapshot: derived data the next links run of the repo starts from. One
+CRC-checked file per repo under ``links-cache/``, written and renamed; any doubt reads as
+no snapshot, and the run computes in full."""
 
 import contextlib
 import json
@@ -32,15 +27,9 @@ SNAPSHOT_FORMAT = 1
 
 @dataclass(frozen=True)
 class Snapshot:
-    """What one links run saw, kept as derived data for the next run.
-
-    Always: the rows (ids, each one's embedding generation, its vector). A row's vector
-    changes only when it is re-embedded under another generation, so the next run reuses a
-    vector only while the collection still holds the row under this tenant, repo and
-    generation. When the run stored its links, also what they were computed from and are:
-    the rows' kinds and times, each kind's lists over these rows, and the stored link
-    set's identity (``links.store.same_link_set``): the lists stand for the ledger's rows
-    only while the ledger's link set is still that one."""
+    """What one links run saw: the rows (id, generation, vector; reused only while the collection
+    still holds the row under that generation) and, when it stored its links, their kinds,
+    times, lists and the link set's identity (valid only while the ledger's set is that one)."""
 
     ids: list[str]
     generations: list[str | None]

@@ -1,13 +1,6 @@
-"""A repo's related-chunk links in the ledger.
-
-A repo's links are replaced as a whole in one transaction (``replace_links``; never
-accumulated), or after a small change only the lists that changed are (``update_links``,
-and only while the stored link set is the one they were diffed against). Either way they
-are stored only while the declared generation they were computed from is still the repo's
-current one: a links run that read an older generation stores nothing, and the newer
-generation's own run stores its links. Every read is scoped by tenant. A torn neighbour
-list reads as unobserved: it offers no neighbour rather than a wrong one.
-"""
+"""A repo's related-chunk links in the ledger, replaced whole or updated list by list, and
+stored only while the declared generation they were computed from is still current. Reads
+are scoped by tenant; a torn list reads as unobserved (no neighbour, not a wrong one)."""
 
 import json
 import math
@@ -120,13 +113,9 @@ def replace_links(
     params: Mapping[str, Any],
     now: float,
 ) -> bool:
-    """Replace the repo's links with ``links`` (link kind -> each pass's output; committed)
-    when the repo's declared generation is still the one recorded at
-    ``generation_recorded_at``; False (nothing written) when it has moved on or is gone.
-
-    The rows are encoded and inserted a batch at a time (a lazy ``links``, such as
-    ``LinkLists.as_links``, is never held whole); a list refused midway (a self link)
-    rolls the whole replacement back."""
+    """Replace the repo's links (committed) when its declared generation is still the one
+    recorded at ``generation_recorded_at``; False, nothing written, otherwise. Inserted a
+    batch at a time; a list refused midway rolls the whole replacement back."""
     kinds = list(links)
     for kind in kinds:
         check_link_kind(kind)  # refused before anything is written
@@ -178,16 +167,10 @@ def update_links(
     params: Mapping[str, Any],
     now: float,
 ) -> bool:
-    """Change only some of the repo's stored lists (committed): ``changed`` maps link kind
-    -> chunk -> its new list; an empty list deletes the chunk's row of that kind. Every
-    other row stays. The link set row takes the new revision, times, ``chunks`` and link
-    ``counts`` (per kind, over the whole set).
-
-    Applies only while the declared generation is still the one recorded at
-    ``generation_recorded_at`` (False, nothing written, as ``replace_links``) and while the
-    stored link set is still ``expected`` (as ``link_set`` read it): otherwise the lists
-    were diffed against rows that are gone, and ``LinkSetMoved`` is raised with nothing
-    written."""
+    """Change only some stored lists (``changed``: kind -> chunk -> new list, empty deletes).
+    Only while the generation is current (else False) and the stored set is still
+    ``expected`` (else ``LinkSetMoved``): otherwise the lists were diffed against rows
+    that are gone."""
     rows: list[dict[str, Any]] = []
     cleared: dict[str, list[str]] = {}
     for kind, by_chunk in changed.items():

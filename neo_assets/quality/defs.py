@@ -1,9 +1,6 @@
-"""The self-evaluation in Dagster: ``retrieval_quality`` per repo, measured at the end of
-the sweep that moved the repo's revision (or completed a generation the quality gate
-waits on), in the sweep's own step so the model is not loaded twice; its recall@1/5/10
-and MRR@10 are numeric metadata the UI plots over time. Two checks: a drop past the
-margin since the last evaluation (WARN), and a switch the gate refuses or still waits on
-(WARN, naming the fix); the alert sensor delivers both."""
+"""The self-evaluation in Dagster: ``retrieval_quality`` per repo, measured in the sweep's
+own step (the model is not loaded twice), recall and MRR plotted as metadata; two WARN
+checks: a drop past the margin, and a switch the gate refuses or still waits on."""
 
 import time
 import warnings

@@ -1,12 +1,6 @@
-"""Self-evaluation of one indexed repo through the query library agents use.
-
-``evaluate_repo(service, tenant_id, repo_slug)`` draws the repo's question set from its
-own history at the revision the ledger records it indexed at (``history`` +
-``rules``), asks every question through ``QueryService.search`` (the same path HTTP,
-MCP and the CLI take: serving generation, truth view, hybrid ranking) and returns a
-``QualityReport``: recall@1/5/10, MRR@10, the question count and each question's rank.
-No Dagster: the CLI (``neo-assets eval``), the bench and an asset call this.
-"""
+"""Self-evaluation of one indexed repo through the query library agents use: its question
+set drawn from its own history at the indexed revision, each asked through
+``QueryService.search``, figures in a ``QualityReport``. No Dagster."""
 
 import time
 from collections.abc import Sequence

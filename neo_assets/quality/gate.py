@@ -1,13 +1,7 @@
 """The quality gate: may a tenant's configured embedding generation (or a repo's declared
-parser version) replace the one serving it? Pure: the self-evaluations and the
-operator's decisions are arguments.
-
-The configured generation switches in when, for every repo of the tenant, its
-self-evaluation is not worse than the serving generation's by more than ``margin`` (an
-absolute drop of MRR@10 or recall@10), both measured on the same questions. A repo with
-no questions (no history to draw from) is no evidence either way. Until both are
-evaluated the switch waits (``pending``); an operator's recorded decision lets a refused
-or pending generation serve (``overridden``)."""
+parser version) replace the one serving it? Only when no repo is worse by more than
+``margin`` on the same questions; ``pending`` until both sides are evaluated; an operator's
+decision overrides. Pure."""
 
 import hashlib
 import json
@@ -99,12 +93,9 @@ def evaluations_due(
     latest: Mapping[tuple[str, str], QualityScore],
     parser_switches: Mapping[str, tuple[ParserIdentity, ParserIdentity]] | None = None,
 ) -> list[EvaluationDue]:
-    """Which (repo, generation) self-evaluations are due: the serving generation's when
-    the repo's indexed revision moved since its last one (quality over time), and, while
-    a switch waits on the gate, the candidate's and the serving one's at the same
-    revision (the gate compares only equal question sets). ``parser_switches``: per repo
-    whose parser switch is held, (declared, serving) parsers: both sides are due too, at
-    the serving generation. A repo never indexed has nothing to evaluate."""
+    """Which (repo, generation) self-evaluations are due: the serving one's when the indexed
+    revision moved, and while a switch waits (``parser_switches`` too) both sides' at the
+    same revision, since the gate compares only equal question sets."""
     due: list[EvaluationDue] = []
     switches = parser_switches or {}
     for slug in sorted(set(repo_slugs)):

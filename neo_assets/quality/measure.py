@@ -1,8 +1,6 @@
-"""Self-evaluations the gate and the ``retrieval_quality`` asset record: each repo's
-question set (``quality.evaluate``) asked at one named embedding generation, whether or
-not it serves yet (and, for a held parser switch, with the declared parser's chunks
-served or the serving one's), written to the ledger (``quality/records.py``); then the
-parser switches they decide are settled (``quality/parser_switch.py``)."""
+"""Self-evaluations the gate and the ``retrieval_quality`` asset record, asked at one named
+generation whether or not it serves yet, written to the ledger; then the parser switches
+they decide are settled (``quality/parser_switch.py``)."""
 
 import time
 from dataclasses import dataclass

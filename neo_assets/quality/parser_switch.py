@@ -1,16 +1,6 @@
-"""A repo's parser-version switch behind the quality gate.
-
-The ledger names the parser whose chunks serve each repo (``parser_serving``). When the
-tenants file declares another one, the sweep builds the new chunks beside the old, and
-the read side keeps serving the old parser's (``RepoDeclaration.held_parser``; reconciliation
-keeps them) until ``settle`` finds the switch allowed: not worse on the repo's
-self-evaluation, both sides measured at the serving embedding generation
-(``quality.gate.parser_gate``), or an operator's recorded decision, or the gate off. Then
-the declared parser is recorded as serving and its chunks answer.
-
-A repo swept for the first time records its declared parser at once (there is nothing to
-compare it with); so does one swept before this record existed (its first sweep since).
-"""
+"""A repo's parser-version switch behind the quality gate: the new parser's chunks are built
+beside the old, whose chunks keep serving (``RepoDeclaration.held_parser``) until ``settle``
+finds the switch allowed. A repo with no serving parser recorded records its declared one."""
 
 import time
 from collections.abc import Iterable, Mapping

@@ -1,15 +1,7 @@
-"""Self-evaluation from a repo's own history: which commits become questions, what
-answers them, and the figures. Pure: the shell reads git and runs the queries.
-
-The rule (deterministic): walk the history window newest first; a commit becomes a
-question when it is no merge, its subject says something specific (``vague_reason`` is
-None), and among the source files it touched (tests, docs and data left out) exactly one
-function or method overlaps its changed lines. The question is the commit's subject
-(conventional prefix and PR number cut off); the answer is that function *as indexed*:
-it must still exist at the indexed revision under the same path and qualified name, and a
-hit must be of that path and hold its definition line (the unit's first line). One
-question per function (its newest commit) and per subject.
-"""
+"""Self-evaluation from a repo's own history (pure): a commit is a question when it is no
+merge, its subject is specific, and exactly one function or method of its source files
+overlaps its changes; the answer is that function as indexed. One question per function
+and per subject."""
 
 import re
 from collections.abc import Iterable, Mapping, Sequence

@@ -1,11 +1,6 @@
-"""A request's deadline, seen by its work wherever it runs: on the event loop or in a
-worker thread (anyio runs ``to_thread`` work in a copy of the caller's context). Work in a
-thread cannot be killed, so it stops at its next step once the deadline has passed
-(``checkpoint``) instead of going on for an answer nobody will get; and an answer ready
-after the deadline is a timeout, never a success (``serve.rules.transport.past_deadline``).
-
-Outside a request (the CLI's ``query``) there is no deadline and ``checkpoint`` is free.
-"""
+"""A request's deadline, seen by its work on the event loop or in a worker thread: thread
+work cannot be killed, so it stops at its next ``checkpoint``; an answer after the deadline
+is a timeout, never a success. Outside a request ``checkpoint`` is free."""
 
 import logging
 import time

@@ -25,11 +25,9 @@ async def run_query(
     repo_slugs: Any = None,
     filters: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
-    """One query through a short-lived ``QueryService`` (its provider closed after);
-    ``filters`` (``query.rules.filters``) are checked by the same rules as HTTP's and
-    MCP's.
-    Each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
-    name) when ``expand``."""
+    """One query through a short-lived ``QueryService``, ``filters`` checked by the same rules
+    as HTTP's and MCP's. With ``expand``, each hit's linked chunks are under ``neighbours``
+    (and ``expanded``, the CLI's older name)."""
     # The library's own bound; the tenant's declared repos come from the tenants file.
     del expand_per_hit, repo_slugs
     resident = Resident(settings, store, ledger)

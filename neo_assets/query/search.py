@@ -1,16 +1,7 @@
-"""The one query library every surface uses (HTTP, MCP, CLI): search, one chunk, its
-related chunks, the caller's repos. Only the caller's tenant, only the repos its token
-may read, only the true knowledge base (``truth.TruthCache``).
-
-A search embeds the question with the provider of the generation serving the tenant
-(``serving.serving_targets``; the next generation that can embed, with a notice, when
-that provider cannot), asks Chroma for vector
-candidates with the tenant's filter in the store's query (over-fetched, then kept only
-when served and matching the filters), adds the
-served rows that name the question's identifiers exactly (the truth view's lexical index)
-and fuses both rankings (``query.rules.ranking``). Rows are read by id, re-checked to be
-the caller's, only for the results.
-"""
+"""The one query library every surface uses (HTTP, MCP, CLI): search, one chunk, its related
+chunks, the caller's repos. Only the caller's tenant, only the repos its token may read,
+only the true knowledge base (``truth.TruthCache``); rows are re-checked to be the
+caller's. Design: docs/design/query.md"""
 
 import heapq
 from collections.abc import Sequence
@@ -81,7 +72,7 @@ class QueryService(RelatedReads):
         # The ranking steps every search takes (bench/self_eval.py compares them).
         self.ranking: RankingOptions = DEFAULT_RANKING
         # The served ids a request's filters keep, per truth view (a new view, a new map):
-        # building the list walks every served facet (~4 ms at 30,000 rows).
+        # building the list walks every served facet.
         self._served_lists: dict[str, tuple[TruthView, dict[tuple[Any, ...], list[str]]]] = {}
 
     def freshness(self, tenant_id: str, slugs: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -385,14 +376,10 @@ class QueryService(RelatedReads):
         keep: Any,
         served: list[str],
     ) -> dict[str, float]:
-        """Nearest served rows (id -> cosine similarity), over the tenant's own rows only:
-        ``served``, the tenant's served ids at the serving generation (read
-        tenantId-filtered and re-checked by the truth view) in the readable repos and of
-        the request's language / kind / path. Scanned exactly in the service's vector
-        cache, so neither the query's cost nor its timing depends on other tenants' rows
-        (docs/performance.md, "Tenant-scoped vector search"); a tenant too large for the
-        cache is asked of the store with the same id list in the query itself. The
-        served facets are checked again on what it returns."""
+        """Nearest served rows (id -> cosine similarity) over the tenant's own served ids in
+        the readable repos and the request's facets, scanned exactly in the vector cache
+        (the store's id-filtered query for a tenant too large for it); the facets are
+        checked again on what comes back."""
         if not served:
             return {}
         wanted = min(len(served), max(request.k * OVERFETCH, MIN_FETCH), MAX_FETCH)

@@ -1,13 +1,7 @@
-"""What answers a query: the resident handles (store, ledger, providers, tenants file) of
-one long-running reader, and ``serving_targets``, the ONE place that says which
-embedding generations may answer a tenant's query, in order: the generation serving the
-tenant (``services/generations.serving_generation``, re-read from the ledger on every
-call, so a switch needs no restart), then the fallbacks when its provider cannot embed.
-
-A provider is built once per embedding generation and kept (the bundled model stays
-loaded); the tenants file is re-read when it changes on disk, so a retired repo stops
-being served without a restart.
-"""
+"""What answers a query: a long-running reader's resident handles, and ``serving_targets``,
+the ONE place that says which generations may answer a tenant's query (re-read from the
+ledger each call, so a switch needs no restart). Providers are built once per generation;
+the tenants file is re-read when it changes."""
 
 import os
 import threading

@@ -1,16 +1,6 @@
-"""Read-side truth applied: the ids a tenant's query may return, computed from the ledger
-and the tenant's rows by ``query.rules.truth`` and kept until what they were computed
-from changes.
-
-Chosen over filtering each query's hits by reading their paths' rows: one computation
-serves every query until a sweep writes, and a query then costs one lookup per hit; the
-same pass keeps each served row's facets (repo, path, language, kind) and an exact-match
-index of their names and text, so a search filters and matches lexically in memory
-(docs/performance.md has the figures). What is watched (the "marker"): the tenant's
-config version, envelope and generation headers, the repos the tenants file declares,
-the collection's row count, the tenant's repo-state update times and the serving
-embedding generation. It is looked at no more often than ``serve.truth_recheck_s``.
-"""
+"""Read-side truth applied: the ids a tenant's query may return (``query.rules.truth``),
+with their facets and an exact-match index, kept until what they were computed from
+changes. Design: docs/design/query.md#read-side-truth"""
 
 import logging
 import threading
@@ -148,14 +138,9 @@ def compute_truth(
 
 
 class TruthCache:
-    """Per tenant, the last ``TruthView``, recomputed when its marker moved.
-
-    The first view of a tenant is computed in the caller. A later change is recomputed
-    in a background thread while queries keep the previous view (each was a true reading
-    when made; the tenant's current repos and each row's tenant are still checked per
-    query), so a sweep writing batch after batch never stalls the service:
-    ``background=False`` recomputes in the caller instead; ``release``: views as if every
-    parser switch the quality gate holds were allowed."""
+    """Per tenant, the last ``TruthView``, recomputed when its marker moved: in a background
+    thread while queries keep the previous view (``background=False``: in the caller);
+    ``release``: as if every held parser switch were allowed."""
 
     def __init__(
         self,

@@ -1,13 +1,6 @@
-"""The served rows' vectors, held in the service to search a tenant's rows exactly.
-
-A chunk id names its content at one embedding generation, and each generation has its
-own collection, so the vector stored under (collection, id) never changes: an entry
-never goes stale, it only stops being served. A tenant's vectors are read from the store
-once (then only the ids its view adds) and the vector search scans them alone
-(``query.rules.nearest``), so its cost and timing depend on the tenant's own rows, never
-on how many rows other tenants hold beside them. Tenants are held least recently used
-first out within a budget of bytes; a tenant whose served rows do not fit answers
-through the store's id-filtered query instead (``None`` here)."""
+"""The served rows' vectors, held in the service to search a tenant's rows exactly; an entry
+never goes stale. Least recently used tenants go first within a byte budget; one that does
+not fit is ``None`` here. Design: docs/design/query.md#tenant-scoped-vectors"""
 
 import threading
 from collections import OrderedDict

@@ -1,10 +1,6 @@
-"""Evaluate reconciliation's three checks for one tenant, over the state as it is now.
-
-Each returns a ``CheckOutcome`` of plain data (the Dagster layer wraps it): passed or
-not, the offending paths or ids (bounded, under ``offending_*`` keys so an alert names
-them), the numbers the UI plots and a markdown summary. The rules are in
-``neo_assets.reconcile.rules.checks``.
-"""
+"""Evaluate reconciliation's three checks for one tenant, over the state as it is now, as
+plain ``CheckOutcome``s (offenders bounded under ``offending_*`` keys, so an alert names
+them). The rules: ``neo_assets.reconcile.rules.checks``."""
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -70,12 +66,9 @@ def no_hole(
     plan_holes: Mapping[str, Any] | None = None,
     departed_paths: Mapping[str, Iterable[str]] | None = None,
 ) -> CheckOutcome:
-    """Every yielded path of the tenant holds a complete set (``reconcile.rules.checks``),
-    a repo whose departed paths (``departed_paths``: left the manifest, rows removed by
-    this run) lost rows has its whole declared generation complete, and the executed plan
-    named no hole-opening path (``plan_holes``: the asset's ``{"count", "ids"}`` of what
-    ``plan_keeps_complete_sets`` returned). Judged in the configured generation's
-    collection, where sweeps write and orphans are reclaimed."""
+    """The no-hole check (docs/design/reconcile.md#checks), judged in the configured
+    generation's collection: ``departed_paths`` left the manifest and lost rows in this run;
+    ``plan_holes`` is what ``plan_keeps_complete_sets`` returned for the executed plan."""
     store = generation_store(settings, ledger, store, configured_generation(settings))
     snap = read_snapshot(settings, tenants, tenant_id, store, ledger)
     holes: list[str] = []

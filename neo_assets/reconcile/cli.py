@@ -1,15 +1,7 @@
-"""`neo-assets reconcile`: classify orphans per tenant and, with ``--apply``, reclaim.
-
-Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers are
-``neo_assets.cli.common``'s.
-
-Without ``--apply`` the run only classifies and reports (no write at all). ``--apply``
-refuses (exit 2) unless ``NEO_RECONCILIATION_ENABLED`` is true: the setting is the one
-switch for deletion, and the flag only confirms the operator means it. Each tenant is one
-Dagster run of the ``reconcile`` job on the persistent instance, checks included, so it
-shows in the UI. Exit 1 when a run failed or an ERROR check (no_hole,
-tenant_containment) failed; the WARN residue check does not change the exit code.
-"""
+"""`neo-assets reconcile`: classify orphans per tenant and, with ``--apply``, reclaim
+(refused, exit 2, unless ``NEO_RECONCILIATION_ENABLED``: the setting is the switch, the
+flag only confirms it). One Dagster run per tenant; exit 1 when a run or an ERROR check
+failed."""
 
 from typing import Annotated, Any
 

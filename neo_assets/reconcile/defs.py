@@ -1,10 +1,6 @@
-"""The reconciliation capability: ``kb_reconciliation`` per tenant, its three asset
-checks, the ``reconcile`` job, the after-sweeps sensor and the nightly schedule.
-
-Deletion follows one switch only, the ``NEO_RECONCILIATION_ENABLED`` setting: the run
-config can turn writes off (``classify_only``, what ``neo-assets reconcile`` without
-``--apply`` uses), never on, and the sensor and schedule pass no config at all.
-"""
+"""The reconciliation capability: ``kb_reconciliation`` per tenant, its three asset checks,
+the ``reconcile`` job, the after-sweeps sensor and the nightly schedule. Run config can
+turn deletion off (``classify_only``), never on."""
 
 import time
 import warnings

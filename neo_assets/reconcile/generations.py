@@ -1,12 +1,6 @@
-"""Reclaiming an old embedding generation, tenant by tenant.
-
-A generation's rows are reclaimed for a tenant only once no repo of that tenant is served
-by it (the switch is per tenant: ``generations/rules.tenant_serving``) and it is not the
-configured one, and only when reclamation is enabled. Only the tenant's own rows are
-deleted (filtered by tenantId in Chroma and re-checked row by row), so one tenant's run
-never touches another's rows; the collection itself is dropped, and the generation
-marked reclaimed, once no row of any tenant is left in it.
-"""
+"""Reclaiming an old embedding generation, tenant by tenant: only the tenant's own rows,
+once none of its repos is served by it; the collection goes once no row is left.
+Design: docs/design/reconcile.md#deleting"""
 
 import time
 from typing import Any

@@ -88,11 +88,9 @@ def read_declaration(
     *,
     release: bool = False,
 ) -> tuple[TenantDeclaration, dict[str, str | None], dict[str, RepoRecords]]:
-    """The tenant's declaration, the authority problem per repo, and the records read.
-    A tenant no longer declared has no repos: every row of it is an undeclared-repo row.
-    A ``withheld`` repo is declared without records (no authority): its rows are kept.
-    ``release``: as if every parser switch the quality gate holds were allowed (what the
-    switch's candidate side is measured on)."""
+    """The tenant's declaration, the authority problem per repo, and the records read. A
+    ``withheld`` repo is declared without records (its rows are kept). ``release``: as if
+    every parser switch the quality gate holds were allowed (the candidate side's view)."""
     serving = {} if release else serving_parsers(ledger, tenant_id)
     records = {
         repo.slug: repo_records(ledger, tenant_id, repo, serving.get(repo.slug))

@@ -1,22 +1,6 @@
-"""Reconcile one tenant: classify its rows, re-stamp config-stale declared rows, and —
-only when ``NEO_RECONCILIATION_ENABLED`` is true — reclaim orphans by id, in batches.
-
-The order of guards before anything is deleted:
-
-1. the plan is classified from the tenant's rows (``reconcile.rules.orphans.classify_orphans``);
-2. ``plan_keeps_complete_sets`` must name no path (the plan never removes the last
-   complete set of a yielded path), else nothing is deleted;
-3. the plan's rows are re-read by id and counted per tenantId: any row of another tenant
-   (or with no tenantId) and nothing is deleted;
-4. each batch, per repo, takes that repo's sweep lease (waiting at most
-   ``NEO_RECONCILIATION_LEASE_WAIT_S``; a batch that cannot get it deletes nothing), then
-   is re-read right before its delete (metadata first, then the ledger's records, so a
-   sweep that moved in between is seen) and only the ids that ``reverify_before_delete``
-   confirms are deleted.
-
-Re-stamping is a metadata update of declared rows only (a new tenantConfigVersion: never
-a re-embed, never a delete), so it runs whenever the run may write, enabled or not.
-"""
+"""Reconcile one tenant: classify its rows, re-stamp config-stale declared rows, and, only
+when ``NEO_RECONCILIATION_ENABLED`` is true, reclaim orphans by id in batches, behind
+the guards of docs/design/reconcile.md#deleting."""
 
 import time
 import uuid

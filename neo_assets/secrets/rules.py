@@ -1,19 +1,7 @@
-"""What counts as a secret: the files never read and the patterns no chunk may carry.
-
-Pure: plain strings in, plain findings out (no I/O, no clock). Two parts:
-
-- ``DEFAULT_SECRET_FILE_GLOBS``: files that hold secrets by their name (``.env``, private
-  keys, keystores, credential files). The envelope adds them to a repo's exclude globs
-  unless the repo declares its own list (``parser.secret_files`` in tenants.yaml).
-- ``scan(text)``: the high-confidence patterns of a secret in a chunk's text (a rule table,
-  ``RULES``). A finding names its rule and its 1-based line, never the matched text.
-
-High confidence is the design goal: a chunk that matches is never embedded, stored or
-served, so a false match hides real code. Each rule is either a format with its own
-prefix and length (a token of a known service, a cloud key id, a private-key block with
-its body) or a name that says "secret" assigned a literal that looks random (length,
-character classes, entropy) and is not a placeholder.
-"""
+"""What counts as a secret: files never read (``DEFAULT_SECRET_FILE_GLOBS``, unless a repo
+declares ``parser.secret_files``) and the high-confidence patterns no chunk may carry
+(``scan``, rules in ``RULES``; a finding names rule and line, never the text). High
+confidence because a matching chunk is never embedded, stored or served. Pure."""
 
 import hashlib
 import math

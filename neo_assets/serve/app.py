@@ -89,12 +89,9 @@ def build_app(settings: Settings, runtime: Runtime | None = None) -> ASGIApp:
 
 
 def mcp_guarded(runtime: Runtime, mcp_app: ASGIApp) -> ASGIApp:
-    """MCP over HTTP answers only a valid token: anything else (``initialize``,
-    ``tools/list``, a GET that would open a stream) is a 401 at the HTTP layer before a
-    body is read or a stream opened, as the MCP authorization spec expects. Each tool
-    call is authenticated again (a token revoked meanwhile is refused). A GET's event
-    stream counts against the token's ``NEO_SERVE_STREAMS_PER_TOKEN`` and is closed after
-    ``NEO_SERVE_STREAM_IDLE_S`` with no event (``serve.limits.StreamGuard``)."""
+    """MCP over HTTP answers only a valid token: anything else is a 401 before a body is read
+    or a stream opened (the MCP authorization spec), and each tool call is authenticated
+    again. A GET's event stream is held by ``serve.limits.StreamGuard``."""
 
     async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":

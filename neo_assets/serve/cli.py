@@ -1,9 +1,5 @@
 """`neo-assets serve`, `neo-assets mcp` and `neo-assets token issue|list|revoke`: the
-agents' query service and its tenant tokens.
-
-Registered by ``neo_assets/cli/app.py`` (``register(app)``); the shared helpers are
-``neo_assets.cli.common``'s.
-"""
+agents' query service and its tenant tokens."""
 
 import contextlib
 import errno
@@ -113,8 +109,8 @@ def serve(
             log_level="info",
             timeout_graceful_shutdown=5,
             limit_concurrency=settings.serve.max_connections,
-            # h11 caps a request's head (httptools reads any size: a 128 MB header
-            # took 35 s and froze the service); past it, 400 at once. The guarded
+            # h11 caps a request's head (httptools reads any size, freezing the
+            # service: docs/performance.md); past it, 400 at once. The guarded
             # protocol adds the header-read timeout and the per-address and pending
             # caps uvicorn lacks (serve/limits.py).
             http=guarded_protocol(settings.serve),

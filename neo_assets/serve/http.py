@@ -90,11 +90,9 @@ def _handler(
     name: str,
     body: Callable[[Request, TokenRecord], Awaitable[Any]],
 ) -> Callable[[Request], Awaitable[Response]]:
-    """Authenticate, take the token's slot, run ``body`` under the request deadline, and
-    turn every refusal into its JSON answer. At the deadline the work is cancelled (a
-    provider call is cut, a thread's wait abandoned and the thread stops at its next
-    step: ``query.deadline``) and the answer is 504; an answer ready after the
-    deadline is a 504 too, never a 200."""
+    """Authenticate, take the token's slot, run ``body`` under the request deadline, and turn
+    every refusal into its JSON answer. Past the deadline the work is cut
+    (``query.deadline``) and the answer is 504, never 200."""
 
     async def handle(request: Request) -> Response:
         record: TokenRecord | None = None

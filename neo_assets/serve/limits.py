@@ -1,16 +1,8 @@
-"""What a client may hold of the service, enforced where it is held (the rules are
-``neo_assets/serve/rules/transport.py``'s):
-
-- ``guarded_protocol``: uvicorn's h11 protocol with a header-read timeout and caps on
-  pending connections (per client address, and in all), applied when a connection is
-  accepted, before a byte of it is read. What uvicorn offers does not do it:
-  ``timeout_keep_alive`` is armed only after a response and cancelled by any byte (a
-  fresh connection has none), ``h11_max_incomplete_event_size`` caps a head's size, not
-  its time, and ``limit_concurrency`` counts idle sockets like busy ones, so 300 sockets
-  sending slow partial headers held its 256 connections and every tenant got 503.
-- ``StreamGuard``: an authenticated MCP ``GET /mcp`` event stream is capped per token and
-  closed after ``NEO_SERVE_STREAM_IDLE_S`` with no event (keep-alive comments do not count).
-"""
+"""What a client may hold of the service, enforced where it is held (rules:
+``neo_assets/serve/rules/transport.py``): ``guarded_protocol``, uvicorn's h11 protocol
+with a header-read timeout and pending-connection caps applied before a byte is read
+(uvicorn's own limits count idle sockets like busy ones: docs/security.md); and
+``StreamGuard`` for MCP event streams."""
 
 import asyncio
 import json

@@ -1,11 +1,7 @@
-"""The MCP server: tools ``search_code``, ``get_chunk``, ``related_chunks``,
-``list_repos`` over the same query service as HTTP, and the code tools ``find_symbol``,
-``find_references``, ``grep``, ``read_file``, ``list_files`` (``code_tools``). Each tool
-publishes its declared input and output schema (``serve/query_specs.py``,
-``code_tools/rules/tools.py``) and takes its arguments unconverted, checked by the same rules
-as HTTP's bodies. Over streamable HTTP the token is the
-request's ``Authorization: Bearer`` header; over stdio it is NEO_TOKEN. Either way it is
-checked on every call, so a revoked token stops working at once."""
+"""The MCP server: tools ``search_code``, ``get_chunk``, ``related_chunks``, ``list_repos``
+and the code tools, over the same query service and argument rules as HTTP, each with its
+declared schemas (``serve/query_specs.py``, ``code_tools/rules/tools.py``). The token
+(Bearer header, or NEO_TOKEN over stdio) is checked on every call."""
 
 from collections.abc import Awaitable, Callable
 from typing import Any

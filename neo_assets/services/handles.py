@@ -1,16 +1,6 @@
 """The store, the ledger and the provider, opened from settings for one caller, who closes
-them:
-
-    with open_ledger(settings) as ledger, open_store(settings) as store:
-        ...
-
-Nothing is cached here (defs/resources.py says what opening costs): a caller that uses
-one many times keeps it open, and a Dagster run gets its own from the resources, which
-open them here and close them when the run or the sensor tick ends.
-
-Chroma and the provider factory are imported when first needed, so a caller that needs
-neither (the CLI canary, a probe) stays quick to start.
-"""
+them. Nothing is cached; Chroma and the provider factory are imported when first needed,
+so a caller needing neither starts quickly."""
 
 import threading
 from collections.abc import Callable, Iterator
@@ -151,13 +141,9 @@ def build_provider(settings: Settings) -> EmbeddingProvider:
 
 @contextmanager
 def store_kept_open(settings: Settings) -> Iterator[None]:
-    """One client of the embedded Chroma held open for the block, by a caller that launches
-    many Dagster runs in one process (the CLI). Each run still opens and closes its own
-    client, but Chroma shares one system between a process's clients of a directory and
-    starts it again only after the last one closed: without this, each run paid that start
-    (a forced sweep of an unchanged 2,000-file repo: ~0.35 s of step time). A Chroma
-    server's clients share nothing: no-op. Nor when the store cannot be opened here: the
-    runs meet the same error, and record it in their own terms."""
+    """One embedded Chroma client held open for the block by a caller launching many runs in
+    one process (the CLI), so Chroma's system is not restarted per run (docs/performance.md,
+    "Sweep"). No-op for a Chroma server or a store that cannot be opened."""
     if settings.store.chroma_url or settings.store.chroma_local == "server":
         yield
         return

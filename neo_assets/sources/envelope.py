@@ -1,37 +1,8 @@
-"""Repository envelopes: the revision of a repository and every path in it, each marked
-yielded (handed to the parser) or skipped with a recorded reason.
-
-Two kinds of root:
-
-- **git** — ``root`` is the top of a git work tree (it holds ``.git``). The revision is
-  the commit sha of ``ref`` (default ``HEAD``); the tree is listed and read *at that
-  commit* through git (``ls-tree``, one long-lived ``cat-file --batch``), so dirty,
-  untracked and ignored work-tree files are never seen.
-- **dir** — anything else, including a *subdirectory* of a git work tree (walked as plain
-  files: dirty, untracked and ignored files included; declare the work tree's top with
-  exclude globs to get git semantics). The revision is a content digest: sha256 over every
-  path with its content's sha256, or its skip reason and size when its content was not
-  read (mtimes do not count; ``blob`` is the content's sha256). The walk never
-  follows a symlink (a symlinked directory is listed, not entered, so loops cannot hang),
-  opens every component relative to the root with ``O_NOFOLLOW`` (nothing outside the root
-  is ever opened, even if the tree changes mid-walk), and never opens a fifo, socket or
-  device. ``.git`` entries (nested repositories) are listed as excluded, never entered.
-
-Skip reasons (codes.SKIP_*), in the order they are decided: unreadable for a path that
-is not valid UTF-8 or not a safe relative path; excluded (by a glob, or a ``.git`` entry;
-the content is not read); symlink (never followed); submodule / not-regular-file;
-too-large (over ``max_file_bytes``; not read); unreadable (permissions, vanished, missing
-git object; ``skip_detail`` says which); binary (a NUL byte in the first 8 KiB).
-Excluded directories are still walked so that every path is listed.
-
-Errors: ``SourceError`` with codes.SOURCE_REPO_MISSING (the root does not exist or is not a
-directory, ``ref`` names no commit, ``ref`` given for a non-git root) or
-codes.SOURCE_UNREADABLE (git missing or unable to read the repository, a file changed
-between the envelope and the read). Each message names the root, the ref and the fix.
-
-This module is the dispatch; the model is model.py, the readers git_reader.py and
-dir_reader.py.
-"""
+"""Repository envelopes: the revision of a repository and every path in it, each yielded
+(handed to the parser) or skipped with a recorded reason. A git root is read at its
+commit, never the work tree; any other root is walked as plain files, never leaving it.
+This module dispatches; the model is model.py, the readers git_reader.py and dir_reader.py.
+Design: docs/design/sources.md#envelope"""
 
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,17 +23,9 @@ def build_envelope(
     max_file_bytes: int,
     previous: "Envelope | None" = None,
 ) -> Envelope:
-    """Envelope ``root``: git when it is the top of a work tree, a plain directory
-    otherwise (see the module docstring). ``ref`` is only allowed for git roots.
-
-    ``previous`` (git only): the repo's last envelope. A path whose object id is unchanged
-    keeps its content classification (binary or not) and change time without reading its
-    blob again, so a sweep after a small commit reads only what changed. Exclusion, mode
-    and size rules are applied afresh whenever they differ from those ``previous`` was
-    listed with (a changed glob is heard at once); at the same commit under the same
-    rules, ``previous`` is the envelope and the tree is not listed again; at another
-    commit under the same rules, ``previous`` is carried by what git diff-tree lists
-    between the two commits (only the changed paths are listed and classified)."""
+    """Envelope ``root``: git when it is the top of a work tree, a plain directory otherwise
+    (``ref`` only for git). ``previous`` (git): the repo's last envelope, so only what changed
+    is listed and read again (docs/design/sources.md#envelope)."""
     top, commit = _dispatch(root, ref, exclude, max_file_bytes)
     if commit is not None:
         reuse = previous if previous is not None and previous.kind == "git" else None
@@ -112,13 +75,9 @@ def _dispatch(
 
 
 def read_texts(envelope: Envelope, paths: Iterable[str]) -> Iterator[tuple[str, str]]:
-    """Yield ``(path, text)`` for each of ``paths`` in order, streaming.
-
-    Every path must be yielded by the envelope (ValueError otherwise). Git content comes
-    from the envelope's blob through one ``cat-file --batch`` process; dir content is
-    re-read under the root with the same no-follow rules and must still match the
-    envelope's digest (SourceError SOURCE_UNREADABLE otherwise: re-envelope and retry).
-    """
+    """Yield ``(path, text)`` for each of ``paths`` (each yielded by the envelope, else
+    ValueError), streaming. Dir content must still match the envelope's digest, else
+    SourceError SOURCE_UNREADABLE (re-envelope and retry)."""
     if envelope.kind == "git":
         yield from git_read_texts(envelope, paths)
     else:

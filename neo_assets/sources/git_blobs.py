@@ -12,7 +12,7 @@ from neo_assets.sources.model import SourceError
 
 # Blobs are read by this many ``cat-file`` processes at once when there are at least
 # PARALLEL_READ_MIN of them: git inflates each loose object on one core, and on a first
-# sweep that read was most of the envelope (2,000 files: 0.15 s with one reader).
+# sweep that read was most of the envelope.
 BLOB_READERS = 2
 PARALLEL_READ_MIN = 256
 

@@ -46,7 +46,7 @@ def git_top_commit(top: str, ref: str | None) -> str | None:
     shown = ref or "HEAD"
     require_git(top, shown)
     if ref_is_sane(shown):
-        # Both questions in one git process (each costs a sweep ~3 ms); anything but a
+        # Both questions in one git process (each process costs a sweep); anything but a
         # clean answer goes the two-step way below, for its precise error.
         done = git_commands.run_git(
             top, "rev-parse", "--show-toplevel", "--verify", "--quiet", f"{shown}^{{commit}}"

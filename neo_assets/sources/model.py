@@ -19,11 +19,9 @@ class SourceError(Exception):
 
 
 class FileEntry(NamedTuple):
-    """One path of the tree. ``blob`` is the git object id (git) or the sha256 of the
-    content (dir; empty when the content was not read). ``changed_at`` is the commit time
-    of the last commit touching the path (git) or its mtime (dir), epoch seconds; None
-    when unobserved. ``skip_detail`` says why, in words, for unreadable and .git paths.
-    A tuple: every sweep builds one per path, twice (listed and recorded)."""
+    """One path of the tree. ``blob``: the git object id, or the content's sha256 (dir; empty
+    when not read). ``changed_at``: last commit time (git) or mtime, None when unobserved.
+    A tuple: every sweep builds one per path, twice."""
 
     path: str
     size: int

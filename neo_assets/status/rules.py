@@ -1,13 +1,6 @@
-"""The operator's snapshot as words, and when it is refreshed: pure rules.
-
-``repo_state_line`` says per repo what an operator needs to act: ``complete``,
-``deferred`` (its cause and the next try), ``failed`` (the error's first line and the fix
-for its code), ``retired`` (and how many rows wait) or ``misdeclared`` (the tenants
-file's line and its fix, and what stands in for the entry). ``refresh_request`` decides, from
-the sweep and reconciliation runs that finished since the last refresh, whether
-``kb_status`` is materialized again: once per batch of finished runs, however they were
-launched (sensor, schedule, UI, CLI).
-"""
+"""The operator's snapshot as words, and when it is refreshed (pure): ``repo_state_line``
+says per repo what an operator needs to act; ``refresh_request`` materializes
+``kb_status`` once per batch of finished sweep and reconciliation runs."""
 
 import datetime
 from collections.abc import Iterable, Mapping
@@ -129,10 +122,8 @@ def behind_line(
     due_reason: str | None, indexed: str | None, current: str | None
 ) -> tuple[bool | None, str | None]:
     """(behind, why) for one repo, from the sweep sensor's own due reason
-    (``sweep.rules.scheduling.due_reason``) and the revisions it compared: the knowledge
-    base is behind the declared repo when its head moved, its declaration changed, the
-    embedding generation changed or it was never swept; unknown (None) when the repo
-    cannot be read now and nothing else says so."""
+    (``sweep.rules.scheduling.due_reason``); None when the repo cannot be read now and nothing
+    else says so."""
     if due_reason == DUE_REVISION_MOVED or (
         indexed is not None and current is not None and indexed != current
     ):

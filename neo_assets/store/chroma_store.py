@@ -1,10 +1,6 @@
-"""The Chroma adapter: one shared collection, embeddings always passed explicitly.
-
-Chroma's default embedding function downloads a model on first use, and passing
-``embedding_function=None`` does not prevent that, so the collection is always opened
-with ``RefuseToEmbed``: if anything ever asks Chroma to embed, it fails loudly here
-instead of reaching for the network.
-"""
+"""The Chroma adapter: one shared collection, embeddings always passed explicitly. Opened
+with ``RefuseToEmbed`` (``embedding_function=None`` does not stop Chroma downloading a
+model), so anything asking Chroma to embed fails loudly instead of reaching the network."""
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,8 +17,7 @@ from neo_assets.core.store_urls import chroma_address
 COLLECTION_SPACE = "cosine"
 
 # Ids per page when only ids are listed. Each page is one filtered query, and a later
-# page (an offset) scans the earlier ones again: 8,000 ids took 58 ms in pages of 5,000,
-# 36 ms in one. 50,000 ids are ~5 MB of strings, still a bounded page.
+# page (an offset) scans the earlier ones again, so pages are large yet bounded.
 ID_PAGE = 50_000
 # Metadata keys the project stamps on every row (CONTRACT.md, "The collection").
 STAMP_KEYS = (
@@ -85,11 +80,9 @@ def make_client(*, persist_dir: Path | None = None, url: str | None = None) -> A
 
 
 def _forget_unstarted_system(identifier: str) -> None:
-    """Chroma (1.5) registers a directory's system before starting it and keeps it when the
-    start fails (a read-only directory): every later client of that directory in the process
-    then fails on the half-built system (``no attribute 'bindings'``), even once the
-    directory is writable again. Forgotten here while no client holds it, so the next open
-    starts afresh."""
+    """Chroma keeps a directory's system when its start fails (a read-only directory), and every
+    later client of that directory in the process then fails on it; forgotten here while no
+    client holds it, so the next open starts afresh."""
     from chromadb.api.shared_system_client import SharedSystemClient  # noqa: PLC0415
 
     with SharedSystemClient._refcount_lock:  # noqa: SLF001 - no public way to undo this

@@ -1,8 +1,5 @@
-"""The ledger's last good declaration of each tenant (``declaration/in_force.py``).
-
-Imported where declarations are read, so ``ledger_schema.metadata`` knows the table only
-then; the migration ``0012_tenant_declarations`` creates it.
-"""
+"""The ledger's last good declaration of each tenant (``declaration/in_force.py``), known to
+``ledger_schema.metadata`` once imported; the migration ``0012_tenant_declarations``."""
 
 import sqlalchemy as sa
 

@@ -1,8 +1,5 @@
-"""The ledger's health tables: canary records and the collection freeze record.
-
-Imported where they are used, so ``ledger_schema.metadata`` knows the tables only then;
-the migration ``0003_health`` creates them.
-"""
+"""The ledger's health tables: canary records and the collection freeze record, known to
+``ledger_schema.metadata`` once imported; the migration ``0003_health``."""
 
 import sqlalchemy as sa
 

@@ -1,8 +1,5 @@
-"""The ledger's lease table: one row per key, the current (or last) holder and its expiry.
-
-Imported where leases are used, so ``ledger_schema.metadata`` knows the table only then;
-the migration ``0004_leases`` creates it.
-"""
+"""The ledger's lease table: one row per key, the current (or last) holder and its expiry,
+known to ``ledger_schema.metadata`` once imported; the migration ``0004_leases``."""
 
 import sqlalchemy as sa
 

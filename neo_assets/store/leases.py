@@ -1,13 +1,6 @@
-"""Leases in the ledger: ``acquire`` / ``renew`` / ``release`` a key with an expiry.
-
-Each operation is ONE conditional statement, so it is atomic on SQLite (one writer at a
-time) and on Postgres (``INSERT ... ON CONFLICT DO UPDATE ... WHERE`` locks the
-conflicting row and re-checks the condition against its newest version): two processes
-can never both be told they hold a key. The rules are ``neo_assets.sweep.rules.leases``.
-
-``LeaseKeeper`` is the holder's side: wait (bounded) for the key, renew it from a
-background thread while work runs, and tell the work when it may no longer write.
-"""
+"""Leases in the ledger: each of ``acquire`` / ``renew`` / ``release`` is ONE conditional
+statement, atomic on SQLite and Postgres, so two processes are never both told they hold a
+key (rules: ``neo_assets.sweep.rules.leases``). ``LeaseKeeper`` is the holder's side."""
 
 import os
 import socket
@@ -123,19 +116,10 @@ def detail_of(ledger: Ledger, key: str) -> str | None:
 
 
 class LeaseKeeper:
-    """Hold ``key`` for ``holder`` across a block of work.
-
-    ``acquire()`` waits up to ``wait_s`` for the key. With ``expected_epoch`` (a later step
-    of the same run) the key must still carry that epoch: a different one means another
-    holder had it in between, so the lease counts as lost (and is given back at once).
-    While held, a daemon thread renews it every TTL/3; ``check()`` raises
-    ``LeaseLostError`` once a renewal was refused or the last confirmed expiry is within
-    TTL/10, so the work stops writing before another holder may start.
-
-    As a context manager: acquire on enter (heartbeat while held); on exit stop the
-    heartbeat and release when the block raised or ``release_on_exit`` is set; otherwise
-    the lease stays held (until its expiry) for the run's next step.
-    """
+    """Hold ``key`` for ``holder`` across a block of work: wait up to ``wait_s``, renew from a
+    daemon thread every TTL/3, and ``check()`` raises ``LeaseLostError`` once a renewal was
+    refused or expiry is within TTL/10, so work stops before another holder may start.
+    ``expected_epoch``: a later step's lease is lost if another holder had it in between."""
 
     def __init__(
         self,

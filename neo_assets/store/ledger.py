@@ -1,9 +1,6 @@
-"""The ledger: the project's durable state (SQLite by default, Postgres when shared).
-
-Every write a decision depends on is committed before the method returns, so the
-decision can be acted on. Records are read back as plain data; a torn or unreadable
-value reads as None ("unobserved"), never as a smaller or default value.
-"""
+"""The ledger: the project's durable state (SQLite by default, Postgres when shared). A write
+a decision depends on is committed before the method returns; a torn or unreadable value
+reads as None ("unobserved"), never as a smaller or default value."""
 
 import contextlib
 from collections.abc import Mapping
@@ -45,11 +42,8 @@ class Ledger(DeclarationRecords, FenceRecords):
 
     # ------------------------------------------------------------------ config versions
     def config_version(self, tenant_id: str, digest: str, now: float, *, tries: int = 20) -> int:
-        """The tenant's configVersion for ``digest``: 1 at first, +1 on every change.
-
-        Sweeps of the tenant's repos in other processes may record the next version at the
-        same moment: the loser's insert hits the (tenant, version) key, and it reads again
-        (the winner's version when the digest is the same, the one after it when not)."""
+        """The tenant's configVersion for ``digest``: 1 at first, +1 on every change. A process that
+        loses the race on the (tenant, version) key reads again."""
         for _ in range(tries - 1):
             with contextlib.suppress(sa.exc.IntegrityError):
                 return self._record_config_version(tenant_id, digest, now)

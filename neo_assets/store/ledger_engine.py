@@ -44,13 +44,9 @@ _MIGRATION_LOCK_KEY = 0x6E656F5F6C6467  # "neo_ldg"
 
 
 def migrate(engine: Engine) -> None:
-    """Bring the schema to the newest alembic revision (idempotent).
-
-    Processes opening a new ledger at once (the webserver, the daemon and a
-    ``neo-assets sweep`` started together) would otherwise all run the migrations, and all
-    but one fail creating tables that now exist. So one migrates while the others wait,
-    then find the schema at head and do nothing: on Postgres under a transaction-scoped
-    advisory lock, on a SQLite file under an exclusive lock on a file beside it."""
+    """Bring the schema to the newest alembic revision (idempotent). Processes opening a new
+    ledger at once would all migrate and all but one fail, so one migrates under a lock
+    (Postgres advisory, or a file lock beside the SQLite file) while the others wait."""
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
     with _sqlite_file_lock(engine), engine.begin() as conn:

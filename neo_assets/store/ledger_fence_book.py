@@ -1,8 +1,5 @@
-"""The lane's fence book on the SQL ledger, bound to one tenant repo.
-
-Each record_* call commits before returning: the lane moves on only once a fence or a
-strike is durable.
-"""
+"""The lane's fence book on the SQL ledger, bound to one tenant repo; each record_* call
+commits before returning."""
 
 from collections.abc import Callable, Mapping
 from typing import Any

@@ -1,21 +1,7 @@
-"""Provider-wide request slots across machines: Postgres advisory locks on the ledger.
-
-The file locks of ``embedding/provider_slots.py`` see every process of one machine. Sweeps
-on several machines that share one provider and one Postgres ledger need the same
-evidence ("no other request was in flight to this provider") across machines, so with a
-Postgres ledger the slots are session advisory locks there, with the same protocol:
-
-- slot ``i`` (``pg_try_advisory_lock(key, i)``) is held exclusively by a request in flight;
-- the gate (``key, -1``) is taken shared for a moment before a slot, and exclusively by
-  a *solo* dispatch, which then takes every slot, so it is provably alone at the
-  provider;
-- ``provider_work.abandoned`` counts work given up on while the server may still be
-  computing it (a drain probe follows before the next solo dispatch's ceiling starts).
-
-A lock belongs to the connection that took it: each held dispatch keeps its own pooled
-connection until it is released, and a process that dies (or a machine whose connection
-the server drops) loses its locks with its connection, like a file lock with its process.
-"""
+"""Provider-wide request slots across machines: with a Postgres ledger, the protocol of
+``embedding/provider_slots.py`` on session advisory locks (slot ``i`` is ``(key, i)``,
+the gate ``(key, -1)``). A lock dies with its connection, as a file lock with its process.
+Design: docs/design/embedding.md#slots"""
 
 import hashlib
 import time
@@ -52,7 +38,7 @@ def lock_class(provider_key: str) -> int:
 
 
 class LedgerSlots:
-    """The slots of one provider in a Postgres ledger (module docstring); the interface of
+    """The slots of one provider in a Postgres ledger; the interface of
     ``embedding.provider_slots.ProviderSlots``."""
 
     def __init__(self, engine: sa.Engine, provider_key: str, slots: int) -> None:

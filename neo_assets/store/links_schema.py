@@ -1,8 +1,5 @@
-"""The ledger's link tables: a repo's related-chunk links and the set they belong to.
-
-Imported where they are used, so ``ledger_schema.metadata`` knows the tables only then;
-the migration ``0002_links`` creates them.
-"""
+"""The ledger's link tables: a repo's related-chunk links and the set they belong to, known
+to ``ledger_schema.metadata`` once imported; the migration ``0002_links``."""
 
 import sqlalchemy as sa
 

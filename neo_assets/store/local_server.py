@@ -1,23 +1,7 @@
 """The embedded default's one Chroma for every process: a local Chroma server over
-``$NEO_HOME/chroma``, started on first use and supervised under ``$NEO_HOME/chroma-server``.
-
-Chroma's ``PersistentClient`` is meant for one process: a reader keeps its view of the
-collection, misses what another process writes later and can fail on it ("Error finding
-id"). The service, the Dagster daemon's runs, the CLI and the asset checks are separate
-processes on one store, so on the default they all reach one ``chroma run`` over the same
-directory through ``HttpClient`` (the deployment Chroma documents for several clients).
-
-- ``ensure_local_server`` (any client): under ``start.lock`` it registers the calling
-  process, then returns the running server's URL, or starts a supervisor and waits for it.
-- The supervisor (``python -m neo_assets.store.local_server``) holds ``running.lock``
-  exclusively for its life (the directory's guard: no second server, no embedded client
-  beside it), runs ``chroma run`` on loopback as its child (the child dies with it:
-  PR_SET_PDEATHSIG), restarts the child if it dies, and stops once no registered client
-  process has been alive for the idle time (``NEO_CHROMA_SERVER_IDLE_S``).
-- ``hold_embedded`` (an embedded client, ``NEO_CHROMA_LOCAL=embedded``) takes
-  ``running.lock`` shared, so a server and an embedded client never open the directory at
-  once: whichever comes second is refused with a message naming the other.
-"""
+``$NEO_HOME/chroma``, started on first use and supervised under ``$NEO_HOME/chroma-server``
+(``PersistentClient`` is meant for one process; a reader misses what another writes).
+Design: docs/design/store.md#local-chroma-server"""
 
 import argparse
 import contextlib
@@ -39,8 +23,8 @@ import httpx
 
 from neo_assets.store.private_files import private_dir
 
-# How long a client waits for a server to answer its first heartbeat (Chroma's own start
-# takes ~1 s on 2 cores; a loaded machine or a large directory takes longer).
+# How long a client waits for a server to answer its first heartbeat (far above Chroma's
+# own start, which a loaded machine or a large directory stretches).
 START_TIMEOUT_S = 60.0
 POLL_S = 0.05
 # How often the supervisor looks at its clients and its child.

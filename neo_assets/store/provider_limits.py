@@ -1,12 +1,7 @@
-"""The ledger's record of what each provider said about itself at its last contact
-(``ledger_schema.provider_limits``): its limit per input and its tokenizer.
-
-Written by the sweep's first contact (``embedding/discovery.py``) when something changed;
-read by every digest of the embedding generation (``embedding/band.band_for``: the sweep,
-the due check, reconciliation, status), so they agree without asking the network. The
-read opens the ledger at its URL without migrating it and answers None for a ledger (or
-a table) that does not exist yet: nothing discovered.
-"""
+"""The ledger's record of what each provider said about itself at its last contact, written
+by ``embedding/discovery.py`` and read by every generation digest
+(``embedding/band.band_for``), so they agree without the network. A missing ledger or
+table reads None: nothing discovered."""
 
 from pathlib import Path
 
@@ -30,7 +25,7 @@ def recorded_discovery(
 def recorded_discovery_at(
     url: str, provider: str, base_url: str | None, model: str | None
 ) -> Discovery | None:
-    """``recorded_discovery`` of the ledger at ``url`` (module docstring)."""
+    """``recorded_discovery`` of the ledger at ``url``."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if not path or path == ":memory:" or not Path(path).exists():

@@ -1,9 +1,6 @@
-"""The ledger's provider-work table: per provider, how often work was abandoned at it.
-
-The provider-wide request slots themselves are Postgres advisory locks held by the
-requests' connections (``store/ledger_slots.py``), not rows; only the abandoned-work
-counter needs a row. The migration ``0010_provider_work`` creates it.
-"""
+"""The ledger's provider-work table: the abandoned-work counter of the ledger-wide provider
+slots (the slots themselves are advisory locks, ``store/ledger_slots.py``); the migration
+``0010_provider_work``."""
 
 import sqlalchemy as sa
 

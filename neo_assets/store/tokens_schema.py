@@ -1,8 +1,5 @@
-"""The ledger's API token table: one row per issued token, its hash only.
-
-Imported where tokens are used, so ``ledger_schema.metadata`` knows the table only then;
-the migration ``0008_tokens`` creates it.
-"""
+"""The ledger's API token table: one row per issued token, its hash only; known to
+``ledger_schema.metadata`` once imported; the migration ``0009_tokens``."""
 
 import sqlalchemy as sa
 

@@ -164,11 +164,9 @@ def _sent_text(ctx: RepoContext, chunk: DeclaredChunk, content: str, name: str) 
 
 
 def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> list[DeclaredChunk]:
-    """Every parsed chunk whose embedding input is over the band, split into parts that
-    fit (``sources/rules/fit_parts.py``): each part an ordinary chunk of the declared
-    generation, with its id from the parent's and its index and count, its own line
-    range and the name ``<name> [part i/n]``. Never truncated, never dropped; a chunk
-    that cannot be cut smaller stays whole (the lane's admission then fences it)."""
+    """Every parsed chunk whose embedding input is over the band, split into parts that fit
+    (``sources/rules/fit_parts.py``), named ``<name> [part i/n]``. Never truncated, never
+    dropped: a chunk that cannot be cut smaller stays whole (the lane's admission fences it)."""
     if not parsed:
         return parsed
     counts = band.count([_sent_text(ctx, c, c.content or "", c.name) for c in parsed])
@@ -335,11 +333,8 @@ def chunk_step(
     now: float,
     plan: ChunkPlan | None = None,
 ) -> ChunkGeneration:
-    """Record the declared generation (path -> chunk ids), parsing only what changed.
-
-    A yielded path whose blob and chunking identity are those of the recorded generation
-    keeps its recorded chunks (content not loaded: ``content`` is None for those chunks);
-    every other yielded path is parsed. Only changed paths are rewritten in the ledger."""
+    """Record the declared generation (path -> chunk ids), parsing only what changed: a path
+    whose blob and chunking identity are the recorded ones keeps its chunks (``content`` None)."""
     if plan is None:
         plan = plan_chunks(ctx, settings, ledger, envelope)
     files: list[ParsedFile] = []

@@ -1,17 +1,7 @@
-"""The sweep capability in Dagster: its assets, its job, the sensor that requests due
-sweeps and the daily forced-sweep schedule.
-
-One step per tenant repo (one dynamic partition each) materializes the four sweep assets
-in order — repo_envelope -> chunk_generation -> kb_embeddings -> fence_census — as a
-multi-asset, so lineage and per-asset history stay in the UI while the sweep pays
-Dagster's per-step cost (events, resource set-up, IO-manager round trips) once, and the
-envelope and chunk frames pass in memory instead of being pickled between steps. Each
-asset is materialized as soon as its stage ends, so a failure later in the sweep still
-leaves the earlier stages visible.
-
-The asset only wires resources to ``run_sweep``'s stages (neo_assets/sweep/run.py)
-and describes each stage's end as metadata the UI can show and plot.
-"""
+"""The sweep capability in Dagster: the sweep multi-asset (one step per tenant repo, one
+dynamic partition each), its job, the sensor that requests due sweeps and the daily
+forced-sweep schedule. The asset only wires resources to ``run_sweep``'s stages
+(neo_assets/sweep/run.py). Design: docs/design/sweep.md#assets"""
 
 import contextlib
 import json
@@ -105,8 +95,7 @@ def repo_context(
 
 # ---------------------------------------------------------------------------- metadata
 def envelope_metadata(ctx: RepoContext, result: EnvelopeResult) -> dict[str, Any]:
-    # From the entries: a frame of every path only to count them cost a forced sweep of
-    # 2,000 paths ~5 ms (a fifteenth of its own time).
+    # From the entries: a frame of every path only to count them is dear in a forced sweep.
     entries = result.listing.entries
     yielded = sum(1 for e in entries if e.yielded)
     skip_reasons = result.listing.skip_counts()

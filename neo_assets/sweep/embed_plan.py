@@ -148,11 +148,8 @@ def _lane_items(band: Band, texts: dict[str, str]) -> list[LaneItem]:
 def stale_rows(
     ctx: RepoContext, store: ChromaStore, ledger: Ledger, present: set[str], generation: str
 ) -> set[str]:
-    """Which ``present`` rows were embedded at another generation than ``generation``.
-
-    Read from the rows' stamps only when the repo is not settled at this generation (its
-    last sweep was at another one, or did not complete): a sweep that completed at
-    ``generation`` left every declared row at it, so an unchanged repo reads no stamps."""
+    """Which ``present`` rows were embedded at another generation than ``generation``, read
+    from the stamps only when the repo is not settled at it (an unchanged repo reads none)."""
     if not present:
         return set()
     state = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}

@@ -90,8 +90,7 @@ def envelope_step(
             ctx.repo_slug,
             revision=env.revision,
             kind=env.kind,
-            # The entries themselves: the frame's to_dict boxed every cell (25 ms of a
-            # first sweep's 2,000-path envelope).
+            # The entries themselves: the frame's to_dict boxed every cell.
             entries=(e._asdict() for e in changed),
             now=now,
             rules=env.rules,

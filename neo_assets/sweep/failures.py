@@ -43,18 +43,9 @@ def record_failed_sweep(
     now: float,
     envelope: EnvelopeResult | None = None,
 ) -> None:
-    """A sweep that raised still counts: failed, one more consecutive failure, backoff.
-
-    Without this a crashed run would leave the ledger as it was, so the sensor's run key
-    would never change and the repo would never be retried (or retried with no backoff).
-    The checkpoint and the censuses are left as they were.
-
-    What the attempt was made with is recorded too — its revision (``envelope``'s when the
-    envelope was listed; else the one the sensor would see now, ``None`` when the repo
-    cannot be read), its declaration digest and the settings' embedding generation —
-    with ``attempt_inputs_at`` set to the attempt's time. The due rule compares a failed
-    repo with exactly these, so the repo is due again when its backoff elapses or one of
-    them moves, not because the inputs of an older sweep differ from today's."""
+    """A sweep that raised still counts: failed, one more consecutive failure, backoff, and the
+    inputs the attempt was made with (revision, declaration digest, generation), which the
+    due rule compares. Checkpoint and censuses stay. Design: docs/design/sweep.md#outcomes"""
     revision: str | None = None
     if envelope is not None:
         revision = envelope.revision
@@ -133,11 +124,8 @@ def record_deferred_before_lane(
     message: str,
     now: float,
 ) -> SweepReport:
-    """A sweep that cannot go on before its lane (the server that counts tokens for the
-    split is unreachable): deferred with ``code``, one more consecutive failure, backoff,
-    a recovery episode armed like any provider failure. Nothing of the generation was
-    recorded, so the checkpoint and the censuses are left as they were; the returned doc
-    has the census stage's shape, with the censuses as last recorded."""
+    """A sweep that cannot go on before its lane (the server that counts tokens is unreachable):
+    deferred with ``code``, backoff, a recovery episode armed; checkpoint and censuses stay."""
     row = {"code": code, "message": message[:500], "details": {"stage": "chunk_generation"}}
     done = record_unfinished_attempt(
         ctx,

@@ -1,18 +1,6 @@
-"""The per-repo sweep lease, as the sweep's step uses it.
-
-One run holds the repo's lease (key ``sweep:<tenant>/<repo>``, holder = the Dagster run
-id) from before its first ledger write to after its census: the sweep step takes it,
-waiting at most ``NEO_SWEEP_LEASE_WAIT_S``, renews it while it works, checks it before
-every batch write and between stages, and releases it when it ends (a failing step
-releases it too; a killed process leaves it to expire after ``NEO_SWEEP_LEASE_TTL_S``).
-The links run takes the same key without waiting, so link writes never interleave with
-a sweep of the same repo.
-
-A run that does not get the lease, or loses it, writes nothing more: the sweep's
-outcome is ``skipped`` with ``deferredCauseCode = SWEEP_LEASE_HELD`` (another sweep of
-the same repo is doing the work; it is not a failure, and nothing is scheduled by this
-run).
-"""
+"""The per-repo sweep lease, as the sweep's step uses it: held from before the first ledger
+write to after the census; a run without it writes nothing more (``skipped``,
+``SWEEP_LEASE_HELD``). Design: docs/design/sweep.md#lease"""
 
 from collections.abc import Mapping
 from typing import Any

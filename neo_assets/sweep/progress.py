@@ -1,10 +1,5 @@
-"""Embedding progress inside one repo, for whoever watches in this process.
-
-The CLI runs its sweeps in process (``execute_in_process``), so the embedding step and
-the CLI's progress bar share a process: the step reports each finished batch here and the
-bar, when one listens, moves with it. Runs launched by the daemon have no listener; their
-progress goes to the run's log only.
-"""
+"""Embedding progress inside one repo, for whoever watches in this process: the CLI runs its
+sweeps in process, so its progress bar moves with each finished batch."""
 
 import threading
 from collections.abc import Callable, Iterator

@@ -1,17 +1,6 @@
-"""One repo's sweep, envelope to census, as a library call.
-
-``sweep_stages`` runs the four stages in order — repo_envelope -> chunk_generation ->
-kb_embeddings -> fence_census — under the repo's sweep lease, and yields a
-``StageEnded`` as each one ends (or a ``StageSkipped`` for each stage a run without the
-lease leaves alone); its return value is the ``SweepResult``. The Dagster asset turns
-the events into materializations, the CLI's progress and the tests read them or ignore
-them: ``run_sweep`` drains the stages and returns the result. Every rule the stages
-apply lives in a ``rules`` folder; each stage is its own module: ``sweep/envelope.py``
-(revision and file list), ``sweep/chunk.py`` (parse, fit, record), ``sweep/embed.py`` (vectors:
-``sweep/embed_plan.py`` decides what is copied or sent, ``sweep/embed_writes.py`` writes the
-rows), ``sweep/census.py`` (census, fences, switch); ``sweep/failures.py`` records a sweep
-that did not finish.
-"""
+"""One repo's sweep, envelope to census, as a library call: ``sweep_stages`` yields each
+stage's end (one module per stage in ``sweep/``), ``run_sweep`` drains them and returns
+the ``SweepResult``. Every rule the stages apply lives in ``sweep/rules/``."""
 
 import contextlib
 import time
@@ -110,13 +99,9 @@ class SweepInputs:
 
 
 def sweep_stages(inputs: SweepInputs) -> Generator[SweepEvent, None, SweepResult]:
-    """Run one repo's sweep; yield each stage's end; return its result.
-
-    The run holds the repo's lease from before its first ledger write to after its
-    census; a run that cannot get it, or loses it between stages, writes nothing more
-    (its remaining stages are skipped and the result is ``skipped``). An upstream abort
-    (Ctrl-C, a run terminated from the UI) is recorded as the lane left it, then raised.
-    The provider is closed on every way out."""
+    """Run one repo's sweep under its lease; yield each stage's end; return its result. Without
+    the lease nothing more is written (``skipped``). An upstream abort is recorded as the lane
+    left it, then raised; the provider is closed on every way out."""
     ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
     with (
         SweepLease(book, ctx, inputs.run_id, cfg) as lease,
@@ -232,12 +217,9 @@ MAX_RESPLITS = 2
 def _resplit_refused(
     inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, summary: LaneSummary
 ) -> LaneSummary:
-    """Inputs the provider refused for their size teach a tighter band where they can (a
-    limit the server named, or fewer characters per token than estimated:
-    ``embedding/discovery.learn_and_record``); the repo is then split again by it and what
-    is missing sent again, at most ``MAX_RESPLITS`` times. What they cannot teach (the
-    server counted exactly and named nothing smaller) stays fenced. Inside the embedding
-    stage: the stages' events stay one per stage."""
+    """Size refusals teach a tighter band where they can (``embedding/discovery.learn_and_record``);
+    the repo is split again and the rest sent again, at most ``MAX_RESPLITS`` times. Runs
+    inside the embedding stage, so the events stay one per stage."""
     ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
     notices: list[str] = []
     for _ in range(MAX_RESPLITS):

@@ -1,12 +1,7 @@
 """The secret gate of a sweep: every chunk about to be embedded is scanned
-(``secrets.rules.scan``) before anything is sent; one that holds a secret is fenced
-``secret`` in the fence book and never reaches the lane, the store or a reader.
-
-The scan runs on every chunk the collection lacks, each sweep (cheap: see
-docs/performance.md), so it is the authority: a chunk whose ``secret`` fence the
-current rules no longer confirm has its fence lifted and is offered like any other.
-A file changed to remove the secret yields a new chunk id, scanned afresh.
-"""
+(``secrets.rules.scan``) each sweep; one holding a secret is fenced ``secret`` and never
+reaches the lane, the store or a reader. The scan is the authority: a fence it no longer
+confirms is lifted."""
 
 from collections.abc import Callable, Mapping
 from typing import Any

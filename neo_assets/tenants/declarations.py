@@ -111,15 +111,10 @@ class Tenant:
 
 @dataclass(frozen=True, slots=True)
 class TenantsFile:
-    """A validated tenants file; ``path`` is the file's absolute path.
-
-    Loaded through ``services/declaration.load_declaration``, it is the declaration in
-    force (declaration/rules.py): ``tenants`` may hold last good declarations standing in
-    for misdeclared ones; ``misdeclared`` lists what the file gets wrong, ``withheld`` the
-    (tenant, repo or None) names declared but unusable (never swept, served or retired),
-    ``source`` is ``file`` or ``last-good`` (the file could not be read at all) and
-    ``file_problems`` what is wrong with the file as a whole; ``retires_nothing``: part of
-    the file names no tenant, so no tenant or repo may be judged retired."""
+    """A validated tenants file (``path`` absolute), as the declaration in force: ``tenants``
+    may hold last good stand-ins; ``misdeclared``, ``withheld``, ``source`` (``file`` or
+    ``last-good``) and ``file_problems`` say what; ``retires_nothing``: part of the file
+    names no tenant, so nothing may be judged retired."""
 
     path: Path
     tenants: tuple[Tenant, ...]

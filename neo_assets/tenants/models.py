@@ -1,12 +1,6 @@
-"""tenants.yaml's schema as pydantic models: strict types, no unknown keys, and the
-project's own message for every check a field makes (``problem``). How a pydantic error
-reads (an unknown or missing key, a wrong type) is ``tenants/translate.py``'s; each model
-lends it the words: what a field is and allows (``WORDS``), the message for a wrong
-container (``MESSAGES``), and the order problems are listed in (``PHASES``).
-
-A key whose value is null is not given (a required one is then missing). The top level
-and a tenant are validated apart from their list items, so one tenant's or one repo's
-mistake stays its own (``tenants/reading.py`` validates each item on its own)."""
+"""tenants.yaml's schema as pydantic models: strict types, no unknown keys, the project's
+own message for every check (``problem``), and the words ``tenants/translate.py`` reads
+(``WORDS``, ``MESSAGES``, ``PHASES``). A null value is not given."""
 
 from collections.abc import Callable
 from pathlib import Path

@@ -295,18 +295,9 @@ def load_tenants(
     home: str | os.PathLike[str] | None = None,
 ) -> TenantsFile:
     """Read and validate a tenants file; raise ``TenantsConfigError`` with every problem.
-
-    - Relative repo paths resolve against the file's own folder; ``~`` expands, and so
-      does ``${NEO_HOME}``: to ``home`` when given (callers holding settings pass their
-      ``home_dir``), else to the settings' ``home_dir`` (NEO_HOME, default ``./.neo``
-      from the current directory). Any other ``${NAME}`` is a problem; ``$$`` is ``$``.
-    - ``allowed_roots``: when given, a repo path (after resolving symlinks) outside all of
-      them is refused.
-    - ``check_paths``: when True (default) each repo path must be an existing, readable
-      directory, and ``ref`` is refused for a plain (non-git) directory. False skips the
-      filesystem checks (the schema, ids, duplicates and allowed roots are still checked),
-      for callers that want to record a missing repo per repo instead of refusing all.
-    """
+    Relative paths resolve against the file's folder; ``~`` and ``${NEO_HOME}`` expand (any
+    other ``${NAME}`` is a problem, ``$$`` is ``$``). ``allowed_roots`` confine repo paths;
+    ``check_paths`` False skips the filesystem checks."""
     reading = read_tenants(path, allowed_roots, check_paths, home, by_block=False)
     if reading.problems:
         raise TenantsConfigError(reading.path, reading.problems)

@@ -1,20 +1,7 @@
-"""tenants.yaml: the schema of what tenants declare, and its validation.
-
-``load_tenants(path)`` reads the file and either returns a fully valid ``TenantsFile`` or
-raises one ``TenantsConfigError`` listing EVERY problem found, before anything runs.
-``read_tenants(path)`` never refuses: it returns every problem attributed to its tenant
-block or repo entry (a YAML error inside one tenant's block included), from which
-``declaration/in_force.py`` builds the declaration in force (declaration/rules.py: a
-misdeclared entry keeps its last good declaration; the others load).
-Each problem names the place (a tenant or repo by its id/slug, by index when the id
-itself is bad, e.g. ``tenants[1].repos[0].slug``), the field, what was found and what
-is allowed; the error's message names the file and, where known, the line.
-
-This module is the one callers import; the parts: declarations.py (what a valid file
-declares), models.py (the schema, pydantic), translate.py (its errors as problems),
-problems.py, yaml_marks.py (the strict loader and its line marks), paths.py (repo paths),
-blocks.py (a file split per tenant) and reading.py (reading and validating it).
-"""
+"""tenants.yaml: the schema of what tenants declare, and its validation; the module callers
+import. ``load_tenants`` returns a valid ``TenantsFile`` or raises one error listing
+EVERY problem, before anything runs; ``read_tenants`` never refuses, attributing each
+problem to its tenant or repo, each naming place, field, what was found and what is allowed."""
 
 # The names callers import from here.
 from neo_assets.tenants.declarations import ParserDecl, RepoDecl, Tenant, TenantsFile  # noqa: F401

@@ -1,13 +1,5 @@
-"""Declaration digests and the tenant configVersion rule.
-
-A tenant's configVersion starts at 1 and increases by one each time its declaration
-changes. The ledger remembers the digest of each version; this module decides, from
-what the ledger knows and the digest of the current declaration, which version applies.
-
-Pure: plain dicts in, strings and ints out. The caller (``Tenant.to_plain()`` /
-``RepoDecl.to_plain()``) is responsible for putting semantically unordered lists (repos,
-exclude globs) in a canonical order before hashing.
-"""
+"""Declaration digests and the tenant configVersion rule (1 at first, +1 on each change).
+Pure; the caller puts unordered lists (repos, excludes) in canonical order before hashing."""
 
 import hashlib
 import json
@@ -59,22 +51,9 @@ def is_declaration_digest(value: object) -> bool:
 
 
 def next_config_version(known: Mapping[str, int], digest: str) -> int:
-    """The configVersion that applies to a declaration whose digest is ``digest``.
-
-    ``known`` maps each digest the ledger has seen to the LATEST version assigned to it.
-    - nothing known: 1;
-    - ``digest`` is the current declaration (the one holding the highest version):
-      that version, unchanged;
-    - anything else, including a digest seen before under an older version: highest + 1.
-      Going back to an earlier declaration is a change like any other: versions only
-      ever increase, so rows stamped under the intermediate version stay distinguishable
-      and "newest version" always means "current declaration". The caller records the
-      returned version against ``digest`` (overwriting the digest's older version).
-
-    Raises ValueError on a malformed digest or a corrupt ``known`` (a version that is not
-    a positive int, or two digests holding the same version): guessing would silently
-    hand out a version that is already in use.
-    """
+    """The configVersion for ``digest``, given ``known`` (digest -> latest version): 1 when
+    nothing is known, the highest when ``digest`` holds it, else highest + 1 (going back is a
+    change too: versions only increase). ValueError on a malformed digest or corrupt ``known``."""
     if not is_declaration_digest(digest):
         raise ValueError(f"not a declaration digest (64 lowercase hex): {digest!r:.80}")
     if not known:

@@ -1,11 +1,5 @@
-"""Which dynamic partitions to add and which to remove so they match the declaration.
-
-There is one partition per declared tenant repo (``<tenantId>/<repoSlug>``) and one per
-declared tenant (``<tenantId>``). A declared key the instance lacks is added, in the order
-of the declaration; a key the instance holds that is no longer declared is removed, in the
-order the instance lists it. Removing a partition drops it from the partition list only:
-Dagster keeps its runs and their events.
-"""
+"""Which dynamic partitions to add and remove so they match the declaration (one per tenant
+repo, one per tenant); removing a partition keeps its runs and events."""
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass

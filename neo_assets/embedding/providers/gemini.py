@@ -1,16 +1,7 @@
 """Gemini embeddings over REST: ``POST {base}/v1beta/models/{model}:batchEmbedContents``.
-
-The API key travels in the ``x-goog-api-key`` header (never in the URL, so it stays out
-of access logs and error texts). One request carries at most 100 inputs (the API's
-batch limit); a longer call is split and the cancel scope is observed between the
-sub-requests, so none starts after cancellation.
-
-Cancellation is client-only here: closing the connection releases everything local at
-once, but Google may finish the computation, and bill for it, after the disconnect.
-That residual is admitted, not hidden: this provider does not claim remote cancellation.
-The provider's own deadline cancels with ``GEMINI_REQUEST_TIMEOUT``; a caller's abort
-surfaces as the caller's own ``Cancelled`` cause (no SDK sits in between to re-wrap it).
-"""
+The key travels in the ``x-goog-api-key`` header, out of URLs and logs; at most 100
+inputs a request. Cancellation is client-only: Google may finish (and bill) after the
+disconnect. Design: docs/design/embedding.md#providers"""
 
 from collections.abc import Sequence
 from urllib.parse import quote

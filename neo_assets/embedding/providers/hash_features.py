@@ -1,9 +1,5 @@
-"""The hashing embedder's arithmetic: text to vector, numpy only.
-
-Its own module so the hashing helper process imports just this and numpy (no asyncio, no
-provider machinery) and starts sooner; the provider and the helper run this same code, so
-a vector never depends on where it was computed.
-"""
+"""The hashing embedder's arithmetic: text to vector, numpy only. Its own module so the
+helper process starts sooner, and provider and helper run the same code."""
 
 import re
 import zlib

@@ -1,9 +1,5 @@
-"""The offline default embedder: deterministic feature hashing, no model, no network.
-
-Features are identifier tokens (split on snake_case and camelCase, lower-cased) and
-byte 3-grams, each hashed to a signed bucket. Near-identical code shares most features
-and so lands near; the vector is L2-normalised so cosine distance behaves.
-"""
+"""The offline default embedder: deterministic feature hashing (identifier tokens and byte
+3-grams into signed buckets, L2-normalised), no model, no network."""
 
 from collections.abc import Sequence
 

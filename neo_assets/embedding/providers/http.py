@@ -35,18 +35,9 @@ async def race_request(
     provider: str,
     operation_label: str,
 ) -> T:
-    """Run ``start()`` unless and until the caller's scope or the provider deadline ends it.
-
-    - already-cancelled scope: ``start`` is never called (zero requests);
-    - caller's scope cancelled first: the request task is cancelled (its connection
-      closed) and the caller's own cause is raised as ``Cancelled``;
-    - deadline first: a deadline scope is cancelled with ``timeout_code`` and
-      ``EmbedFailure(TIMEOUT, provider_code=timeout_code)`` is raised from it;
-    - the request's own outcome otherwise.
-
-    Both tasks (request and watcher, which owns the deadline timer) have settled before
-    this returns, also when the awaiting task is itself cancelled.
-    """
+    """Run ``start()`` unless and until the caller's scope (raises ``Cancelled`` with its cause)
+    or the provider deadline (``EmbedFailure(TIMEOUT)``) ends it. Never starts under an
+    already-cancelled scope; both tasks have settled before it returns."""
     cancel_scope.raise_if_cancelled()
     request: asyncio.Future[T] = asyncio.ensure_future(start())
     # The watcher returns normally when the deadline passes, raises Cancelled when the
@@ -106,12 +97,8 @@ def error_message(response: httpx.Response) -> str:
 
 
 class HttpEmbeddingTransport:
-    """One owned ``httpx.AsyncClient`` plus the deadline/cancellation/classification rules.
-
-    Every remote provider (OpenAI-compatible, Ollama, Gemini) posts through ``post_json``,
-    so all of them share one behaviour for zero-request cancellation, in-flight
-    disconnect and the failure taxonomy.
-    """
+    """One owned ``httpx.AsyncClient`` plus the deadline, cancellation and classification rules
+    every remote provider shares through ``post_json``."""
 
     def __init__(
         self,
@@ -132,13 +119,8 @@ class HttpEmbeddingTransport:
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
     def _client_here(self) -> httpx.AsyncClient:
-        """The client of the running loop, made on first use in it.
-
-        Connections belong to the loop that opened them: a client left open by an earlier
-        loop (a finished ``asyncio.run``) cannot be reused, only dropped (its sockets then
-        wait for the garbage collector). So close the provider before its loop ends;
-        a later call, in any loop, opens a fresh pool.
-        """
+        """The client of the running loop, made on first use in it: connections belong to the loop
+        that opened them, so one left by an earlier loop is dropped, not reused."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.is_closed or self._client_loop is not loop:
             # httpx's own timeouts are only a backstop behind our deadline, which is the

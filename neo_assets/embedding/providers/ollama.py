@@ -1,21 +1,6 @@
-"""Ollama native embeddings: ``POST {base}/api/embed`` with ``truncate: false``.
-
-Ollama's native endpoint truncates over-long inputs by default; ``truncate: false``
-makes it answer an error instead, which classifies as a refusal, so an embedding is
-never silently made of a prefix.
-
-Its context is sent explicitly: ``options.num_ctx`` is the band's limit (``num_ctx``,
-from ``NEO_EMBEDDING_CONTEXT_TOKENS``), so the model runs with the context the band
-assumes instead of Ollama's default (often smaller). ``discover_limit`` reads the
-model's trained context from ``/api/show`` (``model_info.<arch>.context_length``): a
-band over it is a configuration error at first contact (``embedding/band.py``).
-
-The provider's own deadline cancels with ``PROVIDER_TIMEOUT`` (the code this lane has
-always used for Ollama). Cancellation closes the local connection at once (shared HTTP
-plumbing in ``openai_compatible``); the Ollama server may still finish evaluating a
-batch it already handed to its runner. What happens inside the server after the
-disconnect is not asserted here.
-"""
+"""Ollama native embeddings: ``POST {base}/api/embed`` with ``truncate: false`` (an error,
+never an embedding of a prefix) and ``options.num_ctx`` set to the band's limit, so the
+model runs with the context the band assumes. Design: docs/design/embedding.md#providers"""
 
 from collections.abc import Sequence
 from typing import Any

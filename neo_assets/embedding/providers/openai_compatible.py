@@ -1,36 +1,8 @@
 """OpenAI-compatible embeddings: ``POST {base}/v1/embeddings`` (llama.cpp server, vLLM, TEI,
-LM Studio, Ollama's compatible endpoint), on the shared HTTP plumbing
-(``providers/http.py``).
-
-Cancellation, and what it does NOT reach:
-
-- A call whose scope is already cancelled opens zero requests (checked before the
-  request task is created).
-- Every request is raced against the caller's scope and the provider's own deadline
-  (``OPENAI_COMPATIBLE_REQUEST_TIMEOUT``). Either one cancels the request task, and
-  httpx/httpcore then closes that connection (an HTTP/1.1 connection with an
-  unfinished exchange is never returned to the pool), so the server observes the
-  disconnect. The request task has settled before ``embed`` returns or raises: nothing
-  the provider owns outlives the call (the deadline timer included).
-- Remote work is NOT cancelled by that disconnect. llama.cpp keeps computing a batch it
-  has already started (it notices the closed socket only when it tries to answer), and
-  vLLM/TEI may likewise finish a queued batch. The local side is released at once; the
-  provider's capacity may stay busy until that batch ends.
-
-No silent truncation: no truncate option is ever sent (vLLM's
-``truncate_prompt_tokens`` and the like stay unset), so an input beyond the server's
-context comes back as an error, which classifies as a refusal (4xx, or llama.cpp's
-"input is too large" 500), never as a shortened embedding. Some servers truncate anyway
-(llama-cpp-python's server cuts every input to its batch, answering 200): where the
-server has a token-count endpoint (``/extras/tokenize/count``), inputs that could exceed
-its limit are counted before sending and the answer's ``usage.prompt_tokens`` is checked
-against the count; an input over the limit, or an answer that embedded fewer tokens than
-were sent, is a size refusal naming both numbers, never a stored prefix.
-
-Server facts (``server_facts``, read once): llama.cpp's ``/props`` (``total_slots``, the
-per-slot ``n_ctx``) and ``/slots`` (which are busy), and whether a token-count endpoint
-exists. ``free_slots`` gives the lane its default ``max_inflight``.
-"""
+LM Studio, Ollama's compatible endpoint), on ``providers/http.py``. No truncate option is
+ever sent; a server that truncates anyway is caught by counting tokens first.
+``server_facts`` gives the lane its default ``max_inflight``.
+Design: docs/design/embedding.md#providers"""
 
 import base64
 from collections.abc import Sequence
@@ -87,12 +59,8 @@ def _decode_embedding(value: Any) -> Any:
 
 
 class OpenAICompatibleProvider:
-    """``POST {base}/v1/embeddings`` with ``{"model", "input", "encoding_format": "float"}``.
-
-    ``max_inputs_per_request`` splits a call into sub-requests (the scope is observed
-    between them, so no sub-request starts after cancellation); ``None`` sends the whole
-    call as one request and leaves batch sizing to the lane.
-    """
+    """``POST {base}/v1/embeddings``. ``max_inputs_per_request`` splits a call into sub-requests
+    (none starts after cancellation); ``None`` leaves batch sizing to the lane."""
 
     name = "openai_compatible"
 

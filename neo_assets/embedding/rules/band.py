@@ -155,15 +155,8 @@ def learn_from_refusals(
     chars_per_token: float,
     refusals: Sequence[SizeRefusal],
 ) -> Discovery | None:
-    """What size refusals teach about a provider, as the discovery to record (None: they
-    teach nothing, and the refused inputs stay fenced):
-
-    - a limit the server named under the band's is the limit (llama.cpp's physical batch
-      under its context): a new generation, split to it;
-    - else, where tokens are estimated, each refused input had more tokens than the limit,
-      so fewer characters per token than its length over the limit: the estimate drops to
-      the smallest such ratio (under ``LEARNED_MARGIN``), and the next split cuts smaller.
-    Counted exactly and no smaller limit named: nothing is learned."""
+    """What size refusals teach about a provider, as the discovery to record; None when they
+    teach nothing and the refused inputs stay fenced (docs/design/embedding.md#band)."""
     if not refusals:
         return None
     base = found or Discovery(None, "configured", None)

@@ -1,14 +1,5 @@
-"""A provider's batch cap remembered across sweeps: which batch size a lane starts at.
-
-A server that caps inputs per request (TEI's 413 "batch size 64 > maximum allowed batch
-size 32") names the cap; the lane learns it from the body and the ledger keeps it for the
-provider (kind, base URL, model). A later sweep starts at the remembered cap while it is
-fresh. Once a day (``RECHECK_S``) the configured size is tried again: a server whose cap
-was raised is then used at the configured size, and one still capped costs one refused
-round (``max_inflight`` requests) before the cap is learned and remembered afresh. Never
-re-checking would keep a raised server at the old cap for ever; checking every sweep is
-what remembering saves.
-"""
+"""A provider's batch cap remembered across sweeps: which batch size a lane starts at, the
+configured size re-tried once a day (``RECHECK_S``) in case the cap was raised."""
 
 import hashlib
 from dataclasses import dataclass

@@ -1,30 +1,6 @@
-"""The text sent to the embedding provider for a chunk (not the stored document).
-
-The origin knowledge base embeds a unit with a first line saying what it is, so a
-question that names a class or a method finds the unit even when its body does not
-repeat those words. Format ``header-v2`` (in force):
-
-    method Collection.doSort
-    <the chunk's content>
-
-for chunks of parser ``neo-code`` 2.x (kind and in-file name); a ``text`` window or a
-``module`` remainder, whose name is its line range or its path, is embedded bare. No path
-is in the input, so a renamed, moved or copied file's chunks are the same inputs as
-before and copy their vectors (neo_assets/embedding/rules/reuse.py) instead of being sent again.
-``header-v1`` said ``method Collection.doSort in src/collection/Base.mjs`` (qualified
-name and path): recall@5 on the 48-question retrieval bench was 87.5 % with it and
-85.4 % with the path left out (docs/performance.md), one question of 48, against a
-re-embed of every renamed file. Chunks of parser 1.x are embedded bare, as they always
-were: 1.x is kept byte for byte.
-
-One format is in force for the whole knowledge base: ``embedding_input_format()`` is the
-single place it is read, and its id is part of the embedding generation digest
-(``core/generations.generation_digest``, which the sweep, the due check,
-reconciliation and the status all use), so changing the format is a new generation,
-built beside the old one, never a silent mix of inputs under one generation.
-The rule already tells 1.x from 2.x by the chunk's declared parser version, which is in
-every chunk id, so one id can never be embedded two ways under one format.
-"""
+"""The text sent to the embedding provider for a chunk (not the stored document), in the one
+format in force (``embedding_input_format()``), whose id is in the generation digest.
+Design: docs/design/embedding.md#input"""
 
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 

@@ -1,9 +1,5 @@
-"""The embedding lane's settings and inputs, and where an input may go at all: its
-admission band and the generation it is embedded at. Pure (no clock, no I/O).
-
-The lane's other rules: ``rules/lane_evidence.py`` (what a failure proves, its route) and
-``rules/lane_rows.py`` (receipts and the summary's rows).
-"""
+"""The embedding lane's settings and inputs: an input's admission band and its generation.
+Pure. Its other rules: ``rules/lane_evidence.py`` and ``rules/lane_rows.py``."""
 
 import hashlib
 import json

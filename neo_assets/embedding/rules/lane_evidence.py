@@ -1,48 +1,6 @@
-"""The embedding lane's evidence rules: what a failure may prove, and what the lane does
-with it. Pure functions over plain data (no clock, no I/O). The lane
-(``embedding/lane.py`` and its parts) asks these rules every question whose answer is a
-verdict, so that what may be concluded from a failure is decided in one place, by the
-failure's class alone.
-
-Evidence classes (the decisions this module owns):
-
-- **Content class** — a failure that may be *about the input*: ``KB_VECTOR_EMBED_CONTENT``,
-  and ``KB_VECTOR_EMBED_PROVIDER_REFUSAL`` unless its HTTP status says the refusal is about
-  the caller or the provider rather than the input (401/403/404/429... in
-  ``NON_CONTENT_REFUSAL_STATUSES``). So a 400 or 422 is content class; a 401 or a 429 is
-  not (it is retried after the provider answers again, and counts toward the circuit).
-  Only a content-class failure of ONE input dispatched alone, right after a success (the
-  paired control), of an input that had already failed (in the group being isolated, or
-  alone just before that control), becomes content evidence: ``content_evidence`` maps it
-  to ``KB_VECTOR_EMBED_CONTENT``.
-- **Size refusal** — ``KB_VECTOR_EMBED_INPUT_TOO_LARGE`` (the provider said the input is
-  over its limit: llama.cpp's "input is too large" 500, Ollama's context length, TEI's
-  413, vLLM/OpenAI "maximum context length", the in-process model's own check). It is
-  geometry evidence, never content: a group failing with it is bisected like a content
-  failure (to find the input), and the input alone is fenced ``undeliverable-at-geometry``
-  with the limit in its receipt (``size_refusal_receipt``), without a paired control —
-  its size explains the refusal. The sweep has split every chunk to fit the band before
-  (``sources/rules/fit_parts.py``), so this fences only what the band misjudged; the band
-  is in the generation digest, so fixing the geometry re-offers it.
-- **Poison** — ``poison_forbidden(code)`` is False for ``KB_VECTOR_EMBED_CONTENT`` only.
-  Every other code (timeout, abort, circuit open, yield, connection refused, transport
-  closed, write error, invalid vectors, unclassified, a raw provider refusal, an unknown
-  code) can never produce a ``proven-content-poison`` fence. The lane guards every
-  attribution site with it.
-- **Strikes** — deliverability evidence, never content evidence. A single input whose
-  dispatch ends in ``TRANSPORT_CLOSED`` accrued a ``death`` strike (the provider accepted
-  the connection, so it was alive, and this input was the only one in flight); a single
-  input whose provider-side deadline fired accrued a ``timeout`` strike. Connection
-  refused proves only that nothing was listening: no strike, no fence. A multi-input
-  failure proves nothing about any one member: its members become suspects.
-- **Graduation** — at ``strike_threshold`` strikes (any mix of kinds, counted per
-  embedding generation across sweeps; the lane takes at most one per input per sweep, so
-  a blip cannot graduate an input within one sweep) the input is fenced
-  ``undeliverable-at-geometry``, directly on the failure that reaches the threshold (so
-  it is reachable when the input is the last work). Reversible: the band and call
-  ceiling are in the generation digest, so repairing the geometry re-offers every
-  fenced chunk.
-"""
+"""The embedding lane's evidence rules: what a failure may prove and what the lane does with
+it, decided in one place by the failure's class alone. Pure.
+Design: docs/design/embedding.md#evidence"""
 
 import math
 import re
@@ -94,7 +52,7 @@ NOT_PROVIDER_FAILURE_CODES: frozenset[str] = NEVER_COUNTED_CODES | frozenset(
 
 # ------------------------------------------------------------------ evidence classes
 def is_content_class(code: str, status: int | None = None) -> bool:
-    """True when the failure may be about the input itself (module docstring)."""
+    """True when the failure may be about the input itself."""
     if code == codes.KB_VECTOR_EMBED_CONTENT:
         return True
     if code == codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL:
@@ -109,7 +67,7 @@ def content_evidence(code: str, status: int | None = None) -> str | None:
 
 
 def is_size_refusal(code: str) -> bool:
-    """True for a size refusal: geometry evidence about one input (module docstring)."""
+    """True for a size refusal: geometry evidence about one input."""
     return code == codes.KB_VECTOR_EMBED_INPUT_TOO_LARGE
 
 
@@ -195,29 +153,8 @@ MIN_TIMEOUT_SHRINK = 32
 def failure_route(
     code: str, status: int | None, inputs: int, *, concurrent: bool = False
 ) -> FailureRoute:
-    """What the lane does with a failed dispatch of ``inputs`` inputs:
-
-    - ``wait``: the provider is loading its model — the same inputs go again once it
-      answers; no count toward the circuit.
-    - ``shrink``: the provider named its cap on inputs per request — the batch (and every
-      later one) is cut to the cap; or a deadline of a batch of at least
-      ``MIN_TIMEOUT_SHRINK`` inputs with nothing else in flight (too much work per request
-      for the server at this moment) — halved; nothing was learned about any input. A
-      smaller batch past its deadline alone makes its members suspects (a hung server is
-      found after two halvings, not six), and a single input past its deadline strikes.
-    - ``serialize``: a multi-input deadline while other requests of the lane were in
-      flight (``concurrent``): its ceiling may have run while the server worked on them,
-      so the lane drops to one request at a time and sends the batch again.
-
-    - ``isolate``: content class — bisect with a paired control (a single input: control,
-      then the input again); a size refusal of several inputs — bisect to find them.
-    - ``geometry``: a size refusal of ONE input — fenced undeliverable-at-geometry.
-    - ``retry``: connection refused or a non-content refusal (401/429...) — nothing was
-      learned about the inputs; re-dispatch the same inputs once the provider answers.
-    - ``suspects``: any other multi-input failure — members are re-dispatched one by one.
-    - ``strike``: a single input whose transport closed or whose deadline fired.
-    - ``defer``: any other single-input failure — the input stays offerable, next sweep.
-    """
+    """What the lane does with a failed dispatch of ``inputs`` inputs (``concurrent``: other
+    requests of the lane were in flight). The routes: docs/design/embedding.md#evidence"""
     if inputs < 1:
         raise ValueError("inputs must be >= 1")
     if code == codes.KB_VECTOR_EMBED_PROVIDER_LOADING:

@@ -1,11 +1,5 @@
-"""The embedding lane's receipts and rows: what a fence or a strike records, and the rows
-of the sweep summary. Pure functions over plain data (no clock, no I/O).
-
-Rows (the sweep summary contract, ``errors`` list): ``error_row`` for live work (a failure
-that left chunks deferred) and ``fence_row`` for one fenced chunk, shaped so the fence gate
-(``sweep/rules/fence_gate.py``) recognises it: ``code == details.reasonCode`` is the fence code,
-``details.disposition`` is the family, ``details.chunkId`` the chunk.
-"""
+"""The embedding lane's receipts and rows: what a fence or a strike records, and the summary's
+rows, shaped for the fence gate (``sweep/rules/fence_gate.py``). Pure."""
 
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -178,11 +172,8 @@ def fence_row(
 def fence_row_from_record(
     record: FenceRecord, *, recorded_this_sweep: bool
 ) -> dict[str, Any] | None:
-    """A fence row for a stored fence; ``None`` for a record that is not a coherent fence
-    (a disposition outside the closed vocabulary, a reason code that is not its
-    disposition's code, a malformed chunk id, or a poison verdict whose recorded evidence
-    is not content). Such a record must not read as a fence: its chunk is offered again
-    and the record rewritten from fresh evidence."""
+    """A fence row for a stored fence; ``None`` for a record that is not a coherent fence, whose
+    chunk is then offered again and the record rewritten from fresh evidence."""
     code = FENCE_CODE_BY_DISPOSITION.get(record.disposition)
     if code is None or record.reason_code != code or not is_chunk_id(record.chunk_id):
         return None

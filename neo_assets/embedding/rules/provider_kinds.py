@@ -1,7 +1,5 @@
 """The embedding provider kinds, one row each (``KINDS``): what a kind needs from the
-settings (one rule for the settings, refused at load, and the factory, refused at
-construction), whether it is reached over HTTP (its limit discovered, an unreachable URL
-named), the code its own request deadline fails with, and the fix to suggest when nothing
+settings, whether it is remote, its deadline's code, the fix to suggest when nothing
 answers. A new provider is its module in ``embedding/providers/`` plus its row here."""
 
 from dataclasses import dataclass

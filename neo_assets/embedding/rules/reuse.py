@@ -1,11 +1,6 @@
-"""Each content embedded once per generation: which missing chunks copy a vector a row
-already has, and which are sent (one representative per distinct input).
-
-The key is the digest of the exact embedding input (``embedding_input_digest``): a row
-whose input digest equals a missing chunk's, at the same generation, holds the vector the
-provider would answer for it, so the vector is copied. Pure: the store lookup is the
-caller's (``ChromaStore.vectors_by_input_digest``, one read per batch of digests).
-"""
+"""Each content embedded once per generation: a missing chunk whose exact input digest a row
+already has at the generation copies that vector; one representative per distinct input
+is sent. Pure: the store lookup is the caller's."""
 
 import hashlib
 from collections.abc import Iterable, Mapping

@@ -1,32 +1,6 @@
-"""The provider health canary's rules: what a probe proves, what is cached, how failures
-back off.
-
-Pure functions over plain data (no clock reads, no I/O). The probe itself (one bounded
-request, ``neo_assets/health/probe.py``) hands its observation over as a ``ProbeOutcome``;
-everything concluded from it is decided here, and the freeze rules (``health/rules/freeze.py``)
-use the SAME vector verdict, so the rule that freezes the write path is the rule that
-lifts it.
-
-Vector verdicts (a closed set) — ``judge_vectors`` over what came back:
-
-- ``valid``: the expected number of vectors, each of the collection's dimension, finite,
-  not all zero;
-- ``dimension-mismatch`` / ``non-finite`` / ``zero``: the answers that would corrupt the
-  collection if written (``CORRUPTING_VERDICTS``: the freeze triggers);
-- ``wrong-count`` / ``malformed``: a broken answer that could never be written (nothing to
-  corrupt: no freeze), and still not healthy.
-
-Healthy means: the provider answered before the probe's own deadline with a ``valid``
-answer. Every other outcome is unhealthy, and a probe without vector evidence (a deadline,
-an abort, a refused or reset connection, a provider error) is inconclusive: it proves
-nothing about the vectors, so it can neither freeze nor lift anything.
-
-Cache: only a healthy record is reused, for ``ttl_s`` after it was observed, and only for
-the same provider identity (provider, model, endpoint, dimension: a switched provider is
-probed afresh). A failed record is never reused as healthy; while its back-off runs
-(``backoff_initial_s`` doubling per consecutive failure, capped at ``backoff_max_s``) it
-is returned as it is (unhealthy) instead of probing the provider again.
-"""
+"""The provider health canary's rules: the vector verdict of a probe (the same one the freeze
+rules read), what is cached, how failures back off. Pure.
+Design: docs/design/health.md#canary"""
 
 import math
 import re
@@ -88,7 +62,7 @@ class VectorFacts:
 def judge_vectors(
     facts: VectorFacts | None, expected_dimension: int, expected_count: int = 1
 ) -> str:
-    """The verdict on an answer (module docstring); ``None`` facts are ``malformed``."""
+    """The verdict on an answer; ``None`` facts are ``malformed``."""
     if facts is None:
         return VECTORS_MALFORMED
     if facts.count != expected_count:
@@ -127,13 +101,8 @@ def detail_dimensions(detail: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class ProbeOutcome:
-    """One bounded probe as the shell observed it.
-
-    ``facts``: the answer, when vectors came back. ``failure_code``: the closed
-    ``KB_VECTOR_EMBED_*`` class of a failed probe; ``cause_code``: which deadline fired or
-    ``ABORT_ERR``; ``detail``: bounded, never input text. ``timeout_ms``: the probe's own
-    deadline as read from its settings leaf when it ran.
-    """
+    """One bounded probe as the shell observed it: ``facts`` when vectors came back, else the
+    failure's class and cause; ``timeout_ms`` the deadline as read when it ran."""
 
     operation_label: str
     timeout_ms: int

@@ -1,40 +1,6 @@
-"""The frozen collection: when the embedding write path freezes, when a re-probe is due,
-and which probe outcome lifts it.
-
-Pure functions over plain data (time comes in as an argument).
-
-**Freeze triggers** (``freeze_trigger``) — the write path freezes when its evidence says
-writing would corrupt the shared collection:
-
-- a sweep saw an answer judged ``dimension-mismatch``, ``non-finite`` or ``zero`` (the
-  ``CORRUPTING_VERDICTS`` of ``health/rules/canary.py``, recorded per sweep in
-  ``LaneSummary.vector_evidence``);
-- the lane's circuit opened in ``circuit_sweeps`` (K) consecutive sweeps. Sweeps of every
-  repo count (the provider is shared): a sweep whose circuit opened adds one, a sweep that
-  embedded something without opening it resets the streak, a sweep that learned nothing
-  (nothing to embed, aborted, frozen) leaves it as it is.
-
-**While frozen** (``blocks_writes``) sweeps embed nothing: ``frozen_summary`` defers every
-chunk the collection lacks with ``KB_COLLECTION_FROZEN`` (fenced chunks keep their fence
-rows, so the censuses stay observed). A repo that lacks nothing has nothing to withhold
-and completes. An unreadable state blocks writes (fail closed).
-
-**Re-probe cadence** (``reprobe_decision``) — only a ``frozen`` record whose
-``next_probe_at`` has come is probed (``probe``); otherwise ``wait`` (not due, or
-``contained``) or ``none`` (not frozen). A due probe is first CLAIMED (``claim_reprobe``:
-the attempt is counted and the next probe time pushed back, committed before the probe
-runs, so a crash mid-probe cannot turn into a probe storm), then SETTLED
-(``settle_reprobe``). Attempts back off ``reprobe_initial_s × 2^(n-1)`` capped at
-``reprobe_max_s``; after ``max_attempts`` inconclusive or failed probes the record is
-``contained`` and waits for an operator (``operator_unfreeze``). A record whose attempt
-count is unreadable is contained rather than probed as if it had none.
-
-**What lifts it** (``reprobe_lifts``) — ONLY a probe that answered in time with a valid
-vector of the collection's dimension, decided by ``health.rules.canary.is_healthy``: the same
-``judge_vectors`` verdict that the freeze trigger reads. Own-deadline expiry, an upstream
-abort, either provider timeout code, a refused or reset connection and any other provider
-failure carry no vector evidence: inconclusive, the record stays frozen and backs off.
-"""
+"""The frozen collection: when the embedding write path freezes, when a re-probe is due, and
+which probe outcome lifts it (only a valid vector in time). Pure; time is an argument.
+Design: docs/design/health.md#freeze"""
 
 import math
 from collections.abc import Iterable, Mapping
@@ -97,11 +63,8 @@ class FreezeTrigger:
 
 @dataclass(frozen=True)
 class FreezeRecord:
-    """The durable freeze record of one collection. ``None`` fields are unobserved.
-
-    ``version`` grows with every change of the freeze fields (compare-and-set guard);
-    ``circuit_streak`` is the K counter, kept alongside but moved by its own atomic update.
-    """
+    """The durable freeze record of one collection (``None``: unobserved). ``version`` guards
+    compare-and-set; ``circuit_streak`` moves by its own atomic update."""
 
     collection: str
     state: str | None
@@ -238,7 +201,7 @@ def next_circuit_streak(previous: int | None, opened: bool | None) -> int:
 def freeze_trigger(
     summary: LaneSummary, circuit_streak: int | None, policy: FreezePolicy
 ) -> FreezeTrigger | None:
-    """The trigger this sweep's evidence fires, if any (module docstring)."""
+    """The trigger this sweep's evidence fires, if any."""
     verdicts = vector_verdict_counts(summary)
     for verdict in CORRUPTING_VERDICTS:
         if verdicts.get(verdict):

@@ -1,9 +1,5 @@
-"""When a repo's related-chunk links need computing again.
-
-Links are derived from the declared generation and the rows present in the collection,
-so they are refreshed by their own run after the sweep that moved either, never on the
-sweep's critical path. The rule is over plain facts the ledger holds.
-"""
+"""When a repo's related-chunk links need computing again: by their own run after the sweep
+that moved the declared generation or the rows, never on the sweep's critical path. Pure."""
 
 import math
 from collections.abc import Mapping
@@ -29,14 +25,8 @@ def links_due_reason(
     last_sweep_at: float | None,
     last_sweep_embedded: int,
 ) -> str | None:
-    """Why the repo's links are due now, or None.
-
-    ``generation_recorded_at`` is when the declared generation was recorded (None: no
-    generation, nothing to link); ``link_set`` the stored set (its
-    ``generation_recorded_at``, ``computed_at`` and ``params``), None when never computed;
-    ``last_sweep_*`` the latest sweep's time and how many rows it wrote. A torn field of
-    the stored set reads as unobserved, which makes the links due (recomputing is safe).
-    """
+    """Why the repo's links are due now, or None. ``link_set``: the stored set, None when never
+    computed; a torn field of it reads as unobserved, which makes the links due (safe)."""
     if generation_recorded_at is None:
         return None
     if link_set is None:

@@ -1,48 +1,6 @@
-"""Incremental link passes: a repo's links after a change, from the links of the rows
-before it and work in proportion to the change, equal to the full passes over the new rows.
-
-Both rules below take the output of a full pass (``links.rules``) over the previous rows and
-say which chunks' lists can differ in the full pass over the new rows, and what those lists
-are. Every other chunk keeps its previous list unchanged: that is the whole saving.
-
-Semantic (``semantic_update``), per embedding generation, with A the rows added and R the
-rows removed since the previous pass:
-
-- a chunk of A gets a full row against every row;
-- an unchanged chunk whose list names a chunk of R lost a neighbour. If its list was full
-  (``top_k`` entries), the candidate that now moves up was below the cut and is unknown, so
-  the row is recomputed in full. If the list was shorter, it held every candidate above the
-  threshold: dropping the removed neighbours is its exact list over the remaining rows;
-- an unchanged chunk whose list names no chunk of R keeps the ``top_k`` best of its previous
-  candidates (R removed only candidates below its cut), so its new list is the ``top_k`` best
-  of its previous list and the chunks of A above the threshold. ``top_k`` of a union is
-  ``top_k`` of (``top_k`` of one part, the other part), so merging is exact. The
-  similarities of A against all rows are computed once (|A| x n) and serve both the rows of A
-  and these merges.
-
-Similarities are computed as the full pass computes them: the same float64 normalisation of
-each row cast to float32, float32 matrix products, the threshold compared in float32, ties by
-the smaller neighbour id (an unchanged chunk's similarity to an added one is read from the
-added one's row: the same dot product). Where those products are exact (the tests use such
-vectors) the result equals the full pass bit for bit. With arbitrary float32 vectors even
-the full pass is not a function of the row set at the last bit: BLAS accumulates a dot
-product in an order that depends on where the pair sits in the blocked product (and a.b
-and b.a can differ), so adding one unrelated row to a full pass moves some weights by a
-few ulp, and neighbours tied to within those ulp can trade places. The incremental result
-differs from a fresh full pass only by that rounding, never by a rule (``bench/links.py``
-measures both: the same lists differ between two full passes).
-
-Temporal (``temporal_changes``): a chunk's list in the bounded temporal pass is a function of
-the ``candidate_window`` chunks on either side of it in its kind's (time, id) order (see
-``links.rules.passes.temporal_links``). A chunk whose window, before and after the change, holds no
-added, removed or re-timed chunk has the same window and so the same list; the others are
-recomputed by the temporal pass itself over a slice that holds each one's whole window. That
-is exact, ties included, because the slice gives each recomputed chunk the very candidates
-the full pass gives it.
-
-``LinkLists`` (``links.rules.lists``) holds one pass's output over row indices, so the shell
-can keep a repo's lists between runs and patch only the changed rows.
-"""
+"""Incremental link passes: a repo's links after a change, with work in proportion to the
+change, equal to the full passes over the new rows (up to the full pass's own float32
+rounding). Design: docs/design/links.md#incremental-passes"""
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -209,14 +167,9 @@ def semantic_update(
     top_k: int,
     block_rows: int,
 ) -> SemanticUpdate:
-    """``semantic_links`` over ``names``/``vectors`` (one embedding generation, distinct ids)
-    from the previous pass's lists (see the module docstring for the rule).
-
-    ``previous`` holds, for each row not in ``added``, its list in the full pass over the
-    previous rows with neighbours as row indices here, and -1 for a neighbour that is no
-    longer among these rows. Rows in ``added`` were not among the previous rows; their
-    previous lists are ignored. The parameters must be those of the previous pass.
-    """
+    """``semantic_links`` over ``names``/``vectors`` from the previous pass's lists: ``previous``
+    holds each non-added row's list with neighbours as row indices here (-1: gone). The
+    parameters must be those of the previous pass."""
     matrix = _check_semantic_args(names, vectors, threshold, top_k, block_rows)
     n = len(names)
     added = np.asarray(added, dtype=bool)
@@ -350,8 +303,8 @@ def temporal_changes(
     candidate_window: int,
 ) -> Links:
     """The chunks of ``items`` whose list in ``temporal_links(items)`` may differ from their
-    list in ``temporal_links(previous_items)`` (same parameters), with their new lists.
-    Every other chunk of ``items`` keeps its previous list (see the module docstring)."""
+    list in ``temporal_links(previous_items)`` (same parameters), with their new lists; every
+    other chunk keeps its list (docs/design/links.md#incremental-passes)."""
     codes: dict[str, int] = {}
     old, new = _timeline(previous_items, codes), _timeline(items, codes)
     # A chunk is unchanged when it is on both sides with the same kind and time (or

@@ -114,11 +114,9 @@ class LinkLists:
         *,
         strict: bool = True,
     ) -> "LinkLists":
-        """The lists over new rows: row ``r`` keeps ``replaced[r]`` when given, else the list
-        of old row ``source[r]`` with each neighbour renumbered by ``remap`` (old row -> new
-        row), else nothing (``source[r] == -1``). A kept list naming a row that ``remap``
-        drops (-1) is refused when ``strict`` (that row's list had to be replaced), else
-        the neighbour reads -1."""
+        """The lists over new rows: row ``r`` keeps ``replaced[r]``, else old row
+        ``source[r]``'s list renumbered by ``remap``, else nothing. A kept list naming a
+        dropped row is refused when ``strict``, else that neighbour reads -1."""
         rows = len(source)
         source = np.asarray(source, dtype=np.int64)
         remap = np.asarray(remap, dtype=np.int64)

@@ -1,21 +1,7 @@
-"""Related-chunk links: the bounded temporal and semantic passes over one generation.
-
-Both passes are pure functions over plain data that agree with the straightforward
-all-pairs computation without its quadratic memory (temporal) or its one-matrix-copy-per-
-chunk loop (semantic): semantic links are identical; temporal links keep identical weights
-per chunk, and identical links unless neighbours tie on weight and gap at the cut (see
-``temporal_links``). The tests pin both against verbatim all-pairs references.
-
-Shared conventions:
-
-- A chunk id that occurs more than once is one chunk: the first occurrence is used and the
-  later rows are ignored. Chunk ids hash the chunk's whole identity, so a repeat carries
-  the same kind, path and content; it can never become its own neighbour.
-- The result has one key per distinct chunk id, in input order, with ``[]`` when the
-  chunk keeps no link. Each list is ordered best first, ``(neighbour_id, weight)``.
-- Links are directed: the cap is per chunk, so A may keep B while B, with closer
-  neighbours, does not keep A.
-"""
+"""Related-chunk links: the bounded temporal and semantic passes over one generation, equal
+to the all-pairs computation without its memory (the tests pin both against verbatim
+references). A repeated chunk id is one chunk; lists are best first; links are directed.
+Design: docs/design/links.md#passes"""
 
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -141,14 +127,9 @@ def _temporal_candidates(
     window_seconds: float,
     candidate_window: int,
 ) -> _TemporalCandidates:
-    """Each chunk's nearest neighbours in time, never all pairs.
-
-    All chunks are sorted by (kind, time, id); each pair (p, p + k) for k = 1..window that
-    shares a kind and lies inside the time window is a candidate in both directions. So a
-    chunk hears from its ``candidate_window`` nearest successors directly and from its
-    ``candidate_window`` nearest predecessors through their reverse links: at most
-    ``2 * candidate_window`` candidates each. Chunks with a non-finite time never link.
-    """
+    """Each chunk's nearest neighbours in time, never all pairs: at most
+    ``2 * candidate_window`` candidates each, within its kind. Chunks with a non-finite time
+    never link."""
     first: dict[str, tuple[str, float]] = {}
     for chunk, kind, changed_at in items:
         if chunk not in first:
@@ -231,26 +212,10 @@ class TemporalOptions(TypedDict, total=False):
 def temporal_links(
     items: Sequence[tuple[str, str, float]], **options: Unpack[TemporalOptions]
 ) -> Links:
-    """Links between chunks of the same kind changed within ``window_seconds`` of each other.
-
-    ``items`` are ``(chunk_id, kind, changed_at)`` with ``changed_at`` in epoch seconds. A
-    pair whose gap is at most the window (inclusive) weighs ``max(0.3, 1 - gap/window)``.
-    Each chunk keeps its ``per_chunk`` best: highest weight first, then the nearer in time
-    (weights clamp at 0.3 past ~16.8 h of a 24 h window, so many tie), then the smaller
-    neighbour id.
-
-    The weight never rises with the gap, so the ``per_chunk`` best lie among the
-    ``per_chunk`` nearest on each side: the bounded candidates contain them, and the kept
-    weights equal the all-pairs computation's, ties included. Which neighbours fill places
-    tied on both weight and gap (identical timestamps) can differ from an all-pairs
-    choice: the smallest ids among the bounded candidates win, not among every chunk.
-    With at most ``candidate_window + 1`` chunks of a kind the candidates are all pairs and
-    the links are identical.
-
-    The cap is applied to the candidates after generation; counting while generating would
-    fill a chunk with the reverse links of its predecessors before its own turn and bias
-    the graph backwards.
-    """
+    """Links between chunks of the same kind changed within ``window_seconds`` of each other
+    (``items``: ``(chunk_id, kind, changed_at)``), weighing ``max(0.3, 1 - gap/window)``. Each
+    keeps its ``per_chunk`` best: weight, then nearer in time, then smaller id. Why the bounded
+    candidates hold them: docs/design/links.md#passes"""
     return pairs_to_links(*temporal_pairs(items, **options))
 
 
@@ -291,18 +256,9 @@ class SemanticOptions(TypedDict, total=False):
 def semantic_links(
     ids: Sequence[str], vectors: np.ndarray, **options: Unpack[SemanticOptions]
 ) -> Links:
-    """Links between chunks whose embeddings' cosine similarity is strictly above
-    ``threshold`` (a pair exactly at it does not link); each chunk keeps its ``top_k`` most
-    similar, ties broken by the smaller neighbour id.
-
-    ``vectors`` is the (n, d) matrix of row embeddings for ``ids``, used as float32 (what
-    providers return). A row that is all zero or holds a non-finite value is invalid: it
-    never links and is never linked to. A chunk never links to itself.
-
-    Similarities are computed ``block_rows`` rows at a time, one matrix product per block
-    against the normalised matrix, so memory stays at one (block_rows, n) block rather than
-    one copy of the matrix per chunk.
-    """
+    """Links between chunks whose cosine similarity is strictly above ``threshold``; each keeps
+    its ``top_k`` most similar, ties by smaller id. An all-zero or non-finite row never links;
+    computed ``block_rows`` rows at a time, so memory is one block, not a copy per chunk."""
     return pairs_to_links(*semantic_pairs(ids, vectors, **options))
 
 
@@ -359,11 +315,9 @@ def semantic_pairs(
 def unit_rows(
     vectors: np.ndarray, order: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(valid, normalized)`` of the rows ``vectors[order]`` (all rows, in order, without
-    ``order``): which can link (finite, not all zero), and those scaled to unit length as
-    float32. The norm and the division are in float64, so neither a huge nor a tiny float32
-    row overflows or underflows. Done a block of rows at a time: the float64 copy is one
-    block, not the matrix (at 32,000 rows of 384 that was 98 MB beside two 49 MB copies)."""
+    """``(valid, normalized)`` of the rows ``vectors[order]`` (all rows without ``order``): which
+    can link, and those at unit length as float32, the norm taken in float64 (no overflow) a
+    block at a time (docs/performance.md, "Link passes")."""
     matrix = np.asarray(vectors, dtype=np.float32)
     if order is None:
         order = np.arange(matrix.shape[0], dtype=np.int64)

@@ -1,13 +1,6 @@
-"""What the link passes are fed and what is kept of them: the rules around
-``links.rules`` that the shell would otherwise hide.
-
-- A chunk's time is its file's last change (the envelope's ``changed_at``); a chunk of an
-  undated file gets NaN and so never links in time (unobserved is not "long ago").
-- Embeddings of different embedding generations live in different spaces: semantic links
-  are computed within one generation only.
-- The ledger keeps one best-first list per (chunk, kind); a link's rank is its place.
-- Expansion merges the kinds: one entry per neighbour (its strongest link), best first.
-"""
+"""What the link passes are fed and what is kept of them: a chunk's time is its file's last
+change (undated: NaN, never linked in time); semantic links stay within one generation;
+the ledger keeps one best-first list per (chunk, kind); expansion merges the kinds."""
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence

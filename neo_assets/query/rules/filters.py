@@ -1,11 +1,6 @@
-"""The search filters, one declaration each.
-
-A filter's declaration is the only place it is written: the request parser reads its
-name and checks (HTTP, MCP and the CLI all parse through ``query.rules.request``), the MCP
-schema and the CLI's options are generated from it, and the query service keeps a served
-row's value of it (``facet_values``) and tests it (``kept``). Adding a filter is adding
-one ``QueryFilter`` to ``FILTERS``.
-"""
+"""The search filters, one declaration each: the request parser, MCP's schema, the CLI's
+options and the served-row test (``facet_values``, ``kept``) all read it. Adding a filter
+is adding one ``QueryFilter`` to ``FILTERS``."""
 
 import fnmatch
 from collections.abc import Callable, Mapping

@@ -1,10 +1,5 @@
-"""Whether what a repo serves is behind its declared head (pure: no git, no clock).
-
-``indexed`` is the revision the knowledge base holds the repo at (the ledger's
-checkpoint); ``head`` what its declared ref names now. Only a git repo reports a head
-(a plain directory's content digest costs a full walk, too dear per request): for a plain
-directory, or a repo that cannot be read now, ``behind`` is None (unknown), never False.
-"""
+"""Whether what a repo serves is behind its declared head (pure). Only a git repo reports a
+head (a directory's digest costs a full walk); otherwise ``behind`` is None, never False."""
 
 from dataclasses import dataclass
 from typing import Any

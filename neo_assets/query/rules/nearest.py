@@ -1,8 +1,5 @@
-"""Exact nearest rows by cosine similarity over a tenant's own vectors.
-
-A tenant's served rows are few next to the whole collection, so scanning them exactly
-costs what the tenant holds and nothing else: no other tenant's rows take part, and the
-answer is exact where an index search is approximate."""
+"""Exact nearest rows by cosine similarity over a tenant's own vectors: the cost is what the
+tenant holds, and the answer is exact. Design: docs/design/query.md#tenant-scoped-vectors"""
 
 import numpy as np
 

@@ -1,14 +1,6 @@
-"""Hybrid ranking: vector similarity fused with exact identifier matches and BM25 over
-the chunk text; the parts of one unit answer as one result (its first part, which holds
-the signature); tests, docs and examples below source unless the question asks for them.
-
-Code questions name symbols (``dispatch_request``, ``ExactArgs``); an embedding blurs
-them, a lexical match does not. Pure: the shell fetches the vector candidates and the
-rows that contain the query's identifiers; these functions score and merge.
-
-Fusion is reciprocal-rank (RRF, k=60): each list contributes ``1 / (60 + rank)``, so
-neither score scale dominates, and a row found by both lists rises above either.
-"""
+"""Hybrid ranking: vector similarity fused (RRF) with exact identifier matches and BM25; the
+parts of one unit answer as one result; tests, docs and examples below source unless
+asked for. Pure. Design: docs/design/query.md#ranking"""
 
 import math
 import re
@@ -180,8 +172,8 @@ class LexicalIndex:
     def scores(self, terms: Sequence[str]) -> dict[str, float]:
         """``lexical_score`` of every row matching a term, from the postings alone. A text
         match of a token that is in more than COMMON_SHARE of the rows is not counted."""
-        # bench/query.py: plain words matched in text pulled natural-language questions
-        # off their answers (recall@5 92 % -> 67 % on cobra); as exact names they do not.
+        # Plain words matched in text pull natural-language questions off their answers
+        # (bench/query.py; docs/performance.md); as exact names they do not.
         out: dict[str, float] = {}
         for term in terms:
             weight = 2.0 if looks_like_identifier(term) else 1.0
@@ -363,11 +355,9 @@ def fuse_lists(
     unit_head: Mapping[str, str] | None = None,
     tiebreak: Mapping[str, int] | None = None,
 ) -> list[tuple[str, float, list[str]]]:
-    """The top ``k`` by reciprocal-rank fusion of ``lists`` (ids best first): each list
-    adds ``1 / (RRF_K + rank)``; a ``demoted`` id's sum counts SECONDARY_WEIGHT. With
-    ``unit_head`` (a part's id -> its unit's first part), the parts of one unit answer as
-    one result, its first part (the one with the signature), scored by its best part;
-    each result carries the ids of its parts that matched, best first."""
+    """The top ``k`` by reciprocal-rank fusion of ``lists``; a ``demoted`` id counts
+    SECONDARY_WEIGHT. With ``unit_head`` the parts of one unit answer as its first part,
+    scored by its best part, carrying the ids of its parts that matched."""
     fused: dict[str, float] = {}
     for ranked in lists:
         for i, rid in enumerate(ranked):

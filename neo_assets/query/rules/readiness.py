@@ -1,9 +1,6 @@
-"""Whether the store holds what the ledger says was swept (pure: plain data in, names out).
-
-A repo the ledger records as swept complete (a checkpoint revision) with declared chunks
-must serve rows; when the store serves none of them, the store is missing or emptied (a
-deleted Chroma directory, another NEO_CHROMA_URL), and an empty answer would be a lie.
-"""
+"""Whether the store holds what the ledger says was swept (pure): a repo swept complete with
+declared chunks whose rows the store does not serve means a missing or emptied store, and
+an empty answer would be a lie."""
 
 from collections.abc import Iterable
 from dataclasses import dataclass

@@ -1,35 +1,6 @@
-"""Read-side truth: which rows a query may return.
-
-Pure: the shell reads the tenant's declaration (``reconcile.rules.inputs``), its rows'
-stamps, the present and fenced ids; these functions choose. For each yielded path of each
-declared repo exactly one set is served:
-
-- the declared generation's rows, when that path's set is **complete** (every declared
-  id present or durably fenced: ``reconcile.rules.checks.path_wholeness``'s own test);
-- otherwise the **previous set**: the path's rows that the declared generation did not
-  write itself (a row is the generation's own when its id is declared and it carries
-  the generation's revision and parser identity; an unchanged chunk keeps the older
-  revision it was written at, so it stays in the previous set). When several superseded
-  generations are still in the collection (reclamation off across several edits), the
-  previous set is the newest of them: the newest parser identity, and per chunk
-  (kind, name) the rows of its newest revision;
-- nothing, when neither exists (a new path still in flight).
-
-A path the envelope no longer yields (deleted, moved, renamed) keeps serving its previous
-set until the repo's whole declared generation is complete: a renamed file's content is
-then held by its new path (the moves gate of ``reconcile.rules.declaration.generation_complete``,
-which reconciliation and the no-hole check use too), so a function is never absent from
-answers while its new path is still being embedded.
-
-While the quality gate holds a repo's parser switch (``RepoDeclaration.held_parser``),
-each yielded path with rows of the held parser serves the newest of them instead,
-whatever the declared generation has written.
-
-Never both; never a row of a repo the tenant does not declare now (a retired repo), of a
-path the envelope does not yield, of another tenant, or of another embedding generation.
-A repo whose records have no authority (a sweep between its envelope and its parse, a
-declaration not parsed yet) serves the previous set of every path its rows name.
-"""
+"""Read-side truth: which rows a query may return; for each yielded path exactly one set
+(the declared generation's when complete, else the previous set, else nothing). Pure.
+Design: docs/design/query.md#read-side-truth"""
 
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
@@ -98,7 +69,7 @@ def row_is_servable(
 
 def previous_set(rows: Iterable[RowStamp], own: Set[str]) -> frozenset[str]:
     """The newest superseded set among ``rows`` (one path's), leaving out ``own`` (the
-    ids the declared generation wrote itself). See the module doc."""
+    ids the declared generation wrote itself). docs/design/query.md#read-side-truth."""
     older = [r for r in rows if r.id not in own]
     if not older:
         return frozenset()

@@ -1,39 +1,6 @@
 """The rules behind reconciliation's asset checks: no hole, tenant containment, residue.
-
-Pure: the shell reads the collection and the ledger, these functions judge. Each returns
-the offenders by name (``"repoSlug:sourcePath"`` or row ids), so an alert can say what to
-look at.
-
-**No hole.** A yielded path is whole when its declared generation is complete (every
-declared id present or durably fenced), or when rows of an earlier generation still hold
-it (ids it does not declare: the previous set, which reconciliation removes only all
-together and only once the replacement is complete). It is a hole when:
-
-- this reconciliation removed rows of it and its declared generation is not complete now
-  (a removal ahead of the replacement, whatever is left of the earlier set); or
-- nothing holds it and the repo's sweep is settled (completed at this envelope and
-  declaration, at the current embedding generation): every declared id should be there,
-  so a missing one was removed after the sweep wrote it.
-
-And for moves (content-keyed): when this reconciliation removed rows of a path that had
-left the manifest, the repo's whole declared generation must be complete now, so the
-moved content is held at its new path (``departed_holes``).
-
-A path that nothing holds yet while its repo's sweep is not settled is *in flight* (a new
-path the current sweep has not delivered): reported, not failed, since no row of it was
-ever there to lose.
-
-**Tenant containment.** Every row carries a valid tenantId of a declared tenant, and that
-tenant declares the row's repoSlug; rows are counted per tenantId. A row of a *retired*
-tenant or repo (``reconcile.rules.retirement``: the ledger knew it, tenants.yaml no longer
-declares it) is no breach: it is counted under ``retired-tenant`` / ``retired-repo``, and
-only on its own tenant's check (``focus``), never on another tenant's. A reclaim plan (or a
-tenant-scoped query) holds rows of its own tenant only, counted from the rows re-read by
-id, never from the classifier's report.
-
-**Residue.** The share of a tenant's rows carrying a parser identity that is not their
-repo's declared one (``residue_share`` below), broken down by repo and pair.
-"""
+Pure; each names its offenders (``"repoSlug:sourcePath"`` or row ids).
+Design: docs/design/reconcile.md#checks"""
 
 import re
 from collections import Counter
@@ -99,10 +66,10 @@ def path_wholeness(
     settled: bool,
     reclaimed_paths: Set[str] = frozenset(),
 ) -> Wholeness:
-    """Judge every yielded path of ``repo`` (see the module doc). ``row_ids_by_path``: the
-    tenant's row ids of this repo by sourcePath; ``reclaimed_paths``: sourcePaths of this
-    repo from which this reconciliation deleted rows. A repo without a complete envelope
-    has no known yielded path, so nothing of it is judged."""
+    """Judge every yielded path of ``repo`` (docs/design/reconcile.md#checks).
+    ``row_ids_by_path``: the tenant's row ids of this repo by sourcePath;
+    ``reclaimed_paths``: those this reconciliation deleted rows from. A repo without a
+    complete envelope has no known yielded path, so nothing of it is judged."""
     if not repo.has_complete_envelope:
         return Wholeness(0, (), (), ())
     complete = 0
@@ -179,11 +146,9 @@ def foreign_count(tenant_id: str, counts: Mapping[str, int]) -> int:
 
 @dataclass(frozen=True)
 class Containment:
-    """Every row of the collection, counted per tenantId, and the rows that violate
-    containment: per reason a count, a few sorted example ids and ``slug:path`` labels.
-    Retired rows of the focus tenant are counted apart (``retired``), per kind and per
-    scope (``globex``, ``acme/widgets``); other tenants' retired rows only in
-    ``others_retired``."""
+    """Every row of the collection counted per tenantId, and the containment violations per
+    reason (a count, a few sorted ids and ``slug:path`` labels). Retired rows of the focus
+    tenant are counted apart (``retired``); other tenants' only in ``others_retired``."""
 
     rows_by_tenant: dict[str, int]
     violations: dict[str, int]

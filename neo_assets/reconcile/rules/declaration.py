@@ -1,17 +1,6 @@
-"""What a tenant declares now, as reconciliation and the read side's truth see it.
-
-A repo's declaration is its parser pair and its latest complete envelope: path membership
-(``envelope_paths``, of which ``yielded_paths`` are the declared parser's) and the declared
-generation (ids per yielded path).
-
-Replacement complete for a yielded path: the declared generation for the path is recorded
-(the path is a key of ``declared_ids_by_path``) and every id in it is in ``present_ids`` or
-``fenced_ids``. A recorded *empty* set (the path now yields zero chunks) is complete
-vacuously: the declared generation has nothing to replace the old rows with, so reclaiming
-them leaves the path with exactly the set its declared generation holds. A yielded path
-with no recorded generation is never complete (unknown is not empty). The repo's whole
-generation is complete when every yielded path's is (the moves gate).
-"""
+"""What a tenant declares now, as reconciliation and the read side's truth see it, and when
+a path's (or a repo's) replacement is complete.
+Design: docs/design/reconcile.md#authority"""
 
 import math
 from collections.abc import Mapping, Set

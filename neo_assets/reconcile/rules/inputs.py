@@ -1,27 +1,6 @@
-"""The classifier's declaration, built from what the ledger recorded for each repo.
-
-Pure: plain records in, a ``TenantDeclaration`` out. The shell reads the records (the
-latest complete envelope, the declared generation and its chunks) and the current
-declaration (tenants.yaml); this module decides whether they may speak for the repo.
-
-A repo's records are an **authority** on path membership and on its declared generation
-only when they describe the declaration that stands now:
-
-- an envelope and a declared generation are recorded, at the same revision (a sweep whose
-  parse failed leaves a new envelope beside an older generation: no authority);
-- the generation was recorded under the repo's current declaration digest (parser id,
-  version, excludes, path, ref, cadence): a declaration that moved since the last sweep
-  (a new exclude glob not yet applied, a parser bump not yet parsed) has no authority
-  until the sweep catches up, so nothing is reclaimed against a stale reading of it;
-- the records are consistent (every declared chunk on a yielded path, a finite time).
-
-Without authority the repo is declared with ``has_complete_envelope=False``: the
-classifier keeps every row of it (``no_envelope``), which can never open a hole.
-
-With authority, every yielded path gets a recorded generation: its chunk ids, or the empty
-set when the parser yielded no chunk for it (the generation is complete for the whole
-envelope, so "no chunk recorded" means "zero chunks", not "unknown").
-"""
+"""The classifier's declaration, built from what the ledger recorded for each repo, and
+whether those records may speak for the repo (its authority). Pure.
+Design: docs/design/reconcile.md#authority"""
 
 import math
 from collections.abc import Iterable, Mapping
@@ -49,11 +28,8 @@ AUTHORITY_PROBLEMS = frozenset(
 
 @dataclass(frozen=True)
 class RepoRecords:
-    """One declared repo: its declaration now and what the ledger recorded for it.
-
-    ``envelope_paths`` maps every path of the latest complete envelope to whether the
-    declared parser yields it; ``declared_chunks`` are (chunk id, source path) pairs of the
-    declared generation. Envelope and generation fields are None when never recorded."""
+    """One declared repo: its declaration now and what the ledger recorded (``None`` when never
+    recorded). ``envelope_paths``: path -> whether the declared parser yields it."""
 
     repo_slug: str
     parser_id: str
@@ -128,11 +104,8 @@ def repo_declaration(records: RepoRecords) -> tuple[RepoDeclaration, str | None]
 def tenant_declaration(
     tenant_id: str, config_version: int | None, repos: Iterable[RepoRecords]
 ) -> tuple[TenantDeclaration, dict[str, str | None]]:
-    """The tenant's declaration and, per repo slug, its authority problem (None = none).
-
-    An unobserved config version (None) is declared as 0: no row is then ever below the
-    current version by the gap, so nothing is re-stamped on a reading that proves nothing.
-    """
+    """The tenant's declaration and, per repo slug, its authority problem (None = none). An
+    unobserved config version counts as 0, so nothing is re-stamped on it."""
     declared: dict[str, RepoDeclaration] = {}
     problems: dict[str, str | None] = {}
     for records in repos:
@@ -152,11 +125,8 @@ def sweep_settled(
     current_generation: str,
     complete_outcome: str,
 ) -> bool:
-    """True when the repo's latest sweep completed at the envelope's revision, under the
-    declaration its generation was parsed with, and at the current embedding generation:
-    nothing of the declared generation is still in flight, so every yielded path must hold
-    its complete declared set. (A sweep under way re-records the envelope and generation
-    before its census: the digest or revision then differs from the settled state's.)"""
+    """True when the repo's latest sweep is settled: completed at the envelope's revision, under
+    the declaration its generation was parsed with, at the current embedding generation."""
     return (
         last_outcome == complete_outcome
         and envelope_revision is not None

@@ -24,23 +24,10 @@ def plan_keeps_complete_sets(
     present_ids: Set[str],
     fenced_ids: Set[str],
 ) -> list[str]:
-    """The no-hole check on a plan, independent of the classifier that made it.
-
-    A path that left the manifest (a deleted, moved or renamed file) may lose its rows only
-    when the repo's whole declared generation is complete after the plan, so moved content
-    is served from its new path before the old rows go.
-
-    A yielded path keeps a complete set under the plan when either the plan removes none of
-    its rows (whatever set it holds now stays intact), or after the plan its declared
-    generation is complete: the path's generation is recorded and every declared id is in
-    ``present_ids - plan.delete_ids`` or in ``fenced_ids``. A path's rows are the tenant's
-    rows stamped with its repoSlug and sourcePath, plus its declared ids by identity.
-
-    Returns the offending paths as sorted ``"repoSlug:sourcePath"`` strings (empty = safe).
-    A deleted row of a declared repo without a complete envelope is reported too (path
-    membership unknown, so no hole can be ruled out), and a deleted row of this tenant whose
-    repoSlug or sourcePath cannot be read is reported as ``"unlocatable:<id>"``.
-    """
+    """The no-hole check on a plan, independent of the classifier that made it: the sorted
+    ``"repoSlug:sourcePath"`` paths it would leave without a complete set (empty = safe),
+    plus deleted rows whose membership is unknown or ``"unlocatable:<id>"``.
+    Design: docs/design/reconcile.md#checks"""
     deleting = frozenset(plan.delete_ids)
     if not deleting:
         return []
@@ -102,11 +89,9 @@ def reverify_before_delete(
     fenced_ids: Set[str],
     stale_gap: int = DEFAULT_STALE_GAP,
 ) -> tuple[str, ...]:
-    """The re-read check run right before a delete batch: of the ids the plan would delete
-    (``expected_kinds``: id -> the kind the plan gave it), return the sorted ids that may
-    still be deleted: re-read now (``reread_metadata``: id -> metadata, None when gone),
-    still carrying this tenant's id, and classified into the same actionable kind by the
-    same classifier against the current declaration and current present/fenced ids."""
+    """Of the ids the plan would delete, those that still may be, judged right before the batch:
+    re-read now, still this tenant's, and classified into the same kind against the current
+    declaration and present/fenced ids."""
     rows = [
         {"id": rid, "metadata": md}
         for rid, md in reread_metadata.items()

@@ -1,67 +1,7 @@
 """Orphan classification for one tenant: which rows reconciliation may reclaim, and when.
-
-Pure rules over plain data (no Chroma, no clock): the shell reads the tenant's rows with a
-tenantId filter, hands them here with the declared configuration, and acts on the plan.
-
-Every row lands in at most one kind. The precedence, and why:
-
-1. **Containment first.** A row whose ``tenantId`` is not this tenant's is counted as
-   ``foreign`` and nothing else is read from it, so no rule can ever act on it. A row with a
-   missing or ill-typed ``tenantId`` cannot be placed at all and is skipped as unstamped.
-2. **Repo.** ``repoSlug`` no longer declared by the tenant -> ``undeclared-repo``
-   (actionable): no declaration stands behind the row, so no replacement will ever come
-   and no yielded path can lose its set. A declared repo without a complete envelope gives
-   no authority on path membership, so its rows are kept (counted as ``no_envelope``).
-3. **Path membership** (the latest complete envelope is the authority, complete even while
-   embedding runs in slices). Absent from the envelope -> ``manifest-orphan``; in the
-   envelope but not yielded by the declared parser -> ``unyielded-path`` (actionable at
-   once, regardless of parser identity: this is the tier that clears a ``vendor/**``
-   exclusion without a parser bump). A path that left the manifest may have *moved* (a
-   rename: its content's new rows sit on another path), so its rows are actionable only
-   once the repo's declared generation is complete (every declared id of every yielded
-   path present or fenced); until then they are ``manifest-orphan-pending`` and survive:
-   content-keyed no hole, a renamed function is never absent while its new path waits.
-   All three are scoped to what the envelope could see: a row
-   ingested after the envelope was recorded (``ingestedAt > envelope_recorded_at``) was
-   written by a sweep the envelope predates and is kept (``newer_than_envelope``).
-4. **Yielded path, declared id.** The row *is* the declared generation: never deleted. When
-   its ``tenantConfigVersion`` trails the tenant's by at least the gap it is ``config-stale``
-   and goes to ``restamp_ids`` (unchanged chunks are never re-written by a sweep, so deleting
-   them would open a hole).
-5. **Yielded path, undeclared id.** A non-declared ``{parserId, parserVersion}`` ->
-   ``superseded-generation``; the declared pair (same parser, old content) ->
-   ``stale-content``. Both are actionable only when the path's replacement is complete
-   (every declared id of the path present or fenced); until then they are reported as
-   ``superseded-pending`` / ``stale-content-pending`` and survive. A config-stale row whose
-   id is not declared lands here too: staleness of the config never outranks a kind that
-   knows whether the row's replacement exists. While the quality gate holds the repo's
-   parser switch (``RepoDeclaration.held_parser``) the old parser's rows of yielded paths
-   still serve: no replacement counts as complete there (an unyielded path is the
-   tenant's exclusion, a departed one a file gone: those follow tier 3).
-
-"Replacement complete" is ``neo_assets.reconcile.rules.declaration``'s rule (a path's
-declared ids all present or fenced; the repo's whole generation for moves).
-
-Last guards, for rows whose stamps contradict their identity (counted as ``inconsistent``
-and kept): no id declared anywhere in the tenant is ever put in an actionable or pending
-kind, even when a (hostile or corrupted) row's stamps place it on another path or repo, so
-``delete_ids`` never holds a declared id; and an id read more than once (Chroma ids are
-unique, so that is a read defect and which stamps to believe is unknowable) lands in no kind.
-
-A row missing a stamp the rule it reaches needs (or carrying an ill-typed one: wrong type,
-empty string, bool for int, non-finite time) is skipped and counted per stamp, never
-classified; so is a row without an id, and a row that would land in a kind with an id that
-is not a non-empty str. Stamps a rule does not read are not required (an
-unyielded vendor row needs no parser stamps; a declared row needs no ingestedAt).
-
-The steps of ``classify_orphans``: the id prepass (``_unique_rows``), each row sorted
-(``_sort_rows``, the hot loop, with its rarer outcomes in ``_Sorting``), the last guards
-(``_drop_inconsistent``), the plan (``_plan``).
-
-The plan (``neo_assets.reconcile.rules.plan``): per kind its sorted ids, what to delete,
-re-stamp and report as pending. Deletion itself is the shell's, behind
-``NEO_RECONCILIATION_ENABLED``, after the checks of ``neo_assets.reconcile.rules.no_hole``.
-"""
+Pure; every row lands in at most one kind, by precedence (containment, repo, path
+membership, declared id, undeclared id), and no declared id is ever in an actionable kind.
+Design: docs/design/reconcile.md#orphans"""
 
 import math
 from collections.abc import Iterable, Mapping, Set
@@ -144,8 +84,8 @@ def _skip(skipped: dict[str, int], stamp: str) -> None:
 
 
 def _declared_among(tenant: TenantDeclaration, candidates: list[list[Any]]) -> set[Any]:
-    """The candidate ids that the tenant declares anywhere (the guard of the module doc).
-    Costs one C-level disjointness test per declared path, against the candidates only."""
+    """The candidate ids that the tenant declares anywhere (the last guard:
+    docs/design/reconcile.md#orphans), one C-level disjointness test per declared path."""
     pool = set(chain.from_iterable(candidates))
     found: set[Any] = set()
     if pool:
@@ -217,11 +157,8 @@ def _type_error_stamp(row: Mapping[str, Any]) -> str:
 
 
 def _unique_rows(rows: list[Any]) -> tuple[list[Any], dict[str, int], set[Any], int]:
-    """The rows the loop sorts, the skips so far, the repeated ids and their extra reads.
-
-    Prepass in C: when every row has an id and no id repeats, the loop needs no per-row id
-    bookkeeping. An id's form (a non-empty str) is checked only for rows that land in a
-    kind, by the output sort: a row in no kind is not acted on, so its id's form is moot."""
+    """The rows the loop sorts, the skips so far, the repeated ids and their extra reads. When no
+    id is missing or repeated, the loop needs no per-row id bookkeeping."""
     try:
         clean = len(set(map(_GET_ID, rows))) == len(rows)
     except (KeyError, TypeError):
@@ -336,12 +273,8 @@ class _Sorting:
 
 
 def _sort_rows(rows: list[Any], s: _Sorting) -> None:
-    """The hot loop: each row into its kind (``s.by_kind``) or a counter.
-
-    Stamps are read by subscript with literal keys (a missing one raises KeyError naming
-    it, handled below, off the hot path); a type is checked only where a wrong one could
-    change the outcome: a slug, path or parser pair that matched a declared one by
-    equality is already a str, so those checks live on the other branches."""
+    """The hot loop: each row into its kind (``s.by_kind``) or a counter. A missing stamp raises
+    KeyError, handled off the hot path; a type is checked only where it could change the outcome."""
     tenant_id, views, stale_limit, skipped = s.tenant.tenant_id, s.views, s.stale_limit, s.skipped
     restamp = s.by_kind[KIND_CONFIG_STALE]
     present, fenced = s.present_ids, s.fenced_ids
@@ -408,8 +341,8 @@ def _sort_rows(rows: list[Any], s: _Sorting) -> None:
 def _drop_inconsistent(
     tenant: TenantDeclaration, by_kind: dict[str, list[Any]], duplicated: set[Any]
 ) -> int:
-    """The last guards (module doc): an id read more than once, and an id the tenant
-    declares anywhere, leave every kind they would act on. Returns how many ids left."""
+    """The last guards (docs/design/reconcile.md#orphans): an id read more than once, and an
+    id the tenant declares anywhere, leave every kind they would act on; returns how many."""
     inconsistent = 0
     if duplicated:
         for kind, ids_ in by_kind.items():
@@ -474,8 +407,8 @@ def classify_orphans(
     fenced_ids: Set[str],
     stale_gap: int = DEFAULT_STALE_GAP,
 ) -> ReconcilePlan:
-    """Classify the tenant's rows against its declaration (see the module doc for the kinds
-    and their precedence). ``present_ids``: ids in the collection for this tenant;
+    """Classify the tenant's rows against its declaration (the kinds and their precedence:
+    docs/design/reconcile.md#orphans). ``present_ids``: ids in the collection for this tenant;
     ``fenced_ids``: ids durably fenced at the current embedding generation."""
     if type(stale_gap) is not int or stale_gap < 1:
         raise ValueError("stale_gap must be an int >= 1")

@@ -1,11 +1,6 @@
-"""What classification hands the shell: the orphan kinds and one tenant's plan.
-
-Per kind its sorted ids; ``delete_ids`` = every actionable kind; ``restamp_ids`` =
-``config-stale``; ``pending_ids`` = the pending kinds (reported, never acted on). The kinds
-and their precedence are ``neo_assets.reconcile.rules.orphans``'s; deletion itself is the
-shell's, behind ``NEO_RECONCILIATION_ENABLED``, after the checks of
-``neo_assets.reconcile.rules.no_hole``.
-"""
+"""What classification hands the shell: the orphan kinds and one tenant's plan (per kind its
+sorted ids; what to delete, re-stamp and report as pending).
+Design: docs/design/reconcile.md#orphans"""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -51,11 +46,9 @@ TELEMETRY_EXAMPLE_IDS = 5
 
 @dataclass(frozen=True, slots=True)
 class ReconcilePlan:
-    """The classification of one tenant's rows. Id lists are sorted tuples.
-
-    Every input row is counted exactly once: in one kind, or in ``kept`` (this tenant's rows
-    in no kind, of which ``newer_than_envelope``, ``no_envelope`` and ``inconsistent`` are
-    broken out), ``skipped_unstamped``, ``foreign`` or ``duplicate_rows``."""
+    """The classification of one tenant's rows (sorted tuples). Every input row is counted
+    exactly once: in one kind, ``kept``, ``skipped_unstamped``, ``foreign`` or
+    ``duplicate_rows``."""
 
     tenant_id: str
     ids_by_kind: Mapping[str, tuple[str, ...]]

@@ -1,10 +1,5 @@
-"""Whether a reconciliation may delete, and if not, why: one decision, in one place.
-
-Deletion needs all of: a run allowed to write (not classify-only), the
-``NEO_RECONCILIATION_ENABLED`` setting on, a plan that ``plan_keeps_complete_sets`` found
-no path in, a plan whose rows re-read by id are all this tenant's, and something to
-delete. The first unmet condition, in that order, is the reported reason.
-"""
+"""Whether a reconciliation may delete, and if not, why (the first unmet condition): one
+decision, in one place. Design: docs/design/reconcile.md#deleting"""
 
 from neo_assets.core import codes
 

@@ -1,20 +1,5 @@
-"""Retirement: a tenant or repo that left tenants.yaml after the project knew it.
-
-Pure: the shell hands in what tenants.yaml declares now and what the ledger remembers
-(every tenant that had a config version recorded, every repo that had a sweep state or an
-envelope recorded); these functions say what is retired.
-
-Why the ledger is the witness: rows are written only by sweeps, and a sweep records the
-tenant's config version and the repo's state before it writes a row. So a row whose
-tenant or repo the ledger remembers but tenants.yaml no longer declares is *retired*: an
-operator's decision, reclaimable when reclamation is on, never a containment breach. A
-row whose tenant or repo the ledger never heard of was not written by this project: that
-stays a breach (``undeclared-tenant`` / ``unowned-repo``).
-
-A retired tenant retires all its repos; it is reported as the tenant, not per repo.
-Re-declaring it makes it live again: nothing here is recorded, so the next reading sees
-it declared and its rows (the same chunk ids) are its declared generation again.
-"""
+"""Retirement: a tenant or repo the ledger remembers but tenants.yaml no longer declares.
+Pure. Design: docs/design/reconcile.md#retirement"""
 
 from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass

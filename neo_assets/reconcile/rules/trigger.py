@@ -1,13 +1,6 @@
-"""When a tenant's reconciliation is requested, and the run keys that make it idempotent.
-
-After sweeps: each finished sweep of a tenant may ask for one reconciliation, but a batch
-of sweeps (every repo of the tenant, launched together) should cost one run, after the
-last of them. So a finish asks only when no other sweep of the tenant is still in flight,
-and the key names the tenant's latest finished sweep: two finishes of one batch that are
-evaluated after both ended compute the same key, and Dagster launches one run per key.
-
-Nightly: one run per declared tenant per scheduled tick.
-"""
+"""When a tenant's reconciliation is requested, and the run keys that make it idempotent
+(one run per batch of sweeps; one per tenant per nightly tick).
+Design: docs/design/reconcile.md#triggers"""
 
 from collections.abc import Iterable
 

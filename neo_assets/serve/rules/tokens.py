@@ -1,10 +1,6 @@
-"""Tenant API tokens: their format, their hash, and what one may read.
-
-Pure. A token is ``neo_<id>_<secret>``: the id (public, printed by ``token list``) finds
-the record, the sha256 of the whole token is all that is stored, and the presented
-token's hash is compared with ``hmac.compare_digest``. The tenant and the repo subset come
-from the record alone; a request can only narrow them.
-"""
+"""Tenant API tokens: their format (``neo_<id>_<secret>``), their hash (only the sha256 is
+stored, compared with ``hmac.compare_digest``), and what one may read: tenant and repo
+subset from the record alone; a request can only narrow them. Pure."""
 
 import hashlib
 import hmac

@@ -1,17 +1,8 @@
-"""What a client may hold of the query service before and while it is answered: pure
-rules over plain data (no sockets, no clock), used by ``serve/limits.py``.
-
-- A connection is *pending* while no request of it is being answered: it has not sent a
-  whole request head yet, or it sits idle between requests. A pending connection costs
-  the service a socket and nothing else, so it is the one an attacker multiplies
-  (slow partial headers, held-open idle sockets): pending connections are closed after
-  the header timeout, and when an address or the service holds too many, the oldest
-  pending one makes room for the new connection (a client that sends its request at once
-  is never pending long enough to be the oldest).
-- A stream (an MCP ``GET /mcp`` server-sent event stream) is capped per token and closed
-  after a while with nothing but keep-alive comments on it.
-- A request's deadline is one instant: work past it is cut and answered 504, never 200.
-"""
+"""What a client may hold of the query service before and while it is answered (pure, used
+by ``serve/limits.py``). A *pending* connection (no request being answered) costs only a
+socket, so it is what an attacker multiplies: closed after the header timeout, and the
+oldest gives way when an address or the service holds too many. Streams are capped per
+token; a request's deadline is one instant."""
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
@@ -40,11 +31,10 @@ class Admission:
 
 
 def admit(address: str, held: Sequence[Held], limits: ConnectionLimits) -> Admission:
-    """Whether a new connection from ``address`` is accepted, given the connections
-    ``held`` (oldest first), and which pending connection it displaces. An address at
-    its cap displaces its own oldest pending connection, and is refused only when every
-    connection it holds is being answered; past the service's pending cap the oldest
-    pending connection of the address holding the most pending ones is displaced."""
+    """Whether a new connection from ``address`` is accepted given those ``held`` (oldest
+    first), and which pending one it displaces: its address's oldest at the address cap
+    (refused only when all are being answered), else past the service's cap the oldest of
+    the address holding the most."""
     mine = [h for h in held if h.address == address]
     if len(mine) >= limits.per_client:
         oldest = next((h for h in mine if h.pending), None)

@@ -1,28 +1,7 @@
-"""Code units through tree-sitter: a file's classes, functions and methods, and the
-module remainder, as line sets (parser 2.x).
-
-- Each class-like declaration (class_languages.SPECS ``classes``) is a ``class`` unit:
-  its header, fields and comments, with its methods, nested classes and config blocks
-  carved out; each of those is a unit of its own, named ``Outer.Inner.method`` and
-  with the enclosing unit as ``parent``.
-- A function at top level or in a namespace is a ``function``; inside a class a
-  ``method``. Go methods are methods of their receiver type (``Command.Execute``), C++
-  out-of-line definitions of their scope (``Widget::draw`` -> ``Widget.draw``), Rust
-  ``impl Trait for Type`` methods of ``Type`` (parent: the ``impl ...`` unit).
-- JavaScript/TypeScript: ``const f = () => ...`` and ``a.b = function`` are functions;
-  the methods of an object literal assigned to a name are methods of that name
-  (``api.get``); a class's ``static config = {...}`` (or ``static get config()``) is a
-  ``class-config`` unit ``Class.config``. Class fields holding arrow functions are
-  methods, and so are the methods of the objects ``Object.assign(Target, {...})``
-  merges into ``Target``.
-- Comments, decorators and attributes directly above a unit (no blank line between,
-  not trailing the previous statement) belong to it; so do ``export`` / ``template``
-  wrappers. Functions nested in a function stay inside it.
-- Everything else is the ``module`` unit.
-
-A tree whose error nodes cover too much (sources/rules/syntax_errors.py) is no unit
-list: the result carries the reason and the caller falls back to windows.
-"""
+"""Code units through tree-sitter: a file's classes, functions and methods, and the module
+remainder, as line sets (parser 2.x). A tree whose errors cover too much
+(sources/rules/syntax_errors.py) yields no units: the caller windows the file.
+Design: docs/design/sources.md#parser-2x"""
 
 from bisect import bisect_right
 from collections.abc import Sequence

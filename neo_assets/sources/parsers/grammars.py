@@ -1,10 +1,6 @@
 """The tree-sitter grammars parser 2.x reads code with: one pip package per language.
-
-``check_grammars()`` imports every grammar and loads it into tree-sitter; a sweep calls
-it up front so a missing or incompatible package is one clear error naming what to
-install, not a surprise in the middle of a repo. ``language_for(name)`` is the loaded
-grammar (cached per process).
-"""
+``check_grammars()`` loads every one up front, so a missing package is one clear error
+naming what to install, not a surprise in the middle of a repo."""
 
 import functools
 import importlib

@@ -1,32 +1,6 @@
-"""The ``neo-code`` parser, versions 0.x and 1.x: source text to chunks.
-
-- Python (``.py``, ``.pyi``) through ``ast``: one ``module`` chunk (docstring, imports,
-  constants, comments: every line not inside a top-level class or function), one
-  ``class`` chunk per class (decorators, header, docstring, class-level statements; not
-  its methods' or nested classes' bodies), one ``function`` per top-level function and one
-  ``method`` per method, named ``Class.method`` (``Outer.Inner.method`` for nested
-  classes). Decorators belong to what they decorate; functions nested in a function stay
-  inside it. A file ``ast`` cannot parse falls back to line windows.
-- Markdown (``.md``, ``.markdown``) by heading sections (ATX ``#`` and setext
-  underlines; ``#`` lines inside fenced code are not headings; YAML front matter is
-  preamble). A section runs from its heading to the next heading of any level and is
-  named by its heading path, ``Intro > Setup``. Text before the first heading is a
-  ``section`` named by the source path.
-- Anything else: ``text`` windows of at most ``window_lines`` lines, named
-  ``path#L<first>-<last>``.
-
-Bounds: no chunk's content exceeds ``max_chunk_chars``; a longer chunk is split by lines
-(a single longer line by characters) into parts named ``<name>#part<i>``, each with its
-own line range. Leading and trailing blank lines are trimmed from every chunk and the
-final line break dropped; a chunk left empty is not emitted. Lines are counted as Python
-counts them (``\\n``, ``\\r\\n`` and ``\\r`` end a line). The output is a pure function of
-(source_path, text, limits): same input, same chunks in the same order.
-
-This is parser version 1.x (and 0.x), kept byte for byte: a 1.x declaration produces
-exactly these chunks. ``neo_code.chunk_file`` picks it or the syntax-aware 2.x parser
-(neo_code_v2.py) by the declared version. The version is part of each chunk id, so a
-version bump re-identifies every chunk.
-"""
+"""The ``neo-code`` parser, versions 0.x and 1.x, kept byte for byte: Python through
+``ast``, Markdown by heading, ``text`` windows for the rest. Pure: same input, same
+chunks in the same order. Design: docs/design/sources.md#parser-1x"""
 
 import ast
 import re
@@ -85,7 +59,7 @@ def split_lines(text: str) -> list[str]:
 def parse_file(
     source_path: str, text: str, *, max_chunk_chars: int = 6000, window_lines: int = 60
 ) -> list[ParsedChunk]:
-    """Chunks of one file (see the module docstring)."""
+    """Chunks of one file."""
     if max_chunk_chars < 1:
         raise ValueError(f"max_chunk_chars must be at least 1, got {max_chunk_chars}")
     if window_lines < 1:

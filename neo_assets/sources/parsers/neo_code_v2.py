@@ -1,14 +1,6 @@
-"""Parser ``neo-code`` 2.x: every file by its structure, with metadata on each chunk.
-
-The path decides the reader (sources/rules/languages.py): Python through ``ast`` (the
-units of 1.x), other code through tree-sitter (code_units.py), docs by section
-(doc_sections.py), data by top-level key and stylesheets by rule (data_sections.py),
-anything else in line windows cut at blank lines. A file whose structure cannot be read
-(a syntax error the grammar could not recover from, an unusable grammar, a data file
-with no top-level mapping) is windowed, and the result says why
-(``fallback_reason``). Every chunk is at most ``max_chunk_chars`` (units.py). Pure:
-same input, same chunks in the same order.
-"""
+"""Parser ``neo-code`` 2.x: every file by its structure, with metadata on each chunk; a file
+whose structure cannot be read is windowed, saying why (``fallback_reason``). Pure.
+Design: docs/design/sources.md#parser-2x"""
 
 from collections.abc import Sequence
 from dataclasses import dataclass

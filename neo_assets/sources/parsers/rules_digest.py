@@ -1,10 +1,6 @@
-"""One digest of everything besides the declared version that decides a file's chunks: the
-parser's own modules (language tables, unit rules, section rules), the pure source rules
-they read (sources/rules: languages, chunk kinds, line parts, windows) and the versions of
-tree-sitter and every grammar package. It is part of the chunking identity, so an upgrade
-that changes any of them re-parses the files it could change instead of keeping their
-recorded chunks until a tenant bumps the declared parser version; where the output is the
-same, the chunk ids are too, and nothing is sent again."""
+"""One digest of everything besides the declared version that decides a file's chunks (the
+parser's modules, the source rules they read, tree-sitter's and the grammars' versions),
+part of the chunking identity: an upgrade that could change a file's chunks re-parses it."""
 
 import functools
 import hashlib

@@ -1,12 +1,6 @@
-"""Units of parser 2.x before and after bounding.
-
-A ``Unit`` is what a structure reader finds: a kind, a name, its 1-based line numbers
-(maybe non-contiguous: a module or class with its members carved out) and the name of
-the unit enclosing it. ``bound_units`` turns units into ``ParsedUnit`` chunks: blank
-lines trimmed at both ends, the final line break dropped, content at most
-``max_chunk_chars`` (a longer unit split into parts ``<name> [part i/n]``, each with its
-own line range, cut at line boundaries; only a single longer line is cut mid-line).
-"""
+"""Units of parser 2.x before and after bounding: a ``Unit`` is what a structure reader
+finds (kind, name, 1-based lines, maybe non-contiguous, parent); ``bound_units`` turns
+units into ``ParsedUnit`` chunks of at most ``max_chunk_chars``."""
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass

@@ -100,15 +100,9 @@ def dedupe_chunks(chunks: Iterable[Chunk]) -> list[Chunk]:
 
 @dataclass(frozen=True, slots=True)
 class DeclaredChunk:
-    """One chunk of a repo's declared generation, the one form a chunk takes from the
-    parse to the lane: the ledger records its identity (id, path, kind, name, blob); the
-    sweep carries its text and what the parse says of it while they are at hand.
-
-    A chunk kept from the recorded generation (its file's blob unchanged) comes from the
-    ledger without its text: ``content`` and the parse's fields are None until the file
-    is parsed again (``has_text``). ``parent`` is "" when a parsed chunk has none, and
-    ``fallback_reason`` the file's when it was windowed instead of read by its structure
-    ("" otherwise); both as the parser's rows carry them, so the stored metadata is the
+    """One chunk of a repo's declared generation, the one form a chunk takes from the parse to
+    the lane. A chunk kept from the recorded generation has no text (``has_text``) until its
+    file is parsed again; its fields read as the parser's rows, so the stored metadata is the
     same whichever way the chunk came."""
 
     chunk_id: str

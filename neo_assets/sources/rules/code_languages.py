@@ -1,20 +1,6 @@
-"""The code languages parser 2.x reads with tree-sitter, one entry each: the file endings
-that are the language, its grammar package, and what a code unit is in it (node types by
-role). Pure data; ``sources.rules.languages`` reads the endings, ``sources.parsers``
-loads the grammars and walks the trees. A new language is one entry here and its grammar
-package in pyproject.toml (plus a name reader in ``sources/parsers/code_languages.py``
-only where a name is not the node's ``name`` field).
-
-Roles: ``classes`` (units with members: class, struct, interface, trait, impl, enum;
-kind ``class``), ``types`` (type aliases; kind ``type``), ``functions`` (kind
-``function`` at top level or in a namespace, ``method`` inside a class), ``methods``
-(member types that are methods only inside a class body), ``namespaces`` (containers
-whose members are units of their own but which are no unit: C++/C# namespaces, Rust
-``mod``, TS ``namespace``, preprocessor conditionals), ``wrappers`` (a node around one
-declaration whose span it adds: ``export``, ``template<...>``), ``attached`` (comments,
-decorators and attributes that belong to the unit right after them) and ``bodies``
-(the member lists of a class).
-"""
+"""The code languages parser 2.x reads with tree-sitter, one entry each: file endings,
+grammar package, and node types by role. Pure data. A new language is one entry here and
+its grammar package in pyproject.toml. Design: docs/design/sources.md#parser-2x"""
 
 from dataclasses import dataclass, field
 

@@ -1,12 +1,5 @@
-"""Rule blocks of a stylesheet (CSS, SCSS, Less): pure rules over the text.
-
-A rule block is a top-level ``selector { ... }`` or ``@media ... { ... }`` with
-everything nested in it, named by its prelude (whitespace collapsed, at most
-NAME_CHARS characters). A comment directly above a rule (no blank line between)
-belongs to it. Statements ending in ``;`` at the top level (``@import``, SCSS
-variables) are not blocks. Strings, ``/* */`` comments and (SCSS/Less) ``//`` comments
-are skipped while matching braces.
-"""
+"""Rule blocks of a stylesheet (CSS, SCSS, Less): a top-level ``selector { ... }`` or
+``@media ... { ... }`` with its comment directly above, named by its prelude. Pure."""
 
 NAME_CHARS = 200
 

@@ -1,11 +1,5 @@
-"""Top-level keys of JSON, YAML and TOML files as line spans: pure rules over lines.
-
-Each function returns ``(key, first, last)`` with 0-based inclusive line indices that
-together cover every line from the first key to the end of the top-level value (JSON:
-the opening brace line goes with the first key, the closing one with the last), or
-None when the file has no top-level mapping (a JSON array, a YAML sequence): the
-caller windows it. Comment lines directly above a key belong to it.
-"""
+"""Top-level keys of JSON, YAML and TOML files as ``(key, first, last)`` line spans (0-based,
+inclusive), or None when the file has no top-level mapping (the caller windows it). Pure."""
 
 import json
 import re

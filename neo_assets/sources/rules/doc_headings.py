@@ -1,16 +1,5 @@
-"""Headings of reStructuredText and AsciiDoc documents: pure rules over lines.
-
-reStructuredText: a title is a non-blank, unindented line underlined (and optionally
-overlined) by one repeated punctuation character, the underline at least as long as
-the title (and at least 2 characters). Levels are not fixed by the character: the
-first style seen (character, with or without overline) is level 1, the next new style
-level 2, and so on, as docutils assigns them. Lines inside a literal block (after a
-line ending in ``::``, while indented) are not titles.
-
-AsciiDoc: ``= Title`` (level 1, the document title), ``== Section`` (2) ... up to six
-``=``, or Markdown-style ``#``; not inside delimited blocks (a line of four or more of
-``-``, ``.``, ``=``, ``*``, ``_``, ``+`` or ``/`` opens one; the same line closes it).
-"""
+"""Headings of reStructuredText and AsciiDoc documents, with their levels as docutils and
+AsciiDoc assign them. Pure. Design: docs/design/sources.md#parser-2x"""
 
 import re
 from collections.abc import Sequence

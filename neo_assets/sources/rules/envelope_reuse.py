@@ -1,15 +1,6 @@
-"""When a recorded git envelope can stand for a new one without listing the tree again.
-
-A git envelope is a function of its commit and of the rules applied to that commit's
-tree: the exclude globs, the size cap and how paths are classified (RULES_VERSION,
-bumped whenever that code changes). A blob's content verdict never changes. So when the
-commit and the rules are those recorded, the recorded envelope is the envelope, and a
-forced sweep of an unchanged repo need not list, decode and classify every path again.
-
-One exception: a path recorded unreadable may have been so for a cause that can go
-away at the same commit (a missing object fetched since), so such an envelope is listed
-afresh.
-"""
+"""When a recorded git envelope can stand for a new one without listing the tree again: the
+same commit under the same rules (``RULES_VERSION``), and no path recorded unreadable.
+Design: docs/design/sources.md#envelope"""
 
 import hashlib
 import json

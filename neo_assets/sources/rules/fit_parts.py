@@ -1,21 +1,6 @@
-"""Split to fit: a chunk over the provider's band becomes consecutive parts that each fit.
-
-Pure functions over text and a ``fits`` predicate (the caller's token count against the
-band, made with the model's own tokenizer where there is one). Nothing is dropped and
-nothing is truncated: the parts, concatenated, are the content exactly.
-
-Where a part ends, best first:
-
-1. at a line boundary, preferring (in the second half of what fits) the cut after a
-   blank line, else the one before the least-indented line (a new statement or
-   definition at the outer level: a syntax boundary for indented code);
-2. inside a single line that alone does not fit, at the longest prefix that fits
-   (characters last).
-
-Each part's id comes from the parent's identity plus its index and count
-(``core/ids/chunk_ids.part_chunk_id``) and its name is ``<name> [part i/n]``
-(``sources/rules/line_parts.part_name``).
-"""
+"""Split to fit: a chunk over the provider's band becomes consecutive parts that each fit,
+nothing dropped or truncated. Pure over text and a ``fits`` predicate.
+Design: docs/design/sources.md#split-to-fit"""
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,11 +16,8 @@ class Piece:
 
 
 def fit_parts(content: str, fits: Callable[[str], bool]) -> list[Piece]:
-    """``content`` itself when it fits, else parts that each fit (module docstring).
-
-    ``fits`` must be monotone enough that a prefix of a fitting text fits; a single
-    character that does not fit is still its own part (the lane's admission then says
-    so: nothing smaller exists)."""
+    """``content`` itself when it fits, else parts that each fit. ``fits`` must hold for a prefix
+    of a fitting text; a single character that does not fit is still its own part."""
     if not content or fits(content):
         return [Piece(content, 0, max(0, content.count("\n") - _ends_with_newline(content)))]
     lines = content.splitlines(keepends=True)

@@ -1,12 +1,6 @@
-"""Which language or format a path is, by its name: the ``language`` of its chunks and
-the structure parser 2.x reads it with. Pure rules over the path string.
-
-The family decides the reader: ``code`` (a tree-sitter grammar), ``python`` (``ast``),
-``docs`` (sections by heading), ``data`` (top-level keys), ``style`` (rule blocks) and
-``text`` (line windows). Suffixes are matched case-insensitively on the last path
-segment; a few files are known by their whole name (``Makefile`` is text, ``Dockerfile``
-too, ``.bashrc`` is bash).
-"""
+"""Which language or format a path is, by its name (case-insensitive suffix, or a few whole
+names such as ``Makefile``): its chunks' ``language`` and the family that decides the
+reader. Pure."""
 
 from dataclasses import dataclass
 

@@ -1,11 +1,5 @@
-"""Bounding a unit: which lines go into which part when a unit's content exceeds the
-chunk size. Pure functions over line lengths.
-
-A unit longer than ``max_chars`` is cut at line boundaries into consecutive groups,
-each at most ``max_chars`` characters; a cut prefers the last blank line of the group's
-second half (a paragraph or statement boundary) over the line that would overflow. A
-single line longer than ``max_chars`` is the only thing cut mid-line, into slices.
-"""
+"""Bounding a unit: which lines go into which part when a unit's content exceeds the chunk
+size (cut at line boundaries, preferring a blank line). Pure over line lengths."""
 
 from collections.abc import Sequence
 

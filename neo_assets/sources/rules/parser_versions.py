@@ -1,16 +1,6 @@
-"""Which behaviour of the ``neo-code`` parser a declared version selects.
-
-The version is declared per repo in tenants.yaml and is part of every chunk id. Major
-version 1 (and the 0.x of early declarations) is the original parser, byte for byte:
-Python through ``ast``, Markdown sections, windows for everything else. Major version 2
-is the syntax-aware parser (tree-sitter code units, docs and data by structure, metadata
-on every chunk). Any other major is refused: chunks of a parser that does not exist
-must not be written under its name.
-
-This module is also the registry of parsers a repo may declare (``PARSERS``): the
-tenants loader refuses any other id, or a version its parser does not have, before
-anything runs, and it can read the list without importing a parser (or tree-sitter).
-"""
+"""Which behaviour of the ``neo-code`` parser a declared version selects (1.x the original,
+2.x syntax-aware; any other major refused), and the registry of parsers a repo may
+declare (``PARSERS``), readable without importing a parser."""
 
 import difflib
 import re

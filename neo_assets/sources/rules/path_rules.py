@@ -1,26 +1,6 @@
-"""Rules over repository paths and raw file bytes: exclusion globs, binary sniffing,
-text decoding and path safety. Pure functions, no file system access.
-
-Exclude glob semantics (a gitignore subset, matched against POSIX paths relative to
-the repository root, case-sensitive):
-
-- ``*`` matches any run of characters except ``/``; ``?`` one character except ``/``;
-  ``[abc]`` / ``[a-z]`` / ``[!abc]`` a character class (never ``/``); ``\\x`` a literal x.
-- ``**`` as a whole segment spans directories: ``**/x`` matches ``x`` at any depth,
-  ``a/**/b`` matches ``a/b``, ``a/x/b``, ``a/x/y/b``, and a trailing ``a/**`` matches
-  everything under ``a/`` (not a file named ``a``). ``**`` inside a segment (``a**b``)
-  is an ordinary ``*``.
-- A pattern with no ``/`` except a trailing one (``*.min.js``, ``node_modules``,
-  ``build/``) matches a path component at any depth. A pattern with a ``/`` anywhere
-  else (``vendor/**``, ``docs/build``, ``/setup.py``) is anchored at the root; a leading
-  ``/`` only anchors.
-- A pattern that matches a directory excludes everything under it: ``docs/build``
-  excludes ``docs/build/a.txt``; ``node_modules`` excludes ``x/node_modules/y.js``.
-- A trailing ``/`` restricts the pattern to directories: ``build/`` excludes
-  ``a/build/x`` but not a file named ``a/build``.
-- Not supported, refused with ValueError: negation (``!x``), empty patterns, NUL,
-  and ``.``/``..`` segments.
-"""
+"""Rules over repository paths and raw file bytes: exclusion globs (a gitignore subset),
+binary sniffing, text decoding and path safety. Pure.
+Glob syntax: docs/design/sources.md#exclude-globs"""
 
 import functools
 import re
@@ -140,11 +120,8 @@ def _compile(globs: tuple[str, ...]) -> _CompiledExcludes:
 
 
 def is_excluded(path: str, exclude_globs: Sequence[str]) -> bool:
-    """True when any glob names ``path`` or one of its parent directories.
-
-    ``path`` is POSIX and relative to the repository root. Raises ValueError for an
-    unsupported glob (see the module docstring and ``check_exclude_glob``).
-    """
+    """True when any glob names ``path`` (POSIX, relative to the root) or one of its parents;
+    ValueError for an unsupported glob."""
     if not exclude_globs:
         return False
     compiled = _compile(tuple(exclude_globs))

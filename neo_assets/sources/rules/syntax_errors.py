@@ -1,12 +1,6 @@
-"""When a syntax tree with errors is still worth chunking by its units.
-
-tree-sitter never fails: on a syntax error it returns a tree with ERROR (and MISSING)
-nodes and recovers around them. Lines inside an error are not lost (whatever is not in
-a unit goes to the module remainder), but when errors cover much of the file the units
-found are guesses. Rule: a file falls back to line windows when the lines inside error
-nodes are at least ERROR_SHARE_LIMIT of its non-blank lines, or when one error node
-spans at least ERROR_RUN_LIMIT lines (a unit's worth of code the grammar gave up on).
-"""
+"""When a syntax tree with errors is still worth chunking by its units: tree-sitter recovers
+around errors, but past ``ERROR_SHARE_LIMIT`` or ``ERROR_RUN_LIMIT`` the units are
+guesses and the file is windowed."""
 
 from collections.abc import Iterable
 

@@ -1,25 +1,6 @@
-"""Per-family fence censuses: what stays visible after a fence-only repo completes.
-
-Completing a fence-only repo removes the held checkpoint that was the only standing
-signal, so each repo persists one census per fence family (three), never merged:
-
-- ``contentPoisonChunks`` (family ``proven-content-poison``): bad content an operator
-  should fix;
-- ``undeliverableChunks`` (family ``undeliverable-at-geometry``): healthy content the
-  current geometry cannot deliver. One merged count would tell an operator to fix a file
-  whose only fault is the ceiling.
-- ``secretChunks`` (family ``secret``): chunks holding a secret, never sent, stored or
-  served (the operator removes the secret from the file; the changed chunk is re-offered).
-
-A census is ``{"count": int, "ids": [str, ...]}``: ``ids`` are the distinct chunk ids of
-that family that pass the 64-hex gate, sorted, at most ``CENSUS_MAX_IDS`` of them (the
-smallest ones); ``count`` is the number of distinct valid ids, not capped. So a valid
-census always has ``len(ids) == min(count, CENSUS_MAX_IDS)``.
-
-``None`` means "not observed". A persisted record that is torn, unreadable or ill-typed
-degrades WHOLE to ``None`` (``decode_census``), never to a smaller or default census:
-an operator must never read "3 poisoned chunks" off a record that said 40.
-"""
+"""Per-family fence censuses: what stays visible after a fence-only repo completes. A census
+that is not whole reads as ``None`` ("not observed"), never as a smaller one.
+Design: docs/design/sweep.md#censuses"""
 
 import json
 from collections.abc import Iterable, Mapping
@@ -45,16 +26,9 @@ class Census(TypedDict):
 
 
 def build_census(fence_rows: Iterable[object], family: str, cap: int = CENSUS_MAX_IDS) -> Census:
-    """The census of one fence ``family`` over ``fence_rows``.
-
-    Every row is re-checked with the full fence gate, so passing all of a summary's error
-    rows is safe: live rows, malformed fences and the other family are ignored. The two
-    families are never merged. With no row of the family the census is
-    ``{"count": 0, "ids": []}``: the sweep observed the family and found none (``None`` is
-    reserved for "not observed").
-
-    Raises ``ValueError`` for an unknown family or a cap that is not a non-negative int.
-    """
+    """The census of one fence ``family`` over ``fence_rows``, each re-checked by the fence gate;
+    ``{"count": 0, "ids": []}`` when the family was observed and none found. Raises
+    ``ValueError`` for an unknown family or a bad cap."""
     if family not in codes.FENCE_DISPOSITIONS:
         raise ValueError(f"unknown fence family: {family!r}")
     _check_cap(cap)
@@ -96,11 +70,8 @@ def is_valid_census(value: object, cap: int = CENSUS_MAX_IDS) -> bool:
 
 
 def encode_census(census: Census | None, cap: int = CENSUS_MAX_IDS) -> str:
-    """Canonical JSON for the ledger (``"null"`` for ``None``, "not observed").
-
-    Raises ``ValueError`` for a value that is not a valid census, so nothing is persisted
-    that would read back as ``None``.
-    """
+    """Canonical JSON for the ledger (``"null"`` for ``None``); raises ``ValueError`` for an
+    invalid census, so nothing is persisted that would read back as ``None``."""
     if census is None:
         return "null"
     if not is_valid_census(census, cap):
@@ -125,14 +96,8 @@ def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def decode_census(raw: object, cap: int = CENSUS_MAX_IDS) -> Census | None:
-    """Read a persisted census; ``None`` ("not observed") unless the record is whole.
-
-    ``raw`` may be the JSON text (``str``, or UTF-8 ``bytes``) or an already-parsed mapping
-    (a JSON column). Anything else, bad JSON, duplicate keys, ``null``, or a value that
-    fails ``is_valid_census`` (wrong or extra keys, bool or float or negative count,
-    non-list ids, an id that is not 64 hex, unsorted or duplicated ids, more ids than the
-    cap, ``count`` disagreeing with the ids) reads as ``None``. Never raises for bad data.
-    """
+    """Read a persisted census (JSON text, UTF-8 bytes or a parsed mapping); ``None`` unless the
+    record is whole and ``is_valid_census``. Never raises for bad data."""
     value: object
     if isinstance(raw, bytes | bytearray):
         try:

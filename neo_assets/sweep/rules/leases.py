@@ -1,21 +1,6 @@
-"""Lease rules: who may hold a key, until when, and when a holder has lost it.
-
-A lease is a row (key, holder, epoch, acquired_at, expires_at). The store applies these
-rules atomically in one conditional statement; this module is the model it implements,
-and what tests compare it against.
-
-- A key is free when it was never taken, was released, or its expiry has passed.
-- Acquiring is re-entrant: the holder may acquire again (it extends the expiry, keeps the
-  epoch and the original acquisition time).
-- Taking over a free key from another holder bumps the epoch. The epoch is a fencing
-  token: a holder that sees its epoch change has lost the key in between, even if it
-  holds it again now.
-- A renewal only extends a lease the holder still has (same holder, same epoch, not
-  released); it never creates one.
-
-Time is an argument (epoch seconds); expiry across machines assumes their clocks agree
-to well within the TTL.
-"""
+"""Lease rules: who may hold a key, until when, and when a holder has lost it (the epoch is a
+fencing token). The model the store applies atomically; time is an argument.
+Design: docs/design/sweep.md#lease"""
 
 from dataclasses import dataclass, replace
 
@@ -77,11 +62,8 @@ def after_acquire(
 def after_renew(
     record: LeaseRecord | None, holder: str, ttl_s: float, now: float, epoch: int | None = None
 ) -> LeaseRecord | None:
-    """The row after ``holder`` renews; None when the holder no longer has the lease.
-
-    An expired lease nobody took over is still the holder's (same holder and epoch prove
-    nobody held it in between), so it may be renewed; a released one may not.
-    """
+    """The row after ``holder`` renews; None when it no longer has the lease. An expired lease
+    nobody took over is still the holder's; a released one is not."""
     until = expiry(now, ttl_s)
     if record is None or record.holder != holder or is_released(record):
         return None

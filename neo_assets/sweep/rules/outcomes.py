@@ -1,49 +1,6 @@
-"""The sweep outcome classifier: complete, deferred or failed, from codes and the fence gate.
-
-``classify_sweep_outcome(errors)`` reads the summary's error rows and nothing else
-(``LaneSummary.errors``). Each row is ``{"code": str, "message": str, "details": {...}}``.
-It first splits them with the fence gate (``sweep.rules.fence_gate``): rows that pass are
-durable fences, every other row is live work. Then:
-
-- **complete** — no live row (no errors at all, or only durable fences of either family).
-  The checkpoint advances, consecutive failures reset, no cause is retained. A fence is a
-  settled fact at this generation; re-running cannot change it, so it costs no more runs.
-- **failed** — at least one live row whose code is not deferrable
-  (``KB_VECTOR_EMBED_UNCLASSIFIED``, ``PARSE_FAILED``, ``STORE_FAILED``, ``SOURCE_*``,
-  ``CONFIG_INVALID``, any unknown code, or a row so malformed it has no string code:
-  ``SWEEP_SUMMARY_MALFORMED``; a row is the contract's JSON shape, so the classifier reads
-  its code rather than trusting it). Failed wins over deferred: the cause is drawn from the
-  non-deferrable rows only.
-- **deferred** — every live row is deferrable (``DEFERRABLE_CODES``: the embedding
-  taxonomy except UNCLASSIFIED, the two fence codes, the provider deadline / abort / probe
-  deadline codes, and ``KB_COLLECTION_FROZEN``): the checkpoint holds, consecutive
-  failures increment, and the cause is drawn from live rows only.
-
-The cause is never a fence row's code, of either family: fence rows are excluded before
-any cause is chosen. When several live rows compete, the cause is the most frequent code
-among the candidate rows; ties go to the code listed first in ``CAUSE_PRIORITY``, then to
-the lexicographically smallest code (for codes not in that list). The same summary
-therefore always yields the same cause.
-
-Malformed fence rows. A row that looks like a fence but fails any clause of the gate
-(missing / non-string / unknown disposition, ``reasonCode != code``, bad chunk id,
-``details`` not a mapping) is live work, classified by its top-level ``code`` exactly like
-any other live row, and that ``code`` is its cause code (never ``details.reasonCode``,
-which is unvalidated). The fence codes themselves (``KB_VECTOR_EMBED_PROVEN_CONTENT_POISON``,
-``KB_VECTOR_EMBED_UNDELIVERABLE_AT_GEOMETRY``) and every code a real fence may carry are
-deferrable, so a malformed fence defers just as the live row it is: fail closed toward
-deferring, never toward completion. Details that failed the gate are not evidence of
-anything, so they can neither excuse nor soften a row whose code fails the sweep.
-
-Recovery episodes. ``arms_recovery_episode`` is true only for a deferred verdict whose
-cause is an embedding-PROVIDER failure (``PROVIDER_FAILURE_CODES``): the provider timed
-out, closed the transport, refused the connection or the request, or the circuit opened
-on consecutive provider failures. The health canary ends the episode when the provider is
-healthy again, and the repo is then due at once. Not provider failures: an abort or probe
-deadline (our own decision), a write error (a store problem), content failures, invalid
-vectors (a model/geometry fault a liveness probe cannot clear), a yield, a frozen
-collection (it has its own re-probe). A fence row never arms one: it is never a cause.
-"""
+"""The sweep outcome classifier: complete, deferred or failed, from the live rows' codes
+after the fence gate; the same summary always yields the same cause.
+Design: docs/design/sweep.md#outcomes"""
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -114,18 +71,9 @@ _PRIORITY_INDEX = {code: index for index, code in enumerate(CAUSE_PRIORITY)}
 
 @dataclass(frozen=True)
 class SweepVerdict:
-    """What one sweep's summary means for the repo's durable state.
-
-    ``outcome``: ``codes.OUTCOME_COMPLETE`` / ``OUTCOME_DEFERRED`` / ``OUTCOME_FAILED``.
-    ``cause_code``: the retained cause (``deferredCauseCode``), ``None`` when complete;
-    always the code of a live row, never of a fence row.
-    ``advance_checkpoint``: move ``lastIngestedRev`` to the swept revision (complete only).
-    ``reset_failures``: set ``consecutiveFailures`` to 0 (complete only); otherwise the
-    caller increments it.
-    ``arms_recovery_episode``: deferred with an embedding-provider cause (module docstring).
-    ``live_rows`` / ``fence_rows``: the summary's error rows split by the fence gate, in
-    their original order (feed ``fence_rows`` to ``censuses.build_census``).
-    """
+    """What one sweep's summary means for the repo's durable state: the outcome, its cause (a
+    live row's code, ``None`` when complete), whether the checkpoint advances and failures
+    reset, whether a recovery episode is armed, and the rows split by the fence gate."""
 
     outcome: str
     cause_code: str | None
@@ -164,7 +112,8 @@ def pick_cause(candidate_codes: list[str]) -> str:
 
 
 def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
-    """Classify one sweep by its error rows (``LaneSummary.errors``): module docstring."""
+    """Classify one sweep by its error rows (``LaneSummary.errors``):
+    docs/design/sweep.md#outcomes."""
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
 

@@ -1,12 +1,6 @@
-"""One repo's sweep as the census recorded it: the contract's per-repo document.
-
-``SweepReport.to_doc()`` is the shape ``neo-assets sweep --json`` prints per repo and the
-``fence_census`` asset outputs (CONTRACT.md, "sweep"): tenantId, repoSlug, outcome,
-revision, counts, deferredCauseCode, and for a sweep that ran, consecutiveFailures,
-nextDueAt, the three fence censuses (``{"count", "ids"}``; the secret census adds
-``locations``: path and line, never the secret), strikes, embeddingGeneration, timings and
-notices; the lease it held (or why it held none).
-"""
+"""One repo's sweep as the census recorded it: ``SweepReport.to_doc()`` is the per-repo
+document ``neo-assets sweep --json`` prints and ``fence_census`` outputs (CONTRACT.md,
+"sweep"); the secret census adds ``locations`` (path and line, never the secret)."""
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field

@@ -1,44 +1,6 @@
-"""When a repo is due for a sweep: backoff, stable jitter and the due rule.
-
-The sweep sensor asks ``due_reason(state, observed, now)`` for each declared repo and
-requests exactly the repos with a reason, so a knowledge base whose repos are complete or
-fence-only launches no runs. Time always comes in as an argument (epoch seconds).
-
-A repo is due (first matching reason wins, in this order):
-
-1. ``DUE_NEVER_SWEPT`` — no state at all (``state is None`` or every field ``None``).
-2. ``DUE_STATE_UNOBSERVED`` — a state the rule cannot read: an unknown ``last_outcome``;
-   a complete repo missing its checkpoint, declaration digest or generation; a deferred or
-   failed repo missing ``consecutive_failures`` (or negative) or ``last_attempt_at``; a
-   failed repo whose recorded inputs are not its last attempt's (``attempt_inputs_at`` is
-   not ``last_attempt_at``: a ledger from before failures recorded them, or a write that
-   recorded part of them) or that lacks the declaration digest or generation. A torn
-   record means "not observed", and the sweep that follows rewrites it.
-3. ``DUE_REVISION_MOVED`` — the current revision differs from the one the repo's state was
-   decided at: the checkpoint (``last_ingested_rev``) for a complete repo, the revision of
-   the last attempt (``last_attempted_rev``) for a deferred or failed one (its checkpoint
-   is held back by design, so comparing it would make the repo due on every tick). For a
-   failed repo ``last_attempted_rev`` is the revision as its attempt saw it, ``None`` when
-   it could not be read: a revision readable now where the attempt saw none has moved.
-4. ``DUE_DECLARATION_MOVED`` — the declaration digest differs from the last attempt's.
-5. ``DUE_GENERATION_CHANGED`` — the embedding generation differs from the last attempt's
-   (fenced chunks are offered again under the new geometry).
-6. ``DUE_RECOVERY_HEALTHY`` — deferred, a recovery episode is open, and the canary saw the
-   provider healthy after both the episode opened and the last attempt (the second bound
-   makes one healthy sighting worth one retry, not one per tick).
-7. ``DUE_BACKOFF_ELAPSED`` — deferred or failed and ``now >= retry_due_at(...)``: the last
-   attempt plus ``min(cadence × 2^consecutive_failures, cap)`` plus a stable jitter.
-
-So a failed repo is due only when its backoff has elapsed or something it was attempted
-with moved since that attempt: fixing the declaration that made it fail makes it due at
-once, and nothing else does.
-
-Otherwise ``None``: not due. A complete repo with nothing moved is never due, whatever the
-time. A comparison is made only when both sides are known: ``None`` in ``observed`` means
-"the sensor cannot tell now" and is never a reason; ``None`` on the state side of a
-deferred repo means the attempt never learned it, and the backoff governs it (a failed
-repo's ``None`` revision is the one exception above: its attempt saw it unreadable).
-"""
+"""When a repo is due for a sweep: backoff, stable jitter and the due rule
+(``due_reason``; first matching reason wins). Time is an argument.
+Design: docs/design/sweep.md#due-rule"""
 
 import hashlib
 import math
@@ -84,20 +46,9 @@ _PERSISTED_OUTCOMES = _RETRYING_OUTCOMES | {codes.OUTCOME_COMPLETE}
 
 @dataclass(frozen=True)
 class RepoState:
-    """A repo's persisted scheduling state, as the ledger holds it. ``None`` = not observed.
-
-    ``last_outcome``: ``codes.OUTCOME_COMPLETE`` / ``OUTCOME_DEFERRED`` / ``OUTCOME_FAILED``.
-    ``last_ingested_rev``: the checkpoint (advances on complete only).
-    ``last_attempted_rev``: the revision the last sweep ran against, whatever its outcome.
-    ``declaration_digest`` / ``embedding_generation``: those the last sweep ran with.
-    ``consecutive_failures``: deferred/failed sweeps since the last complete one.
-    ``last_attempt_at``: when the last sweep was classified (epoch seconds).
-    ``recovery_episode_opened_at``: when the open recovery episode was armed; ``None`` when
-    no episode is open.
-    ``attempt_inputs_at``: the attempt whose inputs ``last_attempted_rev`` (``None``: seen
-    unreadable), ``declaration_digest`` and ``embedding_generation`` are; equal to
-    ``last_attempt_at`` when they are the last attempt's own.
-    """
+    """A repo's persisted scheduling state, as the ledger holds it (``None``: not observed).
+    ``attempt_inputs_at``: the attempt whose revision, declaration digest and generation are
+    recorded; equal to ``last_attempt_at`` when they are the last attempt's own."""
 
     last_outcome: str | None = None
     last_ingested_rev: str | None = None
@@ -112,14 +63,8 @@ class RepoState:
 
 @dataclass(frozen=True)
 class Observed:
-    """What is true now for one repo, as the sensor can learn it without sweeping.
-
-    ``repo_key``: stable identity for the jitter (e.g. ``"tenant/repo"``).
-    ``cadence_seconds``: the repo's declared cadence (backoff base).
-    ``current_revision`` / ``declaration_digest`` / ``embedding_generation``: now; ``None``
-    when the sensor cannot tell (never a reason to be due).
-    ``recovery_healthy_at``: the latest time the health canary saw the provider healthy.
-    """
+    """What is true now for one repo, as the sensor can learn it without sweeping; ``None``
+    means the sensor cannot tell (never a reason to be due)."""
 
     repo_key: str
     cadence_seconds: float
@@ -149,11 +94,8 @@ def _check_non_negative(name: str, value: float) -> None:
 
 
 def backoff_seconds(cadence_seconds: float, consecutive_failures: int, cap_seconds: float) -> float:
-    """``min(cadence_seconds × 2^consecutive_failures, cap_seconds)``.
-
-    Doubles per consecutive failure and never exceeds the cap, however large the count
-    (no overflow). Raises ``ValueError`` for negative or non-finite inputs.
-    """
+    """``min(cadence_seconds × 2^consecutive_failures, cap_seconds)``, without overflow; raises
+    ``ValueError`` for negative or non-finite inputs."""
     _check_non_negative("cadence_seconds", cadence_seconds)
     _check_non_negative("cap_seconds", cap_seconds)
     if (
@@ -213,7 +155,7 @@ def _readable_failures(state: RepoState) -> bool:
 
 
 def _is_unobserved(state: RepoState) -> bool:
-    """The state cannot be read by the rule (see module docstring, reason 2)."""
+    """The state cannot be read by the rule (docs/design/sweep.md#due-rule, reason 2)."""
     if state.last_outcome not in _PERSISTED_OUTCOMES:
         return True
     if state.last_outcome == codes.OUTCOME_COMPLETE:
@@ -264,10 +206,8 @@ def due_reason(
     now: float,
     policy: RetryPolicy = DEFAULT_RETRY_POLICY,
 ) -> str | None:
-    """Why the repo is due now (one of ``DUE_REASONS``), or ``None`` when it is not.
-
-    The rule and the order of reasons are in the module docstring.
-    """
+    """Why the repo is due now (one of ``DUE_REASONS``), or ``None`` when it is not; the
+    reasons in order: docs/design/sweep.md#due-rule."""
     if state is None or all(getattr(state, f.name) is None for f in fields(state)):
         return DUE_NEVER_SWEPT
     if _is_unobserved(state):

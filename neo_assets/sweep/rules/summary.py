@@ -1,18 +1,6 @@
-"""The sweep summary: its typed form, its keys in one spelling, and the reading of
-summaries stored before.
-
-``LaneSummary`` is what the embedding stage hands the census (``SweepCounts``, the error,
-strike and event rows, ``SweepTimings``, the generation); ``to_doc()`` is the JSON the
-ledger's ``last_summary`` keeps.
-
-The counts are camelCase, the contract's style for every JSON document
-(``deferredCauseCode``, ``consecutiveFailures``, ...). Releases before this one spelled
-the two-word counts in snake_case (``already_present``, ``fenced_poison``, ...); the
-ledger's ``last_summary`` of an existing knowledge base still holds that spelling, so a
-stored summary is read through ``read_stored_summary`` (either spelling, the new one
-winning), and ``neo-assets sweep --json`` prints both for one release
-(``with_deprecated_spellings``; README, "Deprecated keys").
-"""
+"""The sweep summary: its typed form (``LaneSummary``; ``to_doc()`` is what the ledger's
+``last_summary`` keeps) and its camelCase keys in one spelling. A stored summary in the
+old snake_case spelling is read by ``read_stored_summary`` (README, "Deprecated keys")."""
 
 import json
 from collections.abc import Mapping
@@ -234,12 +222,9 @@ def with_deprecated_timing_keys(timings: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class LaneSummary:
-    """What the embedding stage hands to the census: the lane's counts, error rows
-    (fence rows and live rows, each ``{"code", "message", "details"}``), strike rows and
-    events, the generation it embedded at, and what the sweep adds around the lane.
-
-    The rows stay the contract's JSON shapes: the fence gate (``sweep.rules.fence_gate``)
-    validates each row it would take as a fence, wherever the row came from."""
+    """What the embedding stage hands to the census: counts, error rows (fence and live), strike
+    and event rows, the generation, and what the sweep adds around the lane. The rows stay
+    the contract's JSON shapes, so the fence gate validates every row it would take as a fence."""
 
     counts: SweepCounts = field(default_factory=SweepCounts)
     errors: tuple[Mapping[str, Any], ...] = ()

@@ -1,15 +1,9 @@
-"""Columns for reuse by blob: which object each declared chunk came from, and the
-chunking identity of a declared generation.
-
-They joined the live schema after 0001, which creates its tables from that schema, so a
-ledger first migrated before them lacked both and every sweep failed on it ("no such
-column: declared_generations.chunking"). Added here when missing; a ledger created
-since already has them. Old rows read as "nothing reusable": an empty chunking identity
-never matches, a NULL blob never equals one, so the next sweep re-parses and records.
+"""Columns for reuse by blob: each declared chunk's object and a generation's chunking
+identity. Added when missing (a ledger first migrated before they joined 0001's schema
+lacks them); old rows read as "nothing reusable", so the next sweep re-parses.
 
 Revision ID: 0005
-Revises: 0004
-"""
+Revises: 0004"""
 
 import sqlalchemy as sa
 from alembic import op

@@ -1,13 +1,9 @@
-"""The digest of the rules a git envelope was listed with, beside the envelope.
-
-With it a sweep at the recorded commit under the recorded rules reuses the recorded
-envelope instead of listing the tree again (sources/rules/envelope_reuse.py). Added when
-missing (0001 builds its tables from the live schema, so a ledger created since has it).
-Old rows read "": they never match, so the next sweep lists the tree and records one.
+"""The digest of the rules a git envelope was listed with, so an envelope at the recorded
+commit under the recorded rules is reused (sources/rules/envelope_reuse.py). Added when
+missing; old rows read "" and never match.
 
 Revision ID: 0006
-Revises: 0005
-"""
+Revises: 0005"""
 
 import sqlalchemy as sa
 from alembic import op

@@ -1,19 +1,10 @@
 """Embedding generations side by side: ``embedding_generations`` and ``repo_generations``.
-
-Each generation's rows live in a collection of their own; the ledger records where, what
-rebuilds its provider for queries, and per repo whether the generation is complete.
-
-A knowledge base made before this change keeps its one collection: every repo whose last
-sweep completed is recorded complete at the generation it was swept at, in the legacy
-(un-suffixed) collection (``collection_name`` NULL), so queries keep answering from it
-and a change of model migrates by the same switch as any other.
-
-Added when missing (0001 builds its tables from the live schema, so a ledger created
-since has them, and no repo to adopt).
+A knowledge base made before keeps its one (un-suffixed) collection: every completed repo
+is recorded complete at its generation there, so a model change migrates by the same
+switch as any other. Added when missing.
 
 Revision ID: 0008
-Revises: 0007
-"""
+Revises: 0007"""
 
 import time
 

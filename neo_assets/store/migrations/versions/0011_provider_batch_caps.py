@@ -1,15 +1,9 @@
-"""A provider's learned batch cap, remembered across sweeps: ``provider_batch_caps``.
-
-A server that caps inputs per request says so in a 413/422 body; the lane learns the cap
-from it. Kept only on the provider object, every new sweep process paid one refused
-request to learn it again. The row is keyed by provider kind, base URL and model, and
-keeps the cap, when it was learned and the body that said so.
-
-Added when missing (0001 builds only its own tables; a ledger created since has none).
+"""A provider's learned batch cap, remembered across sweeps: ``provider_batch_caps`` (keyed
+by kind, base URL and model), so a new sweep process need not pay a refused request to
+learn it again. Added when missing.
 
 Revision ID: 0011
-Revises: 0010
-"""
+Revises: 0010"""
 
 import sqlalchemy as sa
 from alembic import op

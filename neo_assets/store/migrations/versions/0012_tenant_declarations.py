@@ -1,16 +1,9 @@
-"""The last good declaration of each tenant: ``tenant_declarations``.
-
-A tenants file with a problem in one tenant's block (or one that cannot be read at all)
-keeps that tenant's last good declaration in force instead of failing every tenant or
-retiring the misdeclared one. ``tenant_config_versions`` keeps only digests, so the
-declaration itself is kept here: one row per tenant, its digest, its canonical JSON and
-when it was recorded.
-
-Added when missing (0001 builds only its own tables; a ledger created since has none).
+"""The last good declaration of each tenant: ``tenant_declarations``, so a problem in one
+tenant's block keeps that tenant's last good declaration in force (config versions keep
+only digests). Added when missing.
 
 Revision ID: 0012
-Revises: 0011
-"""
+Revises: 0011"""
 
 import sqlalchemy as sa
 from alembic import op

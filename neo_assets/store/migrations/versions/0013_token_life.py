@@ -1,12 +1,8 @@
-"""Tokens with a life: ``api_tokens.expires_at`` (None: never) and ``revoked_reason``.
-
-A token may be issued with an expiry (``token issue --expires 30d``); one whose tenant
-left the declaration is revoked with that reason, so a later tenant of the same id does
-not inherit it.
+"""Tokens with a life: ``api_tokens.expires_at`` (None: never) and ``revoked_reason`` (a
+token whose tenant left is revoked, so a later tenant of that id does not inherit it).
 
 Revision ID: 0013
-Revises: 0012
-"""
+Revises: 0012"""
 
 import sqlalchemy as sa
 from alembic import op

@@ -1,13 +1,9 @@
-"""What a provider said about itself at its last contact: ``provider_limits``.
-
-A server's limit per input and its tokenizer endpoint, discovered at a sweep's first
-contact, are part of the embedding generation; every later digest (sensor, due check,
-reconciliation) reads them here instead of asking the network. Keyed like
-``provider_batch_caps`` (kind, base URL, model).
+"""What a provider said about itself at its last contact: ``provider_limits`` (limit per
+input, tokenizer endpoint; keyed like ``provider_batch_caps``), read by every generation
+digest instead of the network.
 
 Revision ID: 0015
-Revises: 0014
-"""
+Revises: 0014"""
 
 import sqlalchemy as sa
 from alembic import op

@@ -1,12 +1,8 @@
 """Self-evaluations and quality decisions: ``retrieval_quality``, ``quality_decisions``.
-
-Each repo's self-evaluation (recall@1/5/10, MRR@10 on questions drawn from its own
-history) per embedding generation, and the operators' recorded decisions that let a
-generation serve past the quality gate. Added when missing.
+Added when missing.
 
 Revision ID: 0016
-Revises: 0015
-"""
+Revises: 0015"""
 
 import sqlalchemy as sa
 from alembic import op

@@ -1,14 +1,8 @@
-"""The parser serving each repo: ``parser_serving``; quality labels widened.
-
-A repo's parser-version switch is held by the quality gate until its self-evaluation
-is not worse than the serving parser's; this table names the parser whose chunks serve
-(``quality/parser_switch.py``). A parser switch's self-evaluations and decisions are
-recorded under labels longer than an embedding generation's digest, so those columns
-widen (SQLite does not enforce the length).
+"""The parser serving each repo: ``parser_serving`` (``quality/parser_switch.py``), and the
+quality label columns widened for a parser switch's labels.
 
 Revision ID: 0019
-Revises: 0018
-"""
+Revises: 0018"""
 
 import sqlalchemy as sa
 from alembic import op
