@@ -96,8 +96,13 @@ def test_the_rules_digest_moves_with_a_table_or_a_grammar_version(
     assert compute() == now
     for table in (copies[0] / "code_languages.py", copies[1] / "chunk_kinds.py"):
         original = table.read_text()
-        table.write_text(original + "\n# one more entry\n")
+        table.write_text(original + "\nONE_MORE_ENTRY = 1\n")
         assert compute() != now, table
+        # Words about the rules decide no chunk: a comment or a docstring edit (and a
+        # reformat) re-parses nothing.
+        head, _, rest = original.partition('"""')
+        table.write_text(f'{head}"""Reworded. {rest}\n# a remark\n')
+        assert compute() == now, table
         table.write_text(original)
         assert compute() == now
     # A grammar package at another version.

@@ -2,6 +2,7 @@
 parser's modules, the source rules they read, tree-sitter's and the grammars' versions),
 part of the chunking identity: an upgrade that could change a file's chunks re-parses it."""
 
+import ast
 import functools
 import hashlib
 from importlib import metadata
@@ -20,8 +21,21 @@ def rule_dirs() -> tuple[Path, ...]:
     return (PARSERS_DIR, SOURCE_RULES_DIR)
 
 
-def rule_sources() -> list[Path]:
-    return [p for d in rule_dirs() for p in sorted(d.glob("*.py")) if p.resolve() != OWN]
+def code_of(source: bytes) -> bytes:
+    """The module's code without its comments, docstrings and layout: rewording what the
+    rules say about themselves decides no chunk, so it must not re-parse every repo."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False).encode()
 
 
 def _version(distribution: str) -> str:
@@ -33,13 +47,13 @@ def _version(distribution: str) -> str:
 
 @functools.cache
 def parser_rules_digest() -> str:
-    """16 hex: the parser modules' bytes, then tree-sitter's and each grammar's version."""
+    """16 hex: the parser modules' code, then tree-sitter's and each grammar's version."""
     digest = hashlib.sha256()
     for index, folder in enumerate(rule_dirs()):
         for path in sorted(folder.glob("*.py")):
             if path.resolve() != OWN:
                 name = f"{index}/{path.name}".encode()
-                digest.update(name + b"\0" + path.read_bytes() + b"\0")
+                digest.update(name + b"\0" + code_of(path.read_bytes()) + b"\0")
     for distribution in sorted({"tree-sitter", *(g.package for g in GRAMMARS.values())}):
         digest.update(f"{distribution}=={_version(distribution)}\0".encode())
     return digest.hexdigest()[:16]
