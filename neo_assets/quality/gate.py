@@ -19,7 +19,6 @@ REFUSED = "refused"
 PENDING = "pending"
 OVERRIDDEN = "overridden"
 OFF = "off"
-STATES = (PASSED, REFUSED, PENDING, OVERRIDDEN, OFF)
 
 
 @dataclass(frozen=True)

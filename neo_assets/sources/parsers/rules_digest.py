@@ -24,10 +24,6 @@ def rule_dirs() -> tuple[Path, ...]:
     return (PARSERS_DIR, SOURCE_RULES_DIR)
 
 
-def rule_sources() -> list[Path]:
-    return [p for d in rule_dirs() for p in sorted(d.glob("*.py")) if p.resolve() != OWN]
-
-
 def _version(distribution: str) -> str:
     try:
         return metadata.version(distribution)
