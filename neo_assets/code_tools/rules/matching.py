@@ -83,18 +83,13 @@ def find_symbols(
     return out, len(found) > limit
 
 
-def reference_name(name: str) -> str:
-    """The identifier a reference lookup searches: the bare last segment."""
-    return short_name(name)
-
-
 def find_references(
     indexes: Sequence[RepoIndex], name: str, *, limit: int = DEFAULT_REFERENCES
 ) -> tuple[list[tuple[RepoIndex, str, int, Symbol | None]], bool]:
     """Where the identifier is used: (index, path, line, enclosing unit) for every line
     holding it as a token, minus the signature line of each unit it names; by repo, path,
     line; and whether more were found than ``limit``."""
-    ident = reference_name(name)
+    ident = short_name(name)
     hits: list[tuple[RepoIndex, str, int, Symbol | None]] = []
     for index in indexes:
         for path in sorted(index.identifiers):
