@@ -8,6 +8,7 @@ import typer
 from neo_assets.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
+    JsonOpt,
     UsageError,
     emit,
     err,
@@ -39,7 +40,7 @@ def sweep(
     tenant: Annotated[str | None, typer.Option(help="only this tenant")] = None,
     repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
     force: Annotated[bool, typer.Option("--force", help="sweep even if not due")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Run due sweeps (all with --force) through Dagster, so the runs show in the UI."""
 
@@ -166,7 +167,7 @@ def sweep_failed(tenants, tenant: str | None, repo: str | None, results: list[di
 # ------------------------------------------------------------------------------ status
 @app.command()
 def status(
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """The per-repo snapshot: checkpoint, outcome, causes, censuses, strikes, rows."""
 
@@ -251,7 +252,7 @@ def query(
     repo: Annotated[str | None, typer.Option(help="only this repo slug")] = None,
     k: Annotated[int, typer.Option("-k", min=1, max=100, help="results")] = 5,
     expand: Annotated[bool, typer.Option("--expand", help="add linked chunks")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: JsonOpt = False,
     **filters: str | None,
 ) -> None:
     """Tenant-scoped retrieval over the shared collection."""

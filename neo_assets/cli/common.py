@@ -9,7 +9,7 @@ failed (or the canary is unhealthy), 2 a usage or configuration error.
 import json
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -19,6 +19,9 @@ from neo_assets.core import codes
 err = Console(stderr=True)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+# Every command's --json flag.
+JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON document on stdout")]
 
 
 class UsageError(Exception):

@@ -8,11 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from neo_assets.cli.common import EXIT_FAILED, EXIT_OK, UsageError, emit, err, load_config, run
+from neo_assets.cli.common import (
+    EXIT_FAILED,
+    EXIT_OK,
+    JsonOpt,
+    UsageError,
+    emit,
+    err,
+    load_config,
+    run,
+)
 
 TenantOpt = Annotated[str, typer.Option(help="the tenant whose repos are read")]
 RepoOpt = Annotated[str | None, typer.Option(help="only this repo slug")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="one JSON document on stdout")]
 
 
 def call_tool(tenant: str, tool: str, body: dict[str, Any], as_json: bool) -> dict[str, Any] | int:

@@ -112,7 +112,6 @@ OUTCOME_COMPLETE = "complete"
 OUTCOME_DEFERRED = "deferred"
 OUTCOME_FAILED = "failed"
 OUTCOME_SKIPPED = "skipped"
-SWEEP_OUTCOMES = frozenset({OUTCOME_COMPLETE, OUTCOME_DEFERRED, OUTCOME_FAILED, OUTCOME_SKIPPED})
 # What `neo-assets sweep` reports (never recorded) for a repo of its run set that the
 # tenants file misdeclares and no last good declaration stands in for: not swept.
 OUTCOME_MISDECLARED = "misdeclared"
@@ -135,24 +134,9 @@ SKIP_SYMLINK = "symlink"
 SKIP_NOT_REGULAR = "not-regular-file"
 SKIP_SUBMODULE = "submodule"
 SKIP_UNREADABLE = "unreadable"
-SKIP_REASONS = frozenset(
-    {
-        SKIP_EXCLUDED,
-        SKIP_BINARY,
-        SKIP_TOO_LARGE,
-        SKIP_SYMLINK,
-        SKIP_NOT_REGULAR,
-        SKIP_SUBMODULE,
-        SKIP_UNREADABLE,
-    }
-)
 
 # --- Configuration errors (tenants.yaml and settings).
 CONFIG_INVALID = "CONFIG_INVALID"
-# One tenant's or repo's entry cannot be used (the others load): the asset check's code.
-CONFIG_MISDECLARED = "CONFIG_MISDECLARED"
-# The tenants file cannot be read at all: the last good declarations stay in force.
-CONFIG_LAST_GOOD = "CONFIG_LAST_GOOD"
 
 # --- Orphan kinds of reconciliation (closed vocabulary, one kind per row at most).
 KIND_MANIFEST_ORPHAN = "manifest-orphan"

@@ -20,9 +20,7 @@ def register(app: typer.Typer) -> None:
         force: Annotated[
             bool, typer.Option("--force", help="probe now: ignore the cache and the back-off")
         ] = False,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Run the provider health canary once and print its record (exit 0 healthy, 1 not)."""
 
@@ -50,9 +48,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command()
     def unfreeze(
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Lift the collection's freeze record (an operator's decision after containment)."""
 

@@ -26,9 +26,7 @@ def register(app: typer.Typer) -> None:
         path: Annotated[
             list[str] | None, typer.Option(help="only commits touching this path (repeat)")
         ] = None,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Self-evaluation: recall@1/5/10 and MRR@10 per repo, from its own commits."""
         common.run(

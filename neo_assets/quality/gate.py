@@ -13,7 +13,6 @@ REFUSED = "refused"
 PENDING = "pending"
 OVERRIDDEN = "overridden"
 OFF = "off"
-STATES = (PASSED, REFUSED, PENDING, OVERRIDDEN, OFF)
 
 
 @dataclass(frozen=True)

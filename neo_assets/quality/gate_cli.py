@@ -20,9 +20,7 @@ def register(app: typer.Typer) -> None:
     @quality_app.command("evaluate")
     def evaluate(
         tenant: Annotated[str, typer.Option(help="the tenant whose due evaluations run")],
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Run and record the tenant's due self-evaluations now (what the sweep step does
         after a sweep): the serving generation's at each repo's indexed revision, and a
@@ -40,9 +38,7 @@ def register(app: typer.Typer) -> None:
             ),
         ],
         reason: Annotated[str, typer.Option(help="why: kept in the ledger with your name")],
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Let GENERATION (or a parser version) serve TENANT although its self-evaluation
         is worse (or not yet measured); the decision is recorded with who made it and why."""

@@ -45,7 +45,6 @@ class TruthView:
     ids: frozenset[str]
     repos: dict[str, RepoServing]
     marker: tuple[Any, ...]
-    rows_read: int
     facets: dict[str, Facet] = field(default_factory=dict)
     index: LexicalIndex = field(default_factory=LexicalIndex)
 
@@ -134,7 +133,7 @@ def compute_truth(
                 path=str(md.get("sourcePath", "")),
                 language=str(md.get("language", "")),
             )
-    return TruthView(tenant_id, ids, served, marker, len(rows), facets, index)
+    return TruthView(tenant_id, ids, served, marker, facets, index)
 
 
 class TruthCache:

@@ -51,9 +51,7 @@ def register(app: typer.Typer) -> None:
                 help="reclaim actionable orphans (refused unless NEO_RECONCILIATION_ENABLED)",
             ),
         ] = False,
-        as_json: Annotated[
-            bool, typer.Option("--json", help="one JSON document on stdout")
-        ] = False,
+        as_json: common.JsonOpt = False,
     ) -> None:
         """Classify orphan rows per tenant and kind; --apply reclaims them."""
 

@@ -62,7 +62,3 @@ def reclaim_generations(
                 entry["dropped"] = True
         out["reclaimable"][generation] = entry
     return out
-
-
-def _tenant_of(row: dict[str, Any] | None) -> Any:
-    return None if row is None else row["metadata"].get("tenantId")

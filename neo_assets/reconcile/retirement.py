@@ -4,11 +4,9 @@
 import sqlalchemy as sa
 
 from neo_assets.code_tools.index_store import forget_repo, indexed_revisions
-from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.reconcile.rules.retirement import Retired, retired, scope_label
+from neo_assets.reconcile.rules.retirement import Retired, retired
 from neo_assets.serve.tokens import revoke_tenant_tokens
 from neo_assets.store import ledger_schema as t
-from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
 from neo_assets.tenants.validation import TenantsFile
 
@@ -75,15 +73,3 @@ def apply_retirement(ledger: Ledger, tenants: TenantsFile, now: float) -> None:
     for reconciliation)."""
     revoke_retired_tokens(ledger, tenants, now)
     forget_retired_code_indexes(ledger, tenants)
-
-
-def rows_waiting(store: ChromaStore, found: Retired) -> dict[str, int]:
-    """Rows still in the collection per retired scope (``globex``, ``acme/widgets``)."""
-    out = {scope_label(tid): store.count_where(tenant_filter(tid)) for tid in found.tenants}
-    out.update(
-        {
-            scope_label(tid, slug): store.count_where(tenant_filter(tid, slug))
-            for tid, slug in found.repos
-        }
-    )
-    return dict(sorted(out.items()))

@@ -169,7 +169,7 @@ def issue(
         str | None,
         typer.Option(help="a life like 30d, 12h, 90m or 2w (default: until revoked)"),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: common.JsonOpt = False,
 ) -> None:
     """Issue a token; it is printed once and stored only as a hash."""
 
@@ -225,7 +225,7 @@ def issue(
 
 @token_app.command("list")
 def list_(
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: common.JsonOpt = False,
 ) -> None:
     """The issued tokens (never the tokens themselves)."""
 
@@ -252,7 +252,7 @@ def list_(
 @token_app.command("revoke")
 def revoke(
     token_id: Annotated[str, typer.Argument(metavar="ID", help="the id `token list` shows")],
-    as_json: Annotated[bool, typer.Option("--json", help="one JSON document on stdout")] = False,
+    as_json: common.JsonOpt = False,
 ) -> None:
     """Revoke a token: it stops working at the next request."""
 

@@ -48,20 +48,15 @@ class ConnectionGuard:
         self.limits = limits
         self.header_timeout_s = header_timeout_s
         self.held: OrderedDict[GuardedProtocol, tuple[str, bool]] = OrderedDict()
-        self.evicted = 0
-        self.refused = 0
-        self.timed_out = 0
 
     def admit(self, conn: "GuardedProtocol", address: str) -> bool:
         held = [Held(c, a, p) for c, (a, p) in self.held.items()]
         decision = admit(address, held, self.limits)
         if decision.evict is not None:
             victim: GuardedProtocol = decision.evict  # type: ignore[assignment]
-            self.evicted += 1
             self.forget(victim)
             victim.transport.close()
         if not decision.accept:
-            self.refused += 1
             return False
         self.held[conn] = (address, True)
         return True
@@ -137,7 +132,6 @@ class GuardedProtocol(H11Protocol):
     def _expire(self) -> None:
         self._timer = None
         if self._pending and not self.transport.is_closing():
-            self.guard.timed_out += 1
             self.guard.forget(self)
             self.transport.close()
 

@@ -34,6 +34,14 @@ _HIT: dict[str, Any] = {
     "required": ["id", "document", "metadata"],
 }
 
+_CHUNK_ID = Arg(
+    "id",
+    "string",
+    "The chunk id (64 lowercase hex characters) a search result gave.",
+    required=True,
+    max_length=64,
+)
+
 SEARCH_TOOLS: dict[str, ToolSpec] = {
     t.name: t
     for t in (
@@ -125,28 +133,14 @@ SEARCH_TOOLS: dict[str, ToolSpec] = {
         ToolSpec(
             "get_chunk",
             "Read one chunk by its id: its text, path, line range and stamps.",
-            (
-                Arg(
-                    "id",
-                    "string",
-                    "The chunk id (64 lowercase hex characters) a search result gave.",
-                    required=True,
-                    max_length=64,
-                ),
-            ),
+            (_CHUNK_ID,),
             _HIT,
         ),
         ToolSpec(
             "related_chunks",
             "The chunks linked to one chunk: similar code and files changed together.",
             (
-                Arg(
-                    "id",
-                    "string",
-                    "The chunk id (64 lowercase hex characters) a search result gave.",
-                    required=True,
-                    max_length=64,
-                ),
+                _CHUNK_ID,
                 Arg(
                     "limit",
                     "integer",

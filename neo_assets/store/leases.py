@@ -110,11 +110,6 @@ def current(ledger: Ledger, key: str) -> LeaseRecord | None:
     )
 
 
-def detail_of(ledger: Ledger, key: str) -> str | None:
-    with ledger.engine.connect() as conn:
-        return conn.execute(sa.select(t.c.detail).where(t.c.key == key)).scalar()
-
-
 class LeaseKeeper:
     """Hold ``key`` for ``holder`` across a block of work: wait up to ``wait_s``, renew from a
     daemon thread every TTL/3, and ``check()`` raises ``LeaseLostError`` once a renewal was

@@ -21,22 +21,53 @@ def _loads(raw: str | None) -> Any:
         return None
 
 
+def _chunk_rows(table: sa.Table, tenant_id: str, repo_slug: str, generation: str) -> Any:
+    return sa.and_(
+        table.c.tenant_id == tenant_id,
+        table.c.repo_slug == repo_slug,
+        table.c.generation == generation,
+    )
+
+
+def _chunk_row(table: sa.Table, tenant_id: str, repo_slug: str, generation: str, chunk: str) -> Any:
+    return _chunk_rows(table, tenant_id, repo_slug, generation) & (table.c.chunk_id == chunk)
+
+
 class FenceRecords:
     """Fences and strikes, on ``self.engine``."""
 
     engine: Engine
 
+    def _read(self, table: sa.Table, *scope: str) -> list[dict[str, Any]]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(sa.select(table).where(_chunk_rows(table, *scope))).mappings()
+            return [{**dict(r), "receipt": _loads(r["receipt"])} for r in rows]
+
+    def _replace(
+        self,
+        table: sa.Table,
+        scope: tuple[str, str, str, str],
+        receipt: Mapping[str, Any],
+        **values: Any,
+    ) -> None:
+        """The chunk's one row of ``table``, rewritten whole."""
+        tenant_id, repo_slug, generation, chunk_id = scope
+        with self.engine.begin() as conn:
+            conn.execute(sa.delete(table).where(_chunk_row(table, *scope)))
+            conn.execute(
+                sa.insert(table).values(
+                    tenant_id=tenant_id,
+                    repo_slug=repo_slug,
+                    generation=generation,
+                    chunk_id=chunk_id,
+                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
+                    **values,
+                )
+            )
+
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(t.fences).where(
-                    t.fences.c.tenant_id == tenant_id,
-                    t.fences.c.repo_slug == repo_slug,
-                    t.fences.c.generation == generation,
-                )
-            ).mappings()
-            return [{**dict(r), "receipt": _loads(r["receipt"])} for r in rows]
+        return self._read(t.fences, tenant_id, repo_slug, generation)
 
     def record_fence(
         self,
@@ -50,26 +81,14 @@ class FenceRecords:
         receipt: Mapping[str, Any],
         observed_at: float,
     ) -> None:
-        key = (
-            (t.fences.c.tenant_id == tenant_id)
-            & (t.fences.c.repo_slug == repo_slug)
-            & (t.fences.c.generation == generation)
-            & (t.fences.c.chunk_id == chunk_id)
+        self._replace(
+            t.fences,
+            (tenant_id, repo_slug, generation, chunk_id),
+            receipt,
+            disposition=disposition,
+            reason_code=reason_code,
+            observed_at=observed_at,
         )
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(t.fences).where(key))
-            conn.execute(
-                sa.insert(t.fences).values(
-                    tenant_id=tenant_id,
-                    repo_slug=repo_slug,
-                    generation=generation,
-                    chunk_id=chunk_id,
-                    disposition=disposition,
-                    reason_code=reason_code,
-                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
-                    observed_at=observed_at,
-                )
-            )
 
     def delete_fence(self, tenant_id: str, repo_slug: str, generation: str, chunk_id: str) -> None:
         """Lift one fence (a ``secret`` fence whose chunk the scan no longer flags: the
@@ -77,23 +96,12 @@ class FenceRecords:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.delete(t.fences).where(
-                    (t.fences.c.tenant_id == tenant_id)
-                    & (t.fences.c.repo_slug == repo_slug)
-                    & (t.fences.c.generation == generation)
-                    & (t.fences.c.chunk_id == chunk_id)
+                    _chunk_row(t.fences, tenant_id, repo_slug, generation, chunk_id)
                 )
             )
 
     def strikes(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
-        with self.engine.connect() as conn:
-            rows = conn.execute(
-                sa.select(t.strikes).where(
-                    t.strikes.c.tenant_id == tenant_id,
-                    t.strikes.c.repo_slug == repo_slug,
-                    t.strikes.c.generation == generation,
-                )
-            ).mappings()
-            return [{**dict(r), "receipt": _loads(r["receipt"])} for r in rows]
+        return self._read(t.strikes, tenant_id, repo_slug, generation)
 
     def record_strike(
         self,
@@ -107,23 +115,11 @@ class FenceRecords:
         receipt: Mapping[str, Any],
         now: float,
     ) -> None:
-        key = (
-            (t.strikes.c.tenant_id == tenant_id)
-            & (t.strikes.c.repo_slug == repo_slug)
-            & (t.strikes.c.generation == generation)
-            & (t.strikes.c.chunk_id == chunk_id)
+        self._replace(
+            t.strikes,
+            (tenant_id, repo_slug, generation, chunk_id),
+            receipt,
+            kind=kind,
+            count=count,
+            updated_at=now,
         )
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(t.strikes).where(key))
-            conn.execute(
-                sa.insert(t.strikes).values(
-                    tenant_id=tenant_id,
-                    repo_slug=repo_slug,
-                    generation=generation,
-                    chunk_id=chunk_id,
-                    kind=kind,
-                    count=count,
-                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
-                    updated_at=now,
-                )
-            )

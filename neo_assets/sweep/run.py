@@ -187,21 +187,27 @@ def _deferred_before_lane(
     return SweepResult(replace(report, lease=lease.info), errors=1)
 
 
+def _embed(
+    inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, chunks: ChunkGeneration
+) -> LaneSummary:
+    return embed_step(
+        inputs.ctx,
+        inputs.settings,
+        inputs.open_store(),
+        inputs.ledger,
+        envelope,
+        chunks,
+        EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
+    )
+
+
 def _embed_stage(
     inputs: SweepInputs, lease: SweepLease, envelope: EnvelopeResult, chunks: ChunkGeneration
 ) -> LaneSummary:
     """The embed stage, and the resplit rounds after size refusals."""
     ctx, cfg, book = inputs.ctx, inputs.settings, inputs.ledger
     try:
-        summary = embed_step(
-            ctx,
-            cfg,
-            inputs.open_store(),
-            book,
-            envelope,
-            chunks,
-            EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
-        )
+        summary = _embed(inputs, lease, envelope, chunks)
     except SweepAborted as aborted:
         # Record the sweep as the lane left it (deferred, cause aborted), then end.
         census_step(ctx, cfg, book, envelope, aborted.summary, inputs.clock())
@@ -235,15 +241,7 @@ def _resplit_refused(
         fit_provider(inputs.provider, cfg, found)
         plan = plan_chunks(ctx, cfg, book, envelope)
         chunks = chunk_step(ctx, cfg, book, envelope, inputs.clock(), plan=plan)
-        summary = embed_step(
-            ctx,
-            cfg,
-            inputs.open_store(),
-            book,
-            envelope,
-            chunks,
-            EmbedContext(provider=inputs.provider, progress=inputs.progress, guard=lease.check),
-        )
+        summary = _embed(inputs, lease, envelope, chunks)
     if notices:
         summary = replace(summary, notices=(*notices, *summary.notices))
     return summary

@@ -34,6 +34,15 @@ def test_config_version_starts_at_one_and_grows_on_change(tmp_path: Path) -> Non
     assert ledger.current_config_version("acme") == 2
 
 
+def test_config_version_moves_by_one_exactly_when_the_declaration_changes(tmp_path: Path) -> None:
+    """Going back to an earlier declaration is a change like any other: versions only grow."""
+    ledger = _ledger(tmp_path)
+    loads = ["a", "a", "b", "a", "a", "c", "b", "b"]
+    got = [ledger.config_version("acme", digest, float(i)) for i, digest in enumerate(loads)]
+    assert got == [1, 1, 2, 3, 3, 4, 5, 5]
+    assert ledger.current_config_version("acme") == 5
+
+
 def test_declared_generation_is_replaced_whole(tmp_path: Path) -> None:
     ledger = _ledger(tmp_path)
     common = dict(parser_id="neo-code", declaration_digest="x" * 64, now=1.0)

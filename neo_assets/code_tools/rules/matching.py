@@ -23,14 +23,6 @@ MATCH_FUZZY = "fuzzy"
 _TIER = {MATCH_EXACT: 0, MATCH_PREFIX: 1, MATCH_FUZZY: 2}
 
 
-def symbol_tier(sym: Symbol, query: str) -> str | None:
-    """How ``sym`` matches ``query`` by its spelling: exact (its name, its qualified name,
-    a dotted tail of it, or its bare name), prefix (its bare name starts with it, any
-    case), fuzzy (it occurs in its name, any case), or None. Close spellings are the
-    fuzzy tier's other half (``find_symbols``)."""
-    return _tier(sym, query, short_name(query), query.lower())
-
-
 def _tier(sym: Symbol, query: str, bare_q: str, low: str) -> str | None:
     if query in (sym.name, sym.qualified_name) or sym.qualified_name.endswith("." + query):
         return MATCH_EXACT
@@ -91,18 +83,13 @@ def find_symbols(
     return out, len(found) > limit
 
 
-def reference_name(name: str) -> str:
-    """The identifier a reference lookup searches: the bare last segment."""
-    return short_name(name)
-
-
 def find_references(
     indexes: Sequence[RepoIndex], name: str, *, limit: int = DEFAULT_REFERENCES
 ) -> tuple[list[tuple[RepoIndex, str, int, Symbol | None]], bool]:
     """Where the identifier is used: (index, path, line, enclosing unit) for every line
     holding it as a token, minus the signature line of each unit it names; by repo, path,
     line; and whether more were found than ``limit``."""
-    ident = reference_name(name)
+    ident = short_name(name)
     hits: list[tuple[RepoIndex, str, int, Symbol | None]] = []
     for index in indexes:
         for path in sorted(index.identifiers):

@@ -21,11 +21,9 @@ from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
 from neo_assets.generations.rules import (
     SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
-    SENTENCE_TRANSFORMERS_BUNDLED_MODEL,
     normalised_model,
 )
 
-BUNDLED_MODEL = SENTENCE_TRANSFORMERS_BUNDLED_MODEL
 _BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES
 EXTRA_HINT = (
     "the sentence_transformers provider needs its optional extra: "

@@ -23,9 +23,6 @@ STRIKE_TIMEOUT: StrikeKind = "timeout"
 NON_CONTENT_REFUSAL_STATUSES: frozenset[int] = frozenset(
     {401, 402, 403, 404, 405, 406, 407, 408, 409, 410, 421, 423, 425, 426, 428, 429, 451}
 )
-CONTENT_CLASS_CODES: frozenset[str] = frozenset(
-    {codes.KB_VECTOR_EMBED_CONTENT, codes.KB_VECTOR_EMBED_PROVIDER_REFUSAL}
-)
 # Failures after which the lane waits for the provider to answer again before going on.
 RECOVERY_WAIT_CODES: frozenset[str] = frozenset(
     {

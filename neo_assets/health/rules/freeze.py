@@ -310,17 +310,7 @@ def settle_reprobe(
     otherwise still frozen with the claimed back-off, or contained once attempts are spent."""
     last = probe_doc(outcome, expected_dimension, now)
     if reprobe_lifts(outcome, expected_dimension):
-        return replace(
-            claimed,
-            state=FREEZE_CLEAR,
-            version=claimed.version + 1,
-            circuit_streak=0,
-            next_probe_at=None,
-            last_probe=last,
-            lifted_at=now,
-            lifted_by=LIFTED_BY_REPROBE,
-            updated_at=now,
-        )
+        return _lifted(claimed, now, LIFTED_BY_REPROBE, last_probe=last)
     settled = replace(claimed, version=claimed.version + 1, last_probe=last, updated_at=now)
     if not _count(claimed.attempts) or claimed.attempts >= policy.max_attempts:
         return contained(settled, now)
@@ -331,6 +321,11 @@ def operator_unfreeze(record: FreezeRecord | None, now: float) -> FreezeRecord |
     """An operator lifts a frozen or contained record; ``None`` when nothing is frozen."""
     if record is None or not blocks_writes(record):
         return None
+    return _lifted(record, now, LIFTED_BY_OPERATOR)
+
+
+def _lifted(record: FreezeRecord, now: float, by: str, **changes: Any) -> FreezeRecord:
+    """``record`` lifted ``by`` a re-probe or an operator at ``now``: clear, streak reset."""
     return replace(
         record,
         state=FREEZE_CLEAR,
@@ -338,8 +333,9 @@ def operator_unfreeze(record: FreezeRecord | None, now: float) -> FreezeRecord |
         circuit_streak=0,
         next_probe_at=None,
         lifted_at=now,
-        lifted_by=LIFTED_BY_OPERATOR,
+        lifted_by=by,
         updated_at=now,
+        **changes,
     )
 
 

@@ -7,7 +7,7 @@ import math
 from collections.abc import Iterable, Mapping, Set
 from itertools import chain
 from operator import itemgetter
-from typing import Any, TypedDict
+from typing import Any
 
 from neo_assets.reconcile.rules.declaration import (
     RepoDeclaration,
@@ -44,13 +44,6 @@ STAMP_PARSER_ID = "parserId"
 STAMP_PARSER_VERSION = "parserVersion"
 STAMP_TENANT_CONFIG_VERSION = "tenantConfigVersion"
 STAMP_INGESTED_AT = "ingestedAt"
-
-
-class CollectionRow(TypedDict):
-    """One row as the shell reads it from the collection."""
-
-    id: str
-    metadata: dict[str, Any]
 
 
 _UNYIELDED = object()  # path-table marker: in the envelope, not yielded

@@ -117,7 +117,3 @@ def readable_repos(record: TokenRecord, declared: Sequence[str]) -> list[str]:
     if not record.repos:
         return list(declared)
     return [slug for slug in declared if slug in record.repos]
-
-
-def may_read_repo(record: TokenRecord, repo: str) -> bool:
-    return not record.repos or repo in record.repos

@@ -79,9 +79,3 @@ def c_function_name(node: Node) -> list[str]:
     if current.type == "qualified_identifier":
         return [p for p in name.split("::") if p]
     return [name] if name else []
-
-
-def c_specifier_body(node: Node) -> Node | None:
-    """The member list of a struct/union/enum/class specifier: None for a reference
-    (``struct S *p``)."""
-    return node.child_by_field_name("body")

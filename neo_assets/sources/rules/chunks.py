@@ -7,23 +7,6 @@ from dataclasses import dataclass
 
 from neo_assets.core.ids.chunk_ids import chunk_id
 
-CHUNK_FIELDS = (
-    "chunk_id",
-    "tenant_id",
-    "repo_slug",
-    "kind",
-    "name",
-    "content",
-    "source_path",
-    "parser_id",
-    "parser_version",
-    "start_line",
-    "end_line",
-    "language",
-    "qualified_name",
-    "parent",
-)
-
 
 @dataclass(frozen=True)
 class Chunk:

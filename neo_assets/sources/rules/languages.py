@@ -64,11 +64,6 @@ def language_of(source_path: str) -> LanguageOf:
     return _BY_SUFFIX.get(base[dot:], TEXT)
 
 
-def code_languages() -> tuple[str, ...]:
-    """Every language read through a tree-sitter grammar, sorted."""
-    return tuple(sorted({v.language for v in _BY_SUFFIX.values() if v.family == FAMILY_CODE}))
-
-
 def known_languages() -> tuple[str, ...]:
     """Every ``language`` a path can be given (``language_of``), sorted."""
     named = {v.language for v in (*_BY_SUFFIX.values(), *_BY_NAME.values(), TEXT)}

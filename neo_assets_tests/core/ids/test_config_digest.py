@@ -1,21 +1,19 @@
-"""Declaration digests (stable across key order, changed by any field) and the
-configVersion rule (starts at 1, +1 on every change, a revert is a change)."""
+"""Declaration digests (stable across key order, changed by any field). The configVersion
+rule (starts at 1, +1 on every change, a revert is a change) is the ledger's:
+store/test_ledger.py."""
 
 import copy
 import math
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from neo_assets.core.ids.config_digest import (
     canonical_json,
     declaration_digest,
-    is_declaration_digest,
-    next_config_version,
     repo_declaration_digest,
 )
 
@@ -50,7 +48,7 @@ def reverse_keys(value: Any) -> Any:
 
 def test_digests_are_sha256_hex() -> None:
     for digest in (declaration_digest(tenant_plain()), repo_declaration_digest(repo_plain())):
-        assert is_declaration_digest(digest)
+        assert re.fullmatch("[0-9a-f]{64}", digest)
         assert len(digest) == 64
 
 
@@ -139,73 +137,3 @@ def test_non_json_data_is_refused_not_coerced() -> None:
 
 def test_canonical_json_is_compact_sorted_and_unicode() -> None:
     assert canonical_json({"b": 1, "a": ["é", None]}) == '{"a":["é",null],"b":1}'
-
-
-# --------------------------------------------------------------------------- configVersion
-
-A = declaration_digest({"id": "acme", "repos": [], "n": 1})
-B = declaration_digest({"id": "acme", "repos": [], "n": 2})
-C = declaration_digest({"id": "acme", "repos": [], "n": 3})
-
-
-def test_first_declaration_is_version_1() -> None:
-    assert next_config_version({}, A) == 1
-
-
-def test_unchanged_declaration_keeps_its_version() -> None:
-    assert next_config_version({A: 1}, A) == 1
-    assert next_config_version({A: 1, B: 2}, B) == 2
-
-
-def test_changed_declaration_gets_the_next_version() -> None:
-    assert next_config_version({A: 1}, B) == 2
-    assert next_config_version({A: 1, B: 2}, C) == 3
-
-
-def test_going_back_to_an_earlier_declaration_is_a_change() -> None:
-    assert next_config_version({A: 1, B: 2}, A) == 3
-    # The caller records A -> 3; A is now current and stays at 3.
-    assert next_config_version({A: 3, B: 2}, A) == 3
-    assert next_config_version({A: 3, B: 2}, B) == 4
-
-
-@pytest.mark.parametrize(
-    ("known", "digest"),
-    [
-        ({A: 1, B: 1}, C),  # two digests on one version
-        ({A: 0}, A),
-        ({A: -1}, B),
-        ({A: True}, A),  # a bool is not a version
-        ({A: 1.0}, A),
-        ({"not-a-digest": 1}, A),
-        ({A: 1}, "A" * 64),  # uppercase hex is not what the digests produce
-        ({A: 1}, A + "\n"),
-        ({}, ""),
-    ],
-)
-def test_corrupt_inputs_are_refused(known: dict[str, Any], digest: str) -> None:
-    with pytest.raises(ValueError):
-        next_config_version(known, digest)
-
-
-@given(st.lists(st.integers(min_value=0, max_value=3), min_size=1, max_size=30))
-def test_version_increases_by_one_exactly_when_the_declaration_changes(
-    declarations: list[int],
-) -> None:
-    """Simulate a ledger over a sequence of loads: the version moves iff the declaration
-    differs from the previous load, by exactly one, and never goes back."""
-    known: dict[str, int] = {}
-    previous_declaration: int | None = None
-    previous_version = 0
-    for declaration in declarations:
-        digest = declaration_digest({"id": "acme", "repos": [], "n": declaration})
-        version = next_config_version(known, digest)
-        if declaration == previous_declaration:
-            assert version == previous_version
-        else:
-            assert version == previous_version + 1
-        known[digest] = version
-        previous_declaration, previous_version = declaration, version
-    assert previous_version == 1 + sum(
-        1 for before, after in zip(declarations, declarations[1:], strict=False) if before != after
-    )
