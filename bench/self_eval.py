@@ -516,6 +516,19 @@ def handwritten_recall(per_repo: dict[str, Any], system: str) -> float | None:
     return round(hits / n, 4) if n else None
 
 
+def variant(name: str) -> Any:
+    """A named ranking variant, or ``grid:V,N,B,K``: every step on, the vector, names and
+    BM25 lists weighted V, N, B in a fusion with RRF k=K (for choosing on the train split)."""
+    from dataclasses import replace
+
+    from neo_assets.query.rules.ranking import DEFAULT_RANKING, VARIANTS
+
+    if not name.startswith("grid:"):
+        return VARIANTS[name]
+    v, n, b, k = name[5:].split(",")
+    return replace(DEFAULT_RANKING, weights=(float(v), float(n), float(b)), rrf_k=int(k))
+
+
 def main(argv: list[str] | None = None) -> int:
     from neo_assets.query.rules.ranking import VARIANTS
 
@@ -544,7 +557,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skipping {name}: no checkout at {where}", file=sys.stderr)
             continue
         repos[name] = (Path(where), tuple(p for p in only.split(",") if p))
-    variants = {v: VARIANTS[v] for v in args.variants.split(",") if v}
+    variants = {
+        v: variant(v) for v in args.variants.split(";" if ";" in args.variants else ",") if v
+    }
     summary: dict[str, Any] = {
         "bench": "self_eval",
         "k": K,

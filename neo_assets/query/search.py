@@ -342,7 +342,15 @@ class QueryService(RelatedReads):
             demoted = index.secondary
         heads = index.unit_heads if options.units else None
         vector_rank = {rid: i for i, rid in enumerate(vector_ids)}
-        fused = fuse_lists(lists, request.k, demoted=demoted, unit_head=heads, tiebreak=vector_rank)
+        fused = fuse_lists(
+            lists,
+            request.k,
+            demoted=demoted,
+            unit_head=heads,
+            tiebreak=vector_rank,
+            weights=options.weights,
+            rrf_k=options.rrf_k,
+        )
         parts = {
             head: matched for head, _s, matched in fused if heads is not None and head in heads
         }

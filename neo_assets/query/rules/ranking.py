@@ -18,6 +18,9 @@ class RankingOptions:
     bm25: bool = False  # BM25 over chunk text (identifiers split) as a third list
     units: bool = False  # parts of one unit answer as one result: its first part
     source_prior: bool = False  # tests/docs/examples below source unless asked for
+    # Each list's weight in the fusion (vector, exact names, BM25) and RRF's k.
+    weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
+    rrf_k: int = RRF_K
 
 
 LEGACY = RankingOptions()
@@ -354,14 +357,17 @@ def fuse_lists(
     demoted: frozenset[str] | set[str] = frozenset(),
     unit_head: Mapping[str, str] | None = None,
     tiebreak: Mapping[str, int] | None = None,
+    weights: Sequence[float] = (),
+    rrf_k: int = RRF_K,
 ) -> list[tuple[str, float, list[str]]]:
     """The top ``k`` by reciprocal-rank fusion of ``lists``; a ``demoted`` id counts
     SECONDARY_WEIGHT. With ``unit_head`` the parts of one unit answer as its first part,
     scored by its best part, carrying the ids of its parts that matched."""
     fused: dict[str, float] = {}
-    for ranked in lists:
+    for at, ranked in enumerate(lists):
+        weight = weights[at] if at < len(weights) else 1.0
         for i, rid in enumerate(ranked):
-            fused[rid] = fused.get(rid, 0.0) + 1.0 / (RRF_K + i + 1)
+            fused[rid] = fused.get(rid, 0.0) + weight / (rrf_k + i + 1)
     for rid in demoted:
         if rid in fused:
             fused[rid] *= SECONDARY_WEIGHT

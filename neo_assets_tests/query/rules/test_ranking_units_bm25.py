@@ -70,6 +70,15 @@ def test_a_row_far_below_the_best_bm25_score_is_no_lexical_evidence() -> None:
     assert [head for head, _s, _m in without] == ["strong", "answer", "fair"]
 
 
+def test_list_weights_and_rrf_k_shape_the_fusion() -> None:
+    lists = [["v"], ["b"]]
+    # Equal weights tie (broken by id); a heavier second list puts its row first.
+    assert [h for h, _s, _m in fuse_lists(lists, 2)] == ["b", "v"]
+    assert [h for h, _s, _m in fuse_lists(lists, 2, weights=(2.0, 1.0))] == ["v", "b"]
+    assert fuse_lists(lists, 1, rrf_k=0)[0][1] == 1.0
+    assert fuse_lists([["v"]], 1, weights=(0.5,))[0][1] == 0.5 / 61
+
+
 def test_parts_of_a_unit_answer_as_its_first_part() -> None:
     index = index_of(
         {
