@@ -56,6 +56,7 @@ run: $(READY)
 # (calibrated ceilings, kill -9 points) and must not share the CPU with another test.
 # Both passes always run; either failing fails the target.
 test: $(READY)
+	@$(BIN)/python -c 'import xdist' 2>/dev/null || { echo "make test runs on pytest-xdist, missing from $(VENV): install the dev extra (pip install -e '.[dev]'), or drop SKIP_INSTALL=1" >&2; exit 2; }
 	status=0; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not solo" || status=$$?; \
 	$(BIN)/python -m pytest -m solo || status=$$((status ? status : $$?)); \
