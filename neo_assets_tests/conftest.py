@@ -20,6 +20,25 @@ for _name, _value in TEST_STORE_ENV.items():
     os.environ.setdefault(_name, _value)
 
 
+# `make test`'s workers take whole files in collection order; the longest files start
+# first, so that neither worker is left running one of them alone at the end.
+LONGEST_FIRST = (
+    "drills/test_kill9.py",
+    "cli/test_misdeclared.py",
+    "test_sweep_outcomes.py",
+    "reconcile/test_reconciliation.py",
+    "test_make_run_e2e.py",
+    "drills/test_simulation.py",
+    "embedding/test_real_servers.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    rank = {here / name: place for place, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path, len(rank)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def stop_local_stores(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Local Chroma servers that tests' processes started under this session's temporary

@@ -41,6 +41,9 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
     env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
+    # Rich wraps stderr at 80 columns off a terminal: a long temporary path (a pytest-xdist
+    # worker's) would be split mid-name where a test looks for it whole.
+    env["COLUMNS"] = "400"
     return env
 
 

@@ -320,6 +320,9 @@ def test_two_sweeps_share_one_llama_server(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------- one slot
+# Solo: the ceiling is calibrated on one batch; another test sharing the cores during the
+# sweeps (not during the measurement) would stretch batches past it.
+@pytest.mark.solo
 def test_a_one_slot_server_behind_a_batch_timeout_gives_the_same_verdict_every_time(
     tmp_path: Path,
 ) -> None:
