@@ -16,7 +16,7 @@ from rich.console import Console
 
 from neo_assets.core import codes
 
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # a log or a pipe gets whole lines (paths)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

@@ -188,7 +188,7 @@ def _sweep_progress(console: Console | None) -> Progress:
         BarColumn(),
         TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(),
-        console=console or Console(stderr=True),
+        console=console or Console(stderr=True, soft_wrap=True),
         transient=False,
     )
 
@@ -305,7 +305,7 @@ def refresh_links(
         BarColumn(),
         TextColumn("{task.completed}/{task.total} rows"),
         TimeElapsedColumn(),
-        console=console or Console(stderr=True),
+        console=console or Console(stderr=True, soft_wrap=True),
         transient=False,
     )
     # The links run's stages (rows read, temporal pass, each semantic block, storing),
@@ -331,7 +331,7 @@ def _links_one(job: Any, instance: Any, due: Any, console: Console | None) -> di
         tags={"neo/links-reason": due.reason, "neo/launched-by": "cli"},
     )
     if not result.success:
-        (console or Console(stderr=True)).print(
+        (console or Console(stderr=True, soft_wrap=True)).print(
             f"[yellow]links of {due.key} not refreshed: {_failure_message(result)}[/]"
         )
     return {"key": due.key, "runId": result.run_id, "success": result.success}

@@ -41,9 +41,6 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO_", "DAGSTER_"))}
     env.update({"NEO_HOME": str(tmp_path / "home"), "NEO_TENANTS_FILE": str(tenants)})
-    # Rich wraps stderr at 80 columns off a terminal: a long temporary path (a pytest-xdist
-    # worker's) would be split mid-name where a test looks for it whole.
-    env["COLUMNS"] = "400"
     return env
 
 
@@ -122,6 +119,20 @@ def test_bad_tenants_file_exits_2_naming_file_and_field(
     assert str(bad) in done.stderr and "id" in done.stderr
     assert json.loads(done.stdout)["code"] == "CONFIG_INVALID"
     assert not (Path(cli_env["NEO_HOME"]) / "chroma").exists()  # refused before anything ran
+
+
+def test_a_long_path_in_an_error_is_printed_whole_off_a_terminal(
+    cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    # A log or a pipe has no width: a path Rich cut at 80 columns could not be copied or
+    # grepped (seen with a pytest-xdist worker's temporary path).
+    deep = tmp_path.joinpath(*["a-rather-long-folder-name"] * 5)
+    deep.mkdir(parents=True)
+    bad = deep / "tenants.yaml"
+    bad.write_text("tenants:\n  - id: Acme!\n    repos: []\n")
+    done = _run(["status"], {**cli_env, "NEO_TENANTS_FILE": str(bad)})
+    assert done.returncode == 2
+    assert len(str(bad)) > 120 and str(bad) in done.stderr, done.stderr
 
 
 def test_unknown_tenant_for_query_is_a_usage_error(cli_env: dict[str, str]) -> None:
