@@ -199,6 +199,10 @@ def _drill(site: Site, break_store: Callable[[], None], repair: Callable[[], Non
     assert not problems, problems
 
 
+# Solo: the fault lands from a watcher thread some requests into the sweep; beside another
+# worker on the same cores its recovery sweep deferred once in four parallel runs (never
+# alone), cause not yet found.
+@pytest.mark.solo
 @pytest.mark.skipif(not _root_can("chattr"), reason="needs root and chattr (the immutable flag)")
 def test_a_read_only_store_mid_sweep_defers_and_loses_nothing(site: Site) -> None:
     chroma = load_settings().store.chroma_dir
