@@ -743,7 +743,7 @@ def test_sentence_transformers_embeds_meaningfully(st_provider: Any) -> None:
 
 
 def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -> None:
-    assert st_provider.max_input_tokens == 256
+    assert st_provider._model.max_seq_length == 256  # the loaded model's limit
     encoded = st_provider.batches_encoded
     long_text = " ".join(f"word{i}" for i in range(600))
     with pytest.raises(EmbedFailure) as info:

@@ -1,15 +1,16 @@
 """The HTTP plumbing every remote embedding provider shares: one request raced against the
 caller's cancellation scope and the provider's own deadline (the connection closed, the
 task settled before the call returns), JSON in and out, every failure classified into the
-closed taxonomy (``embedding/failures.py``). A provider module builds its requests on
-``HttpEmbeddingTransport`` and never imports a sibling provider."""
+closed taxonomy (``embedding/failures.py``). A provider module builds on ``HttpProvider``
+and its ``HttpEmbeddingTransport``, and never imports a sibling provider."""
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx
+import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled, CancelScope
@@ -20,6 +21,7 @@ from neo_assets.embedding.failures import (
     classify_http_status,
     provider_timeout_code,
 )
+from neo_assets.embedding.provider import embed_in_batches
 
 T = TypeVar("T")
 # A limit discovery is one short question before the sweep's first request.
@@ -61,21 +63,15 @@ async def race_request(
         )
     if request.done() and not request.cancelled():
         return request.result()
-    deadline = CancelScope(label=operation_label)
-    deadline.cancel(timeout_code)
     timeout_ms = int(round(timeout_s * 1000))
-    try:
-        deadline.raise_if_cancelled()
-    except Cancelled as expired:
-        raise EmbedFailure(
-            codes.KB_VECTOR_EMBED_TIMEOUT,
-            provider_code=timeout_code,
-            operation_label=operation_label,
-            detail=f"request deadline {timeout_ms} ms passed",
-            provider=provider,
-            timeout_ms=timeout_ms,
-        ) from expired
-    raise AssertionError("unreachable")
+    raise EmbedFailure(
+        codes.KB_VECTOR_EMBED_TIMEOUT,
+        provider_code=timeout_code,
+        operation_label=operation_label,
+        detail=f"request deadline {timeout_ms} ms passed",
+        provider=provider,
+        timeout_ms=timeout_ms,
+    ) from Cancelled(timeout_code, operation_label)
 
 
 def error_message(response: httpx.Response) -> str:
@@ -151,18 +147,21 @@ class HttpEmbeddingTransport:
         *,
         headers: dict[str, str] | None = None,
         params: dict[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> Any:
-        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure."""
+        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure
+        (``timeout_s``: a deadline other than the provider's request timeout)."""
         return await self._request_json(
             lambda client: client.post(url, json=payload, headers=headers, params=params),
             cancel_scope,
             operation_label,
+            timeout_s or self.timeout_s,
         )
 
     async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
         """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
         return await self._request_json(
-            lambda client: client.get(url), cancel_scope, operation_label
+            lambda client: client.get(url), cancel_scope, operation_label, self.timeout_s
         )
 
     async def _request_json(
@@ -170,13 +169,14 @@ class HttpEmbeddingTransport:
         send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
         cancel_scope: CancelScope,
         operation_label: str,
+        timeout_s: float,
     ) -> Any:
         client = self._client_here()
         try:
             response = await race_request(
                 lambda: send(client),
                 cancel_scope,
-                timeout_s=self.timeout_s,
+                timeout_s=timeout_s,
                 timeout_code=self.timeout_code,
                 provider=self.provider,
                 operation_label=operation_label,
@@ -190,7 +190,7 @@ class HttpEmbeddingTransport:
                 operation_label=operation_label,
                 detail=f"{type(exc).__name__}",
                 provider=self.provider,
-                timeout_ms=int(round(self.timeout_s * 1000)),
+                timeout_ms=int(round(timeout_s * 1000)),
             ) from exc
         except (httpx.HTTPError, OSError) as exc:
             raise EmbedFailure(
@@ -219,55 +219,77 @@ class HttpEmbeddingTransport:
                 provider=self.provider,
             ) from exc
 
-    async def post_json_or_none(
-        self,
-        url: str,
-        payload: dict[str, Any],
-        cancel_scope: CancelScope,
-        operation_label: str,
-        *,
-        timeout_s: float,
-    ) -> Any:
-        """POST for a discovery: the JSON body of a 2xx answer, None on any failure."""
-        return await self._json_or_none(
-            "POST", url, payload, cancel_scope, operation_label, timeout_s
-        )
-
-    async def _json_or_none(
-        self,
-        method: str,
-        url: str,
-        payload: dict[str, Any] | None,
-        cancel_scope: CancelScope,
-        operation_label: str,
-        timeout_s: float,
-    ) -> Any:
-        client = self._client_here()
-        try:
-            response = await race_request(
-                lambda: client.request(method, url, json=payload),
-                cancel_scope,
-                timeout_s=timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
-            )
-        except Cancelled:
-            raise
-        except (EmbedFailure, httpx.HTTPError, OSError):
-            return None
-        if response.status_code >= 400:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            return None
-
     async def aclose(self) -> None:
         """Close the pool and its connections (a later call opens a new pool)."""
         client = self._client
         if client is not None and self._client_loop is asyncio.get_running_loop():
             await client.aclose()
+
+
+async def answer_or_none(request: Awaitable[T]) -> T | None:
+    """``request``'s answer; None when it failed (a question the server need not answer)."""
+    try:
+        return await request
+    except EmbedFailure:
+        return None
+
+
+class HttpProvider:
+    """What the remote providers share: a transport, the URL embeddings are asked at, and a
+    call split into sub-requests of at most ``max_inputs_per_request`` inputs (None: one
+    request; none starts after cancellation). A provider answers one sub-request's rows
+    (``_embed_batch``)."""
+
+    name: str
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        path: str,
+        request_timeout_ms: int,
+        headers: dict[str, str],
+        max_inputs_per_request: int | None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.dimensions = dimensions
+        self.max_inputs_per_request = max_inputs_per_request
+        self.transport = HttpEmbeddingTransport(
+            self.name, request_timeout_ms=request_timeout_ms, headers=headers
+        )
+        self._url = join_url(base_url, path)
+
+    async def embed(
+        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        async def send(batch: list[str], _start: int) -> Any:
+            return await self._embed_batch(batch, cancel_scope, operation_label)
+
+        return await embed_in_batches(
+            texts,
+            self.max_inputs_per_request,
+            self.dimensions,
+            send,
+            cancel_scope,
+            provider=self.name,
+            operation_label=operation_label,
+        )
+
+    async def _embed_batch(
+        self, batch: list[str], cancel_scope: CancelScope, operation_label: str
+    ) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The header carrying ``api_key`` to a server that wants one (none when not set)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def malformed(provider: str, operation_label: str, what: str) -> EmbedFailure:

@@ -17,8 +17,8 @@ import numpy as np
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.provider import ProviderArgs
-from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
+from neo_assets.embedding.provider import ProviderArgs, embed_in_batches
+from neo_assets.embedding.vectors import DimensionMismatchError
 from neo_assets.generations.rules import (
     SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
     normalised_model,
@@ -115,21 +115,6 @@ class SentenceTransformersProvider:
         # One worker: calls share one model and torch already uses every core.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neo-st")
 
-    @property
-    def max_input_tokens(self) -> int | None:
-        """The model's sequence limit (None until loaded)."""
-        return None if self._model is None else int(self._model.max_seq_length)
-
-    def input_limit(self) -> int | None:
-        """The model's input limit in its own tokens (read from its files, no load)."""
-        if self._model is not None:
-            return int(self._model.max_seq_length)
-        return static_input_limit(self.model)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Each text's tokens as the model counts them (special tokens included)."""
-        return count_tokens(self.model, texts)
-
     def _load_sync(self) -> Any:
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional
 
@@ -174,10 +159,9 @@ class SentenceTransformersProvider:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         model = await self._ensure_model(cancel_scope)
         loop = asyncio.get_running_loop()
-        parts = []
-        for start in range(0, len(texts), self.batch_size):
+
+        async def send(batch: list[str], start: int) -> np.ndarray:
             cancel_scope.raise_if_cancelled()
-            batch = list(texts[start : start + self.batch_size])
             vectors, over, tokens = await loop.run_in_executor(
                 self._executor, self._encode_sync, model, batch
             )
@@ -193,16 +177,17 @@ class SentenceTransformersProvider:
                     provider=self.name,
                     limit_tokens=int(model.max_seq_length),
                 )
-            parts.append(
-                validate_vectors(
-                    vectors,
-                    len(batch),
-                    self.dimensions,
-                    operation_label=operation_label,
-                    provider=self.name,
-                )
-            )
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
+            return vectors
+
+        return await embed_in_batches(
+            texts,
+            self.batch_size,
+            self.dimensions,
+            send,
+            cancel_scope,
+            provider=self.name,
+            operation_label=operation_label,
+        )
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
