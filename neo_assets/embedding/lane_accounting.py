@@ -119,7 +119,7 @@ class LaneAccounting(LaneState):
         items: Iterable[LaneItem],
         code: str,
         message: str,
-        outcome: Outcome | None,
+        outcome: Outcome,
         **extra: Any,
     ) -> None:
         ids = [i.chunk_id for i in items if self.state.get(i.chunk_id) in (None, WRITING)]
@@ -128,33 +128,17 @@ class LaneAccounting(LaneState):
         for chunk_id in ids:
             self.state[chunk_id] = DEFERRED
         self.counts["deferred"] += len(ids)
-        details = outcome.failure_details() if outcome is not None else {}
+        details = {**outcome.failure_details(), **extra}
         self.live_rows.append(
-            lane_rows.error_row(
-                code,
-                message,
-                ids,
-                outcome.label if outcome is not None else "",
-                outcome.cause_code if outcome is not None else None,
-                **{**details, **extra},
-            )
+            lane_rows.error_row(code, message, ids, outcome.label, outcome.cause_code, **details)
         )
 
     def _defer_remainder(self, stop: Stop) -> None:
-        rest = [i for i in self.offered if self.state.get(i.chunk_id) in (None, WRITING)]
-        if not rest:
-            return
-        for item in rest:
-            self.state[item.chunk_id] = DEFERRED
-        self.counts["deferred"] += len(rest)
-        self.live_rows.append(
-            lane_rows.error_row(
-                stop.code,
-                stop.message,
-                [i.chunk_id for i in rest],
-                "embed-lane",
-                stop.cause_code,
-            )
+        self._defer(
+            self.offered,
+            stop.code,
+            stop.message,
+            Outcome(label="embed-lane", cause_code=stop.cause_code),
         )
 
     def _event(self, code: str, message: str, ids: list[str], outcome: Outcome) -> None:

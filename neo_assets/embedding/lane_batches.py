@@ -71,13 +71,18 @@ class LaneBatches(LaneState):
                 self.suspects.append(item)  # alone, after the healthy work
                 continue
             healthy.append(item)
-        for start, end in rules.plan_batches(len(healthy), self.batch_size):
-            batch = healthy[start:end]
-            if len(batch) == 1:
-                # A single input is only ever dispatched with nothing else in flight.
-                self.suspects.appendleft(batch[0])
-            else:
-                self.batches.append(batch)
+        self._queue([healthy])
+
+    def _queue(self, groups: list[list[LaneItem]]) -> None:
+        """Each group cut into batches of ``batch_size``, queued to be sent."""
+        for group in groups:
+            for start, end in rules.plan_batches(len(group), self.batch_size):
+                part = group[start:end]
+                if len(part) == 1:
+                    # A single input is only ever dispatched with nothing else in flight.
+                    self.suspects.appendleft(part[0])
+                else:
+                    self.batches.append(part)
         self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
 
     async def _drive(self) -> None:
@@ -218,14 +223,7 @@ class LaneBatches(LaneState):
                 pass
         pending = [batch, *self.batches]
         self.batches.clear()
-        for group in pending:
-            for start, end in rules.plan_batches(len(group), self.batch_size):
-                part = group[start:end]
-                if len(part) == 1:
-                    self.suspects.appendleft(part[0])
-                else:
-                    self.batches.append(part)
-        self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
+        self._queue(pending)
         what = (
             f"batch past its deadline alone: batches halved to {self.batch_size} inputs"
             if slow

@@ -1,5 +1,7 @@
-"""The one embedding interface every provider implements."""
+"""The one embedding interface every provider implements, and what every provider shares:
+its build arguments, the split of a call into batches, and closing it from sync code."""
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -66,3 +68,9 @@ async def embed_in_batches(
             )
         )
     return parts[0] if len(parts) == 1 else np.vstack(parts)
+
+
+def close_provider(provider: EmbeddingProvider) -> None:
+    """Close a sweep's provider on the paths that never reach its lane (it is built before
+    the chunk stage, so start-up work overlaps parsing); closing twice is harmless."""
+    asyncio.run(provider.aclose())

@@ -114,9 +114,6 @@ class ProviderSlots:
         except BlockingIOError:
             return False
 
-    async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
-        return await poll_until(attempt, scope, deadline)
-
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
         """One slot (shared mode) or the gate and every slot (``solo``), waiting at most
         ``max_wait_s``; past it the dispatch goes ahead unlocked with ``alone`` False."""
@@ -126,7 +123,7 @@ class ProviderSlots:
         try:
             gate = self._open("gate.lock")
             fds.append(gate)
-            got_gate = await self._poll(
+            got_gate = await poll_until(
                 lambda: self._try(gate, fcntl.LOCK_EX if solo else fcntl.LOCK_SH),
                 scope,
                 deadline,
@@ -138,7 +135,7 @@ class ProviderSlots:
                     fds.append(fd)
                     if not held_all:
                         continue
-                    if not await self._poll(
+                    if not await poll_until(
                         lambda fd=fd: self._try(fd, fcntl.LOCK_EX), scope, deadline
                     ):
                         held_all = False
@@ -156,7 +153,7 @@ class ProviderSlots:
                         return True
                 return False
 
-            await self._poll(any_slot, scope, deadline)
+            await poll_until(any_slot, scope, deadline)
             if got_gate:
                 # The gate only orders arrivals: a solo waiting for it must not wait for
                 # this request's whole flight, only for the slot it drains.

@@ -19,13 +19,14 @@ from neo_assets.embedding.failures import (
     bounded,
     classify_failure,
     classify_http_status,
-    provider_timeout_code,
 )
 from neo_assets.embedding.provider import embed_in_batches
+from neo_assets.embedding.rules.provider_kinds import timeout_code
 
 T = TypeVar("T")
 # A limit discovery is one short question before the sweep's first request.
 DISCOVERY_TIMEOUT_S = 5.0
+MAX_CONNECTIONS = 16  # one provider's pool
 
 
 async def race_request(
@@ -102,15 +103,13 @@ class HttpEmbeddingTransport:
         *,
         request_timeout_ms: int,
         headers: dict[str, str] | None = None,
-        max_connections: int = 16,
     ) -> None:
         if request_timeout_ms <= 0:
             raise ValueError("request_timeout_ms must be positive")
         self.provider = provider
         self.timeout_s = request_timeout_ms / 1000.0
-        self.timeout_code = provider_timeout_code(provider)
+        self.timeout_code = timeout_code(provider)
         self._headers = headers or {}
-        self._max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -126,8 +125,7 @@ class HttpEmbeddingTransport:
                 headers=self._headers,
                 timeout=httpx.Timeout(backstop),
                 limits=httpx.Limits(
-                    max_connections=self._max_connections,
-                    max_keepalive_connections=self._max_connections,
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
                 ),
             )
             self._client_loop = loop
@@ -145,14 +143,12 @@ class HttpEmbeddingTransport:
         cancel_scope: CancelScope,
         operation_label: str,
         *,
-        headers: dict[str, str] | None = None,
-        params: dict[str, str] | None = None,
         timeout_s: float | None = None,
     ) -> Any:
         """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure
         (``timeout_s``: a deadline other than the provider's request timeout)."""
         return await self._request_json(
-            lambda client: client.post(url, json=payload, headers=headers, params=params),
+            lambda client: client.post(url, json=payload),
             cancel_scope,
             operation_label,
             timeout_s or self.timeout_s,

@@ -119,17 +119,8 @@ class OpenAICompatibleProvider(HttpProvider):
                 )
                 facts["free_slots"] = len(slots) - busy
         else:
-            counted = await answer_or_none(
-                self.transport.post_json(
-                    self._count_url,
-                    {"input": "ping", "model": self.model},
-                    cancel_scope,
-                    "server-tokenize",
-                )
-            )
-            facts["count_tokens"] = isinstance(counted, dict) and isinstance(
-                counted.get("count"), int
-            )
+            counted = await answer_or_none(self._count("ping", cancel_scope, "server-tokenize"))
+            facts["count_tokens"] = counted is not None
             if facts["count_tokens"] and self.token_limit is None:
                 facts["truncates_at"] = await self._truncation_limit(cancel_scope)
                 self.token_limit = facts["truncates_at"]
@@ -144,12 +135,7 @@ class OpenAICompatibleProvider(HttpProvider):
         counted is the cut. None when nothing was cut (or nothing could be learned)."""
         probe = "def ping(): return 'pong'\n" * 1024
         try:
-            counted = await self.transport.post_json(
-                self._count_url,
-                {"input": probe, "model": self.model},
-                cancel_scope,
-                "server-tokenize",
-            )
+            count = await self._count(probe, cancel_scope, "server-tokenize")
             body = await self.transport.post_json(
                 self._url,
                 {"model": self.model, "input": [probe], "encoding_format": "float"},
@@ -158,7 +144,6 @@ class OpenAICompatibleProvider(HttpProvider):
             )
         except EmbedFailure:
             return None
-        count = counted.get("count") if isinstance(counted, dict) else None
         usage = body.get("usage") if isinstance(body, dict) else None
         embedded = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if isinstance(count, int) and isinstance(embedded, int) and 0 < embedded < count:
@@ -189,12 +174,16 @@ class OpenAICompatibleProvider(HttpProvider):
             if limit and token_bound(text) <= limit:  # cannot exceed it: not asked
                 counts.append(None)
                 continue
-            body = await self.transport.post_json(
-                self._count_url, {"input": text, "model": self.model}, cancel_scope, operation_label
-            )
-            count = body.get("count") if isinstance(body, dict) else None
-            counts.append(count if isinstance(count, int) else None)
+            counts.append(await self._count(text, cancel_scope, operation_label))
         return counts
+
+    async def _count(self, text: str, cancel_scope: CancelScope, label: str) -> int | None:
+        """``text``'s tokens by the server's ``/extras/tokenize/count`` (None: no count)."""
+        body = await self.transport.post_json(
+            self._count_url, {"input": text, "model": self.model}, cancel_scope, label
+        )
+        count = body.get("count") if isinstance(body, dict) else None
+        return count if isinstance(count, int) else None
 
     async def _embed_batch(
         self, texts: list[str], cancel_scope: CancelScope, operation_label: str
