@@ -16,12 +16,12 @@ from neo_assets.embedding.lane_state import (
     Stop,
 )
 from neo_assets.embedding.rules import lane_evidence, lane_rows
-from neo_assets.embedding.rules.lane import LaneItem, StrikeRecord
+from neo_assets.embedding.rules.lane import FenceRecord, LaneItem, StrikeRecord
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 
 class LaneAccounting(LaneState):
-    """Outcome accounting; a part of ``lane._Lane``."""
+    """Outcome accounting; a part of ``lane.EmbeddingLane``."""
 
     async def _embedded(self, items: list[LaneItem], outcome: Outcome) -> None:
         assert outcome.vectors is not None
@@ -51,14 +51,9 @@ class LaneAccounting(LaneState):
             previous=previous.receipt if previous is not None else None,
             cause_code=outcome.cause_code,
         )
-        self.book.record_strike(
-            generation=self.generation,
-            chunk_id=item.chunk_id,
-            kind=kind,
-            count=count,
-            receipt=receipt,
-        )
-        self.strikes[item.chunk_id] = StrikeRecord(item.chunk_id, kind, count, receipt)
+        strike = StrikeRecord(item.chunk_id, kind, count, receipt)
+        self.fence_book.record_strike(self.generation, strike)
+        self.strikes[item.chunk_id] = strike
         self.struck_this_sweep.add(item.chunk_id)
         if lane_evidence.should_graduate(count, threshold):
             self._fence(
@@ -90,14 +85,8 @@ class LaneAccounting(LaneState):
         observed_at = self.clock()
         stored = {**receipt, "evidenceCode": evidence_code}
         reason_code = lane_rows.FENCE_CODE_BY_DISPOSITION[disposition]
-        self.book.record_fence(
-            generation=self.generation,
-            chunk_id=item.chunk_id,
-            disposition=disposition,
-            reason_code=reason_code,
-            receipt=stored,
-            observed_at=observed_at,
-        )
+        fence = FenceRecord(item.chunk_id, disposition, reason_code, stored, observed_at)
+        self.fence_book.record_fence(self.generation, fence)
         self.state[item.chunk_id] = FENCED
         if disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON:
             self.counts["fencedPoison"] += 1

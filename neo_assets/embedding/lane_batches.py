@@ -24,13 +24,13 @@ def _evidence_of(strike: StrikeRecord) -> str:
 
 
 class LaneBatches(LaneState):
-    """The happy path and its reshaping; a part of ``lane._Lane`` (the parts reach each
+    """The happy path and its reshaping; a part of ``lane.EmbeddingLane`` (the parts reach each
     other through ``self``)."""
 
     def _admit(self, items: Sequence[LaneItem]) -> None:
         if self._fences is None:  # read once per sweep
-            self._fences = self.book.fence_records(self.generation)
-            self.strikes = dict(self.book.strike_records(self.generation))
+            self._fences = self.fence_book.fence_records(self.generation)
+            self.strikes = dict(self.fence_book.strike_records(self.generation))
         fences = self._fences
         healthy: list[LaneItem] = []
         seen: set[str] = set()

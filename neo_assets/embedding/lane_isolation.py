@@ -11,7 +11,7 @@ from neo_assets.embedding.rules.lane import LaneItem
 
 
 class LaneIsolation(LaneState):
-    """Isolation and one input alone; a part of ``lane._Lane``."""
+    """Isolation and one input alone; a part of ``lane.EmbeddingLane``."""
 
     async def _isolate(self, group: list[LaneItem]) -> None:
         """Bisect a content-failed group with a paired control."""

@@ -25,7 +25,7 @@ from neo_assets.embedding.vectors import (
 
 
 class LaneRequests(LaneState):
-    """One request and the lane's stops; a part of ``lane._Lane``."""
+    """One request and the lane's stops; a part of ``lane.EmbeddingLane``."""
 
     async def _discover_slots(self) -> None:
         """``max_inflight`` from the server's free slots where it reports them."""
@@ -186,7 +186,7 @@ class LaneRequests(LaneState):
     def _scope_stop(self) -> Stop:
         if self.internal_stop is not None:
             return self.internal_stop
-        cause = self.scope.cause if self.scope.cancelled else self.lane_scope.cause
+        cause = self.cancel_scope.cause if self.cancel_scope.cancelled else self.lane_scope.cause
         code = lane_evidence.cancellation_code(cause)
         return Stop(code, f"embedding stopped: scope cancelled ({cause})", cause_code=cause)
 

@@ -3,7 +3,6 @@ verdict about one input can rely on "nothing else was in flight to this provider
 Design: docs/design/embedding.md#slots"""
 
 import fcntl
-import hashlib
 import os
 import tempfile
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.rules.batch_caps import provider_cap_key
 
 _POLL_S = 0.005
 _POLL_MAX_S = 0.05
@@ -21,8 +21,7 @@ ENV_SLOTS_DIR = "NEO_PROVIDER_SLOTS_DIR"
 
 def provider_key(name: str, endpoint: str, model: str) -> str:
     """The directory name of one provider: the same server, seen by every process."""
-    raw = f"{name}\n{endpoint.rstrip('/')}\n{model}".encode()
-    return hashlib.sha256(raw).hexdigest()[:20]
+    return provider_cap_key(name, endpoint, model)[:20]
 
 
 def default_slots_root() -> Path:
