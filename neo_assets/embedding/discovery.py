@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from neo_assets.config.settings import Settings
-from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
+from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, bearer, join_url
 from neo_assets.embedding.rules.band import (
     TOKENIZER_BUNDLED,
     Discovery,
@@ -40,9 +40,8 @@ class _Client:
     answered at all."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.base_url = base_url
-        self.http = httpx.Client(timeout=timeout_s, headers=headers)
+        self.http = httpx.Client(timeout=timeout_s, headers=bearer(api_key))
         self.reached = False
 
     def call(

