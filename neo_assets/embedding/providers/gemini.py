@@ -34,17 +34,21 @@ class GeminiProvider(HttpProvider):
         if not api_key:
             raise ValueError("Gemini needs an API key")
         # The API names models "models/<id>"; accept either spelling from settings.
-        model = normalised_model(self.name, model)
         super().__init__(
             base_url=base_url,
-            model=model,
+            model=normalised_model(self.name, model),
             dimensions=dimensions,
-            path=f"/v1beta/models/{quote(model, safe='-._')}:batchEmbedContents",
+            api_key=api_key,
             request_timeout_ms=request_timeout_ms,
-            headers={"x-goog-api-key": api_key},
             max_inputs_per_request=max(1, min(max_inputs_per_request, GEMINI_MAX_BATCH)),
         )
         self.task_type = task_type
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return {"x-goog-api-key": api_key or ""}
+
+    def _path(self) -> str:
+        return f"/v1beta/models/{quote(self.model, safe='-._')}:batchEmbedContents"
 
     def _request(self, text: str) -> dict[str, object]:
         item: dict[str, object] = {

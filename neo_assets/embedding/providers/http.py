@@ -226,9 +226,10 @@ class HttpProvider:
     """What the remote providers share: a transport, the URL embeddings are asked at, and a
     call split into sub-requests of at most ``max_inputs_per_request`` inputs (None: one
     request; none starts after cancellation). A provider answers one sub-request's rows
-    (``_embed_batch``)."""
+    (``_embed_batch``); the key goes as a bearer token unless it says otherwise."""
 
     name: str
+    path: str  # where embeddings are asked, under the base URL
 
     def __init__(
         self,
@@ -236,19 +237,24 @@ class HttpProvider:
         base_url: str,
         model: str,
         dimensions: int,
-        path: str,
-        request_timeout_ms: int,
-        headers: dict[str, str],
-        max_inputs_per_request: int | None,
+        api_key: str | None = None,
+        request_timeout_ms: int = 60_000,
+        max_inputs_per_request: int | None = None,
     ) -> None:
         self.base_url = base_url
         self.model = model
         self.dimensions = dimensions
         self.max_inputs_per_request = max_inputs_per_request
         self.transport = HttpEmbeddingTransport(
-            self.name, request_timeout_ms=request_timeout_ms, headers=headers
+            self.name, request_timeout_ms=request_timeout_ms, headers=self._headers(api_key)
         )
-        self._url = join_url(base_url, path)
+        self._url = join_url(base_url, self._path())
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return bearer(api_key)
+
+    def _path(self) -> str:
+        return self.path
 
     async def embed(
         self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str

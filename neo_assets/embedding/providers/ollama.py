@@ -10,7 +10,6 @@ from neo_assets.embedding.providers.http import (
     DISCOVERY_TIMEOUT_S,
     HttpProvider,
     answer_or_none,
-    bearer,
     join_url,
     malformed,
 )
@@ -18,35 +17,15 @@ from neo_assets.embedding.rules.band import ProviderLimit
 
 
 class OllamaProvider(HttpProvider):
-    """``{"model", "input": [...], "truncate": false}`` → ``{"embeddings": [[...]]}``."""
+    """``{"model", "input": [...], "truncate": false}`` → ``{"embeddings": [[...]]}``. Ollama
+    itself has no keys; a reverse proxy in front of it may want one."""
 
     name = "ollama"
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        dimensions: int,
-        request_timeout_ms: int = 60_000,
-        api_key: str | None = None,
-        max_inputs_per_request: int | None = None,
-        num_ctx: int | None = None,
-    ) -> None:
-        # Ollama itself has no keys; a reverse proxy in front of it may want one.
-        super().__init__(
-            base_url=base_url,
-            model=model,
-            dimensions=dimensions,
-            path="/api/embed",
-            request_timeout_ms=request_timeout_ms,
-            headers=bearer(api_key),
-            max_inputs_per_request=max_inputs_per_request,
-        )
-        # Sent as options.num_ctx: Ollama's own default context (2048, or the Modelfile's)
-        # is not the band the lane sizes inputs for, so it is always said explicitly.
-        self.num_ctx = num_ctx
-        self.batch_cap: int | None = None
+    path = "/api/embed"
+    # Sent as options.num_ctx: Ollama's own default context (2048, or the Modelfile's)
+    # is not the band the lane sizes inputs for, so it is always said explicitly.
+    num_ctx: int | None = None
+    batch_cap: int | None = None
 
     async def _embed_batch(
         self, batch: list[str], cancel_scope: CancelScope, operation_label: str
@@ -82,11 +61,12 @@ class OllamaProvider(HttpProvider):
 
 def build(args: ProviderArgs) -> OllamaProvider:
     assert args.base_url is not None and args.model is not None  # provider_requirements
-    return OllamaProvider(
+    provider = OllamaProvider(
         base_url=args.base_url,
         model=args.model,
         api_key=args.api_key,
         dimensions=args.dimensions,
         request_timeout_ms=args.request_timeout_ms,
-        num_ctx=args.context_tokens,
     )
+    provider.num_ctx = args.context_tokens
+    return provider

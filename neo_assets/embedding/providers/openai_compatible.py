@@ -16,7 +16,6 @@ from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.providers.http import (
     HttpProvider,
     answer_or_none,
-    bearer,
     join_url,
     malformed,
 )
@@ -61,34 +60,13 @@ class OpenAICompatibleProvider(HttpProvider):
     (none starts after cancellation); ``None`` leaves batch sizing to the lane."""
 
     name = "openai_compatible"
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        dimensions: int,
-        api_key: str | None = None,
-        request_timeout_ms: int = 60_000,
-        max_inputs_per_request: int | None = None,
-        token_limit: int | None = None,
-    ) -> None:
-        super().__init__(
-            base_url=base_url,
-            model=model,
-            dimensions=dimensions,
-            path="/v1/embeddings",
-            request_timeout_ms=request_timeout_ms,
-            headers=bearer(api_key),
-            max_inputs_per_request=max_inputs_per_request,
-        )
-        # The server's per-input token limit: configured, read from /props, or learned from
-        # a truncation it was caught at.
-        self.token_limit = token_limit
-        # A cap on inputs per request the server named (the lane learns and keeps it here).
-        self.batch_cap: int | None = None
-        self._facts: dict[str, Any] | None = None
-        self._count_url = join_url(base_url, "/extras/tokenize/count")
+    path = "/v1/embeddings"
+    # The server's per-input token limit: configured, read from /props, or learned from
+    # a truncation it was caught at.
+    token_limit: int | None = None
+    # A cap on inputs per request the server named (the lane learns and keeps it here).
+    batch_cap: int | None = None
+    _facts: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ server facts
     async def server_facts(self, cancel_scope: CancelScope) -> dict[str, Any]:
@@ -179,8 +157,9 @@ class OpenAICompatibleProvider(HttpProvider):
 
     async def _count(self, text: str, cancel_scope: CancelScope, label: str) -> int | None:
         """``text``'s tokens by the server's ``/extras/tokenize/count`` (None: no count)."""
+        url = join_url(self.base_url, "/extras/tokenize/count")
         body = await self.transport.post_json(
-            self._count_url, {"input": text, "model": self.model}, cancel_scope, label
+            url, {"input": text, "model": self.model}, cancel_scope, label
         )
         count = body.get("count") if isinstance(body, dict) else None
         return count if isinstance(count, int) else None
