@@ -214,25 +214,5 @@ class _NotThere(Exception):
     """This endpoint does not exist on the server (or does not take this shape)."""
 
 
-@functools.cache
-def counter_for(
-    base_url: str,
-    model: str | None,
-    band_tokens: int,
-    api_key: str | None,
-    timeout_s: float,
-    wait_s: float,
-    endpoint: str | None = None,
-    refused_wait_s: float | None = None,
-) -> ServerTokenCounter:
-    """One counter (and cache) per server and band in this process."""
-    return ServerTokenCounter(
-        base_url,
-        model=model,
-        band_tokens=band_tokens,
-        api_key=api_key,
-        timeout_s=timeout_s,
-        wait_s=wait_s,
-        endpoint=endpoint,
-        refused_wait_s=refused_wait_s,
-    )
+# One counter (and its cache) per server and band in this process.
+counter_for = functools.cache(ServerTokenCounter)
