@@ -102,7 +102,7 @@ class LaneBatches(LaneState):
                 # Serialized: each batch waits for the provider to finish what was given
                 # up on (a drain), so its ceiling counts the provider's time on it alone.
                 task = asyncio.create_task(
-                    self._dispatch(batch, "embed-batch", solo=self.serialized)
+                    self._dispatch([i.text for i in batch], "embed-batch", solo=self.serialized)
                 )
                 self.inflight[task] = batch
                 continue

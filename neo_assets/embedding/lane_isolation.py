@@ -56,7 +56,7 @@ class LaneIsolation(LaneState):
         """Dispatch one half: True when all of it was embedded."""
         if len(part) == 1:
             return await self._single(part[0], isolating=True, certain=False)
-        outcome = await self._dispatch(part, "isolation-bisect")
+        outcome = await self._dispatch([i.text for i in part], "isolation-bisect")
         if outcome.ok:
             await self._embedded(part, outcome)
             return True
@@ -106,7 +106,7 @@ class LaneIsolation(LaneState):
     async def _single_try(self, item: LaneItem, label: str, isolating: bool) -> Outcome | bool:
         """Dispatch ONE input: True when it was embedded, False when its failure is settled
         (a size refusal, a provider failure), else the content-class failure's outcome."""
-        outcome = await self._dispatch([item], label, solo=True)
+        outcome = await self._dispatch([item.text], label, solo=True)
         if outcome.ok:
             await self._embedded([item], outcome)
             return True

@@ -38,9 +38,8 @@ class LaneRecovery(LaneState):
         last = failure
         for attempt in range(len(delays) + 1):
             outcome = await self._dispatch(
-                None,
+                [self.settings.control_text],
                 "recovery-probe",
-                texts=[self.settings.control_text],
                 deadline_cause=codes.EMBEDDING_PROBE_TIMEOUT,
             )
             if outcome.ok:

@@ -2,6 +2,7 @@
 verdict about one input can rely on "nothing else was in flight to this provider".
 Design: docs/design/embedding.md#slots"""
 
+import contextlib
 import fcntl
 import os
 import tempfile
@@ -164,10 +165,8 @@ class ProviderSlots:
     @staticmethod
     def release(held: Held) -> None:
         for fd in held.fds:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         held.fds.clear()
 
 

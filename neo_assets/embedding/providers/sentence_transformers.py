@@ -153,15 +153,10 @@ class SentenceTransformersProvider:
     async def embed(
         self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
     ) -> np.ndarray:
-        cancel_scope.raise_if_cancelled()
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        model = await self._ensure_model(cancel_scope)
-        loop = asyncio.get_running_loop()
-
         async def send(batch: list[str], start: int) -> np.ndarray:
+            model = await self._ensure_model(cancel_scope)  # loaded by the first batch
             cancel_scope.raise_if_cancelled()
-            vectors, over, tokens = await loop.run_in_executor(
+            vectors, over, tokens = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self._encode_sync, model, batch
             )
             cancel_scope.raise_if_cancelled()
