@@ -64,7 +64,7 @@ class GeminiProvider(HttpProvider):
         self, batch: list[str], cancel_scope: CancelScope, operation_label: str
     ) -> Any:
         payload = {"requests": [self._request(t) for t in batch]}
-        body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        body = await self.transport.request_json(self._url, payload, cancel_scope, operation_label)
         embeddings = body.get("embeddings") if isinstance(body, dict) else None
         if not isinstance(embeddings, list):
             raise malformed(self.name, operation_label, "no embeddings list")

@@ -49,7 +49,7 @@ def error_message(response: httpx.Response) -> str:
 
 class HttpEmbeddingTransport:
     """One owned ``httpx.AsyncClient`` plus the deadline, cancellation and classification rules
-    every remote provider shares through ``post_json``."""
+    every remote provider shares through ``request_json``."""
 
     def __init__(
         self,
@@ -90,41 +90,27 @@ class HttpEmbeddingTransport:
         """No open pool: never used, or closed by ``aclose`` (keep-alive connections gone)."""
         return self._client is None or self._client.is_closed
 
-    async def post_json(
+    async def request_json(
         self,
         url: str,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | None,
         cancel_scope: CancelScope,
         operation_label: str,
         *,
         timeout_s: float | None = None,
     ) -> Any:
-        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure
-        (``timeout_s``: a deadline other than the provider's request timeout)."""
-        return await self._request_json(
-            lambda client: client.post(url, json=payload),
-            cancel_scope,
-            operation_label,
-            timeout_s or self.timeout_s,
-        )
-
-    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
-        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
-        return await self._request_json(
-            lambda client: client.get(url), cancel_scope, operation_label, self.timeout_s
-        )
-
-    async def _request_json(
-        self,
-        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
-        cancel_scope: CancelScope,
-        operation_label: str,
-        timeout_s: float,
-    ) -> Any:
+        """POST ``payload`` (GET ``url`` when None); the parsed JSON body of a 2xx answer, else
+        a classified failure (``timeout_s``: a deadline other than the provider's request
+        timeout)."""
+        method = "GET" if payload is None else "POST"
+        timeout_s = timeout_s or self.timeout_s
         client = self._client_here()
         try:
             response = await self._race(
-                lambda: send(client), cancel_scope, operation_label, timeout_s
+                lambda: client.request(method, url, json=payload),
+                cancel_scope,
+                operation_label,
+                timeout_s,
             )
         except (Cancelled, EmbedFailure):
             raise

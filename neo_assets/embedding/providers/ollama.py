@@ -33,7 +33,7 @@ class OllamaProvider(HttpProvider):
         payload: dict[str, Any] = {"model": self.model, "input": batch, "truncate": False}
         if self.num_ctx is not None:
             payload["options"] = {"num_ctx": self.num_ctx}
-        body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        body = await self.transport.request_json(self._url, payload, cancel_scope, operation_label)
         embeddings = body.get("embeddings") if isinstance(body, dict) else None
         if not isinstance(embeddings, list):
             raise malformed(self.name, operation_label, "no embeddings list")
@@ -42,7 +42,7 @@ class OllamaProvider(HttpProvider):
     async def discover_limit(self, cancel_scope: CancelScope) -> ProviderLimit | None:
         """The model's trained context from ``/api/show``; None when it does not say."""
         body = await answer_or_none(
-            self.transport.post_json(
+            self.transport.request_json(
                 join_url(self.base_url, "/api/show"),
                 {"model": self.model},
                 cancel_scope,

@@ -76,7 +76,9 @@ class OpenAICompatibleProvider(HttpProvider):
             return self._facts
         facts: dict[str, Any] = {}
         props = await answer_or_none(
-            self.transport.get_json(join_url(self.base_url, "/props"), cancel_scope, "server-props")
+            self.transport.request_json(
+                join_url(self.base_url, "/props"), None, cancel_scope, "server-props"
+            )
         )
         if isinstance(props, dict):
             total = props.get("total_slots")
@@ -87,8 +89,8 @@ class OpenAICompatibleProvider(HttpProvider):
             if isinstance(n_ctx, int) and n_ctx >= 1:
                 facts["n_ctx"] = n_ctx
             slots = await answer_or_none(
-                self.transport.get_json(
-                    join_url(self.base_url, "/slots"), cancel_scope, "server-slots"
+                self.transport.request_json(
+                    join_url(self.base_url, "/slots"), None, cancel_scope, "server-slots"
                 )
             )
             if isinstance(slots, list) and slots:
@@ -114,7 +116,7 @@ class OpenAICompatibleProvider(HttpProvider):
         probe = "def ping(): return 'pong'\n" * 1024
         try:
             count = await self._count(probe, cancel_scope, "server-tokenize")
-            body = await self.transport.post_json(
+            body = await self.transport.request_json(
                 self._url,
                 {"model": self.model, "input": [probe], "encoding_format": "float"},
                 cancel_scope,
@@ -158,7 +160,7 @@ class OpenAICompatibleProvider(HttpProvider):
     async def _count(self, text: str, cancel_scope: CancelScope, label: str) -> int | None:
         """``text``'s tokens by the server's ``/extras/tokenize/count`` (None: no count)."""
         url = join_url(self.base_url, "/extras/tokenize/count")
-        body = await self.transport.post_json(
+        body = await self.transport.request_json(
             url, {"input": text, "model": self.model}, cancel_scope, label
         )
         count = body.get("count") if isinstance(body, dict) else None
@@ -174,7 +176,7 @@ class OpenAICompatibleProvider(HttpProvider):
                     self.name, operation_label, counted=count, limit=self.token_limit, embedded=None
                 )
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
-        body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        body = await self.transport.request_json(self._url, payload, cancel_scope, operation_label)
         self._check_truncation(texts, counts, body, operation_label)
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
