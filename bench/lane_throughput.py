@@ -9,7 +9,7 @@ computes at most ``slots`` requests at once, so its capacity is known:
 
 - ``baseline``: a bare httpx client keeping ``--inflight`` requests of ``batch`` inputs
   open back to back (what the server + HTTP stack deliver with no lane at all);
-- ``lane``: ``embed_chunks`` through the real OpenAI-compatible provider, each finished
+- ``lane``: ``EmbeddingLane`` through the real OpenAI-compatible provider, each finished
   batch handed to the write path (a worker thread) and dropped there;
 - ``withChroma``: the same with a real Chroma collection behind the write path, against
   the store's own write rate measured alone (on a small machine the store, not the
@@ -37,11 +37,11 @@ import httpx
 import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.store.chroma_store import ChromaStore, make_client
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 
 
@@ -107,7 +107,7 @@ async def lane(
     dims: int,
     store: ChromaStore | None,
 ) -> tuple[float, dict[str, Any]]:
-    """Inputs per second through ``embed_chunks``, and its summary. With no store the
+    """Inputs per second through ``EmbeddingLane``, and its summary. With no store the
     vectors still go through the lane's write path (a worker thread), then are dropped."""
     provider = OpenAICompatibleProvider(
         base_url=base_url, model="bench", dimensions=dims, request_timeout_ms=60_000
@@ -121,8 +121,7 @@ async def lane(
     try:
         await provider.embed(["warm up"], CancelScope(label="warm-up"), "warm-up")
         started = time.perf_counter()
-        summary = await embed_chunks(
-            items,
+        summary = await EmbeddingLane(
             provider=provider,
             settings=settings,
             generation="bench",
@@ -130,7 +129,7 @@ async def lane(
             write_batch=write,
             cancel_scope=CancelScope(label="bench"),
             clock=time.time,
-        )
+        ).run(items)
         elapsed = time.perf_counter() - started
     finally:
         await provider.aclose()

@@ -10,7 +10,7 @@ same run, each twice (the better run counts, the first warms the server):
 
 - ``own``: the server's own throughput: a bare httpx client keeping ``slots`` requests of
   ``batch`` inputs open back to back, vectors discarded;
-- ``lane``: ``embed_chunks`` through the real OpenAI-compatible provider (``max_inflight``
+- ``lane``: ``EmbeddingLane`` through the real OpenAI-compatible provider (``max_inflight``
   from the server's free slots, the provider-wide slot locks, the token-count guard),
   each finished batch handed to the write path and dropped there.
 
@@ -32,11 +32,11 @@ from typing import Any
 import httpx
 
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
-from neo_assets.embedding.provider_slots import slots_for
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
+from neo_assets.embedding.slot_backend import slots_for
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 from neo_assets_tests.real_servers import LlamaServer, gguf_model, llama_server_binary, running
 
 
@@ -87,8 +87,7 @@ async def lane(
         # first contact (server facts, token-count probe) is not the lane's throughput
         await provider.server_facts(CancelScope(label="facts"))
         started = time.perf_counter()
-        summary = await embed_chunks(
-            items,
+        summary = await EmbeddingLane(
             provider=provider,
             settings=settings,
             generation="bench-real-llama",
@@ -97,7 +96,7 @@ async def lane(
             cancel_scope=CancelScope(label="bench"),
             clock=time.time,
             slots=slots_for(provider.name, base_url, provider.model, 2, slots_dir),
-        )
+        ).run(items)
         elapsed = time.perf_counter() - started
     finally:
         await provider.aclose()

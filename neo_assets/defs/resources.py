@@ -9,8 +9,7 @@ from pydantic import PrivateAttr
 
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.declaration.in_force import load_declaration
-from neo_assets.embedding.lifecycle import close_provider
-from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.provider import EmbeddingProvider, close_provider
 from neo_assets.services import handles
 from neo_assets.services.handles import OpenOnFirstUse
 from neo_assets.store.chroma_store import ChromaStore

@@ -93,13 +93,13 @@ def server_band(settings: Settings, limit_tokens: int, endpoint: str | None = No
     assert emb.base_url is not None
     counter = counter_for(
         emb.base_url,
-        emb.model,
-        limit_tokens,
-        emb.api_key,
-        emb.request_timeout_ms / 1000.0,
-        emb.loading_max_wait_s,
-        endpoint,
-        emb.unreachable_wait_s,
+        model=emb.model,
+        band_tokens=limit_tokens,
+        api_key=emb.api_key,
+        timeout_s=emb.request_timeout_ms / 1000.0,
+        wait_s=emb.loading_max_wait_s,
+        endpoint=endpoint,
+        refused_wait_s=emb.unreachable_wait_s,
     )
     return Band(
         limit_tokens=limit_tokens,

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 
 from neo_assets.config.settings import Settings
-from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, join_url
+from neo_assets.embedding.providers.http import DISCOVERY_TIMEOUT_S, bearer
 from neo_assets.embedding.rules.band import (
     TOKENIZER_BUNDLED,
     Discovery,
@@ -34,27 +34,21 @@ class NoAnswerNow(Exception):
     this contact found nothing, and the record stays as it was."""
 
 
-class _Client:
+class _Client(httpx.Client):
     """GET/POST that answer the decoded body, or None for anything else (a missing
     endpoint, an error, a body that is not JSON). ``reached`` says whether anything
     answered at all."""
 
     def __init__(self, base_url: str, api_key: str | None, timeout_s: float) -> None:
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.base_url = base_url
-        self.http = httpx.Client(timeout=timeout_s, headers=headers)
+        super().__init__(base_url=base_url, timeout=timeout_s, headers=bearer(api_key))
         self.reached = False
 
     def call(
         self, method: str, path: str, payload: Any = None, timeout_s: float | None = None
     ) -> Any:
         try:
-            response = self.http.request(
-                method,
-                join_url(self.base_url, path),
-                json=payload,
-                timeout=timeout_s if timeout_s is not None else self.http.timeout,
-            )
+            timeout = timeout_s if timeout_s is not None else self.timeout
+            response = self.request(method, path, json=payload, timeout=timeout)
         except httpx.HTTPError:
             return None
         self.reached = True
@@ -64,9 +58,6 @@ class _Client:
             return response.json()
         except ValueError:
             return None
-
-    def close(self) -> None:
-        self.http.close()
 
 
 def _int(value: Any) -> int | None:
@@ -161,8 +152,7 @@ def discover(settings: Settings, timeout_s: float = DISCOVERY_TIMEOUT_S) -> Disc
     askers = ASKERS.get(emb.provider)
     if not askers or not emb.base_url:
         return None
-    client = _Client(emb.base_url, emb.api_key, timeout_s)
-    try:
+    with _Client(emb.base_url, emb.api_key, timeout_s) as client:
         for ask in askers:
             try:
                 found = ask(client, emb.model)
@@ -172,9 +162,7 @@ def discover(settings: Settings, timeout_s: float = DISCOVERY_TIMEOUT_S) -> Disc
                 return found
             if not client.reached:
                 return None  # nothing answers there: keep what was recorded
-        return Discovery(None, "the server names no limit and no tokenizer", None)
-    finally:
-        client.close()
+    return Discovery(None, "the server names no limit and no tokenizer", None)
 
 
 def discover_and_record(

@@ -12,10 +12,6 @@ import httpx
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled
 from neo_assets.embedding.rules.lane_evidence import batch_cap_from_message as batch_cap_of
-from neo_assets.embedding.rules.provider_kinds import timeout_code
-
-# Every cause code that means "a deadline fired" (a provider's own, or a probe's).
-TIMEOUT_CAUSES = codes.DEADLINE_CAUSE_CODES
 
 # errnos that mean "no one accepted the connection".
 _NOT_LISTENING_ERRNOS = frozenset({errno.ECONNREFUSED, errno.EHOSTUNREACH, errno.ENETUNREACH})
@@ -112,25 +108,15 @@ class EmbedFailure(Exception):
         self.timeout_ms = timeout_ms
         # A size refusal's limit, when the provider named it (else the band in force).
         self.limit_tokens = limit_tokens if limit_tokens is not None else size_limit(detail)
-        parts = [code]
-        if provider_code:
-            parts.append(f"cause={provider_code}")
-        if status is not None:
-            parts.append(f"status={status}")
-        if provider:
-            parts.append(f"provider={provider}")
-        if self.operation_label:
-            parts.append(f"op={self.operation_label}")
-        if timeout_ms is not None:
-            parts.append(f"timeoutMs={timeout_ms}")
-        if self.detail:
-            parts.append(self.detail)
-        super().__init__(" ".join(parts))
-
-
-def provider_timeout_code(provider_name: str) -> str:
-    """The code a provider's own request deadline cancels with."""
-    return timeout_code(provider_name)
+        named = {
+            "cause": provider_code,
+            "status": status,
+            "provider": provider,
+            "op": self.operation_label,
+            "timeoutMs": timeout_ms,
+        }
+        said = [f"{key}={value}" for key, value in named.items() if value not in (None, "")]
+        super().__init__(" ".join([code, *said, *([self.detail] if self.detail else [])]))
 
 
 def is_size_message(message: str) -> bool:
@@ -210,7 +196,7 @@ def _errnos(exc: BaseException) -> set[int]:
 
 
 def _classify_cancel_cause(cause: str) -> str:
-    if cause in TIMEOUT_CAUSES:
+    if cause in codes.DEADLINE_CAUSE_CODES:  # a provider's own deadline, or a probe's
         return codes.KB_VECTOR_EMBED_TIMEOUT
     if cause in codes.EMBED_FAILURE_CODES:
         # A scope cancelled with a class of its own (e.g. the lane's circuit or yield).

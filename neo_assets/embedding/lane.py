@@ -1,32 +1,33 @@
 """The embedding lane: embed what the collection lacks, and conclude only what the evidence
-proves. ``embed_chunks`` assembles the lane's parts (``lane_state``, ``lane_batches``,
+proves. ``EmbeddingLane`` assembles the lane's parts (``lane_state``, ``lane_batches``,
 ``lane_requests``, ``lane_recovery``, ``lane_isolation``, ``lane_accounting``,
 ``lane_writer``). Design: docs/design/embedding.md#lane"""
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.lane_accounting import LaneAccounting
 from neo_assets.embedding.lane_batches import LaneBatches
 from neo_assets.embedding.lane_isolation import LaneIsolation
-from neo_assets.embedding.lane_memory import BatchCapMemory, FenceBook
 from neo_assets.embedding.lane_recovery import LaneRecovery
 from neo_assets.embedding.lane_requests import LaneRequests
-from neo_assets.embedding.lane_state import Progress, Stop, WriteBatch
+from neo_assets.embedding.lane_state import Stop
 from neo_assets.embedding.lane_writer import LaneWriter
-from neo_assets.embedding.provider import EmbeddingProvider
-from neo_assets.embedding.provider_slots import Slots
-from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
+from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.sweep.rules.summary import LaneSummary
 
-__all__ = ["embed_chunks"]
+__all__ = ["EmbeddingLane"]
 
 
-class _Lane(LaneBatches, LaneIsolation, LaneRequests, LaneRecovery, LaneAccounting, LaneWriter):
-    """The lane assembled from its parts (one module each); ``run`` is one sweep's lane."""
+class EmbeddingLane(
+    LaneBatches, LaneIsolation, LaneRequests, LaneRecovery, LaneAccounting, LaneWriter
+):
+    """The lane assembled from its parts (one module each), built from ``LaneState``'s
+    fields; ``run`` is one sweep's lane."""
 
     async def run(self, items: Sequence[LaneItem]) -> LaneSummary:
+        """Embed ``items`` at ``generation``; return the ``LaneSummary``. Never raises for a
+        provider or store failure: every failure is a row."""
         self._admit(items)
         if self.batches:  # only a sweep with batches to send asks the server
             await self._discover_slots()
@@ -52,37 +53,3 @@ class _Lane(LaneBatches, LaneIsolation, LaneRequests, LaneRecovery, LaneAccounti
             self._defer_remainder(self.stop)
         self._report_progress()
         return self._summary()
-
-
-async def embed_chunks(
-    items: Sequence[LaneItem],
-    *,
-    provider: EmbeddingProvider,
-    settings: LaneSettings,
-    generation: str,
-    fence_book: FenceBook,
-    write_batch: WriteBatch,
-    cancel_scope: CancelScope,
-    clock: Callable[[], float],
-    progress: Progress | None = None,
-    slots: Slots | None = None,
-    width_known: bool = False,
-    batch_caps: BatchCapMemory | None = None,
-) -> LaneSummary:
-    """Embed ``items`` at ``generation``; return the ``LaneSummary``. Never raises for a
-    provider or store failure: every failure is a row. ``width_known``: a wrong width is not
-    a first-contact configuration error. ``batch_caps``: the provider's remembered cap."""
-    lane = _Lane(
-        provider=provider,
-        settings=settings,
-        generation=generation,
-        fence_book=fence_book,
-        write_batch=write_batch,
-        cancel_scope=cancel_scope,
-        clock=clock,
-        progress=progress,
-        slots=slots,
-        width_known=width_known,
-        batch_caps=batch_caps,
-    )
-    return await lane.run(items)

@@ -16,12 +16,12 @@ from neo_assets.embedding.lane_state import (
     Stop,
 )
 from neo_assets.embedding.rules import lane_evidence, lane_rows
-from neo_assets.embedding.rules.lane import LaneItem, StrikeRecord
+from neo_assets.embedding.rules.lane import FenceRecord, LaneItem, StrikeRecord
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 
 
 class LaneAccounting(LaneState):
-    """Outcome accounting; a part of ``lane._Lane``."""
+    """Outcome accounting; a part of ``lane.EmbeddingLane``."""
 
     async def _embedded(self, items: list[LaneItem], outcome: Outcome) -> None:
         assert outcome.vectors is not None
@@ -51,14 +51,9 @@ class LaneAccounting(LaneState):
             previous=previous.receipt if previous is not None else None,
             cause_code=outcome.cause_code,
         )
-        self.book.record_strike(
-            generation=self.generation,
-            chunk_id=item.chunk_id,
-            kind=kind,
-            count=count,
-            receipt=receipt,
-        )
-        self.strikes[item.chunk_id] = StrikeRecord(item.chunk_id, kind, count, receipt)
+        strike = StrikeRecord(item.chunk_id, kind, count, receipt)
+        self.fence_book.record_strike(self.generation, strike)
+        self.strikes[item.chunk_id] = strike
         self.struck_this_sweep.add(item.chunk_id)
         if lane_evidence.should_graduate(count, threshold):
             self._fence(
@@ -90,14 +85,8 @@ class LaneAccounting(LaneState):
         observed_at = self.clock()
         stored = {**receipt, "evidenceCode": evidence_code}
         reason_code = lane_rows.FENCE_CODE_BY_DISPOSITION[disposition]
-        self.book.record_fence(
-            generation=self.generation,
-            chunk_id=item.chunk_id,
-            disposition=disposition,
-            reason_code=reason_code,
-            receipt=stored,
-            observed_at=observed_at,
-        )
+        fence = FenceRecord(item.chunk_id, disposition, reason_code, stored, observed_at)
+        self.fence_book.record_fence(self.generation, fence)
         self.state[item.chunk_id] = FENCED
         if disposition == codes.DISPOSITION_PROVEN_CONTENT_POISON:
             self.counts["fencedPoison"] += 1
@@ -119,7 +108,7 @@ class LaneAccounting(LaneState):
         items: Iterable[LaneItem],
         code: str,
         message: str,
-        outcome: Outcome | None,
+        outcome: Outcome,
         **extra: Any,
     ) -> None:
         ids = [i.chunk_id for i in items if self.state.get(i.chunk_id) in (None, WRITING)]
@@ -128,33 +117,17 @@ class LaneAccounting(LaneState):
         for chunk_id in ids:
             self.state[chunk_id] = DEFERRED
         self.counts["deferred"] += len(ids)
-        details = outcome.failure_details() if outcome is not None else {}
+        details = {**outcome.failure_details(), **extra}
         self.live_rows.append(
-            lane_rows.error_row(
-                code,
-                message,
-                ids,
-                outcome.label if outcome is not None else "",
-                outcome.cause_code if outcome is not None else None,
-                **{**details, **extra},
-            )
+            lane_rows.error_row(code, message, ids, outcome.label, outcome.cause_code, **details)
         )
 
     def _defer_remainder(self, stop: Stop) -> None:
-        rest = [i for i in self.offered if self.state.get(i.chunk_id) in (None, WRITING)]
-        if not rest:
-            return
-        for item in rest:
-            self.state[item.chunk_id] = DEFERRED
-        self.counts["deferred"] += len(rest)
-        self.live_rows.append(
-            lane_rows.error_row(
-                stop.code,
-                stop.message,
-                [i.chunk_id for i in rest],
-                "embed-lane",
-                stop.cause_code,
-            )
+        self._defer(
+            self.offered,
+            stop.code,
+            stop.message,
+            Outcome(label="embed-lane", cause_code=stop.cause_code),
         )
 
     def _event(self, code: str, message: str, ids: list[str], outcome: Outcome) -> None:

@@ -3,6 +3,7 @@ finished batch settled (written or routed), and the reshaping a batch failure as
 (a model loading, a batch cap named, a deadline: halved or one request at a time)."""
 
 import asyncio
+import contextlib
 from collections.abc import Sequence
 
 from neo_assets.core import codes
@@ -24,13 +25,13 @@ def _evidence_of(strike: StrikeRecord) -> str:
 
 
 class LaneBatches(LaneState):
-    """The happy path and its reshaping; a part of ``lane._Lane`` (the parts reach each
+    """The happy path and its reshaping; a part of ``lane.EmbeddingLane`` (the parts reach each
     other through ``self``)."""
 
     def _admit(self, items: Sequence[LaneItem]) -> None:
         if self._fences is None:  # read once per sweep
-            self._fences = self.book.fence_records(self.generation)
-            self.strikes = dict(self.book.strike_records(self.generation))
+            self._fences = self.fence_book.fence_records(self.generation)
+            self.strikes = dict(self.fence_book.strike_records(self.generation))
         fences = self._fences
         healthy: list[LaneItem] = []
         seen: set[str] = set()
@@ -71,13 +72,18 @@ class LaneBatches(LaneState):
                 self.suspects.append(item)  # alone, after the healthy work
                 continue
             healthy.append(item)
-        for start, end in rules.plan_batches(len(healthy), self.batch_size):
-            batch = healthy[start:end]
-            if len(batch) == 1:
-                # A single input is only ever dispatched with nothing else in flight.
-                self.suspects.appendleft(batch[0])
-            else:
-                self.batches.append(batch)
+        self._queue([healthy])
+
+    def _queue(self, groups: list[list[LaneItem]]) -> None:
+        """Each group cut into batches of ``batch_size``, queued to be sent."""
+        for group in groups:
+            for start, end in rules.plan_batches(len(group), self.batch_size):
+                part = group[start:end]
+                if len(part) == 1:
+                    # A single input is only ever dispatched with nothing else in flight.
+                    self.suspects.appendleft(part[0])
+                else:
+                    self.batches.append(part)
         self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
 
     async def _drive(self) -> None:
@@ -96,7 +102,7 @@ class LaneBatches(LaneState):
                 # Serialized: each batch waits for the provider to finish what was given
                 # up on (a drain), so its ceiling counts the provider's time on it alone.
                 task = asyncio.create_task(
-                    self._dispatch(batch, "embed-batch", solo=self.serialized)
+                    self._dispatch([i.text for i in batch], "embed-batch", solo=self.serialized)
                 )
                 self.inflight[task] = batch
                 continue
@@ -151,7 +157,6 @@ class LaneBatches(LaneState):
             ),
             outcome,
         )
-        ids = [i.chunk_id for i in batch]
         if route in ("wait", "shrink", "serialize"):
             self._reshape(batch, route, outcome)
             return
@@ -162,73 +167,57 @@ class LaneBatches(LaneState):
             what = (
                 "a size refusal" if lane_evidence.is_size_refusal(code) else "a content-class error"
             )
-            self._event(code, f"batch failed with {what}: isolating", ids, outcome)
+            message = f"batch failed with {what}: isolating"
         elif route == "retry":
             self.batches.appendleft(batch)  # not settled: it goes again
             self.need_recovery = outcome
-            self._event(
-                code, "batch refused: dispatching it again once the provider answers", ids, outcome
-            )
+            message = "batch refused: dispatching it again once the provider answers"
         else:
             self.suspects.extend(batch)
             if lane_evidence.waits_for_recovery(code, outcome.status):
                 self.need_recovery = outcome
-            self._event(
-                code, "batch failed: its members are suspects, dispatched one by one", ids, outcome
-            )
+            message = "batch failed: its members are suspects, dispatched one by one"
+        self._event(code, message, [i.chunk_id for i in batch], outcome)
         self._count_failure(outcome)
 
     def _reshape(self, batch: list[LaneItem], route: str, outcome: Outcome) -> None:
         """A batch failure that says nothing about its inputs, only about how to send them:
         they go again (nothing is struck or suspected, the circuit does not move)."""
-        code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
-        ids = [i.chunk_id for i in batch]
         if route == "wait":
             self.batches.appendleft(batch)
             self.need_recovery = outcome
-            self._event(
-                code, "provider loading its model: waiting, then sending again", ids, outcome
-            )
-            return
-        if route == "serialize":
+            message = "provider loading its model: waiting, then sending again"
+        elif route == "serialize":
             self.max_inflight = 1
             self.serialized = True
             self.batches.appendleft(batch)
-            self._event(
-                code,
-                "batch deadline while other requests were in flight: one request at a time now",
-                ids,
-                outcome,
+            message = (
+                "batch deadline while other requests were in flight: one request at a time now"
             )
-            return
+        else:
+            message = self._shrink(batch, outcome)
+        code = outcome.code or codes.KB_VECTOR_EMBED_UNCLASSIFIED
+        self._event(code, message, [i.chunk_id for i in batch], outcome)
+
+    def _shrink(self, batch: list[LaneItem], outcome: Outcome) -> str:
+        """Smaller batches: the cap the provider named, else half this one; what was done."""
         named = lane_evidence.batch_cap_from_message(outcome.detail)
         cap = named or max(1, len(batch) // 2)
         cap = min(cap, len(batch) - 1) if cap >= len(batch) else cap
         self.batch_size = min(self.batch_size, max(1, cap))
-        slow = code == codes.KB_VECTOR_EMBED_TIMEOUT  # this sweep's load, not the server's cap
-        try:  # remembered for the provider: later sweeps in this process start at the cap
-            if not slow:
+        # A deadline is this sweep's load, not the server's cap.
+        slow = outcome.code == codes.KB_VECTOR_EMBED_TIMEOUT
+        if not slow:  # remembered for the provider: later sweeps in this process start at the cap
+            with contextlib.suppress(AttributeError):
                 self.provider.batch_cap = self.batch_size  # type: ignore[attr-defined]
-        except AttributeError:
-            pass
         if named is not None and self.batch_caps is not None:
-            try:  # and for every later sweep: only a cap the server named, not a guess
+            # And for every later sweep: only a cap the server named, not a guess (an
+            # unwritten memory costs one refusal later).
+            with contextlib.suppress(Exception):
                 self.batch_caps.remember(self.batch_size, outcome.detail)
-            except Exception:  # noqa: BLE001 - an unwritten memory costs one refusal later
-                pass
         pending = [batch, *self.batches]
         self.batches.clear()
-        for group in pending:
-            for start, end in rules.plan_batches(len(group), self.batch_size):
-                part = group[start:end]
-                if len(part) == 1:
-                    self.suspects.appendleft(part[0])
-                else:
-                    self.batches.append(part)
-        self.total_batches = self.done_batches + len(self.batches) + len(self.inflight)
-        what = (
-            f"batch past its deadline alone: batches halved to {self.batch_size} inputs"
-            if slow
-            else f"provider caps a request at {self.batch_size} inputs: batches cut"
-        )
-        self._event(code, what, ids, outcome)
+        self._queue(pending)
+        if slow:
+            return f"batch past its deadline alone: batches halved to {self.batch_size} inputs"
+        return f"provider caps a request at {self.batch_size} inputs: batches cut"

@@ -11,7 +11,7 @@ from neo_assets.embedding.rules.lane import LaneItem
 
 
 class LaneIsolation(LaneState):
-    """Isolation and one input alone; a part of ``lane._Lane``."""
+    """Isolation and one input alone; a part of ``lane.EmbeddingLane``."""
 
     async def _isolate(self, group: list[LaneItem]) -> None:
         """Bisect a content-failed group with a paired control."""
@@ -56,7 +56,7 @@ class LaneIsolation(LaneState):
         """Dispatch one half: True when all of it was embedded."""
         if len(part) == 1:
             return await self._single(part[0], isolating=True, certain=False)
-        outcome = await self._dispatch(part, "isolation-bisect")
+        outcome = await self._dispatch([i.text for i in part], "isolation-bisect")
         if outcome.ok:
             await self._embedded(part, outcome)
             return True
@@ -69,40 +69,19 @@ class LaneIsolation(LaneState):
         """Dispatch ONE input with nothing else in flight; True when it was embedded. ``certain``:
         the walk knows this input fails, so a control goes first when the last request failed
         (docs/design/embedding.md#evidence)."""
-        in_isolation = isolating
         if certain and not self.last_ok:
             control = await self._control("isolation-control")
             if not control.ok:
-                return self._single_provider_failure(
-                    item, control, in_isolation, own_dispatch=False
-                )
+                return self._single_provider_failure(item, control, isolating, own_dispatch=False)
         preceded_ok = self.last_ok
-        outcome = await self._dispatch([item], "embed-single", solo=True)
-        if outcome.ok:
-            await self._embedded([item], outcome)
-            return True
-        self.last_ok = False
-        if lane_evidence.is_size_refusal(outcome.code or ""):
-            self._size_refused(item, outcome)
-            return False
-        if not lane_evidence.is_content_class(outcome.code or "", outcome.status):
-            return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
-        if not (isolating and preceded_ok):
+        outcome = await self._single_try(item, "embed-single", isolating)
+        if isinstance(outcome, Outcome) and not (isolating and preceded_ok):
             control = await self._control("isolation-control")
             if not control.ok:
-                return self._single_provider_failure(
-                    item, control, in_isolation, own_dispatch=False
-                )
-            outcome = await self._dispatch([item], "embed-single-again", solo=True)
-            if outcome.ok:
-                await self._embedded([item], outcome)
-                return True
-            self.last_ok = False
-            if lane_evidence.is_size_refusal(outcome.code or ""):
-                self._size_refused(item, outcome)
-                return False
-            if not lane_evidence.is_content_class(outcome.code or "", outcome.status):
-                return self._single_provider_failure(item, outcome, in_isolation, own_dispatch=True)
+                return self._single_provider_failure(item, control, isolating, own_dispatch=False)
+            outcome = await self._single_try(item, "embed-single-again", isolating)
+        if not isinstance(outcome, Outcome):
+            return outcome
         evidence = lane_evidence.content_evidence(outcome.code or "", outcome.status)
         if evidence is None or lane_evidence.poison_forbidden(evidence):
             # Unreachable by construction; the guard stands at the attribution site anyway.
@@ -123,6 +102,21 @@ class LaneIsolation(LaneState):
         }
         self._fence(item, codes.DISPOSITION_PROVEN_CONTENT_POISON, evidence, receipt)
         return False
+
+    async def _single_try(self, item: LaneItem, label: str, isolating: bool) -> Outcome | bool:
+        """Dispatch ONE input: True when it was embedded, False when its failure is settled
+        (a size refusal, a provider failure), else the content-class failure's outcome."""
+        outcome = await self._dispatch([item.text], label, solo=True)
+        if outcome.ok:
+            await self._embedded([item], outcome)
+            return True
+        self.last_ok = False
+        if lane_evidence.is_size_refusal(outcome.code or ""):
+            self._size_refused(item, outcome)
+            return False
+        if not lane_evidence.is_content_class(outcome.code or "", outcome.status):
+            return self._single_provider_failure(item, outcome, isolating, own_dispatch=True)
+        return outcome
 
     def _size_refused(self, item: LaneItem, outcome: Outcome) -> None:
         """ONE input the provider refused for its size: geometry, never content."""

@@ -1,15 +1,16 @@
 """Waiting for the provider to answer again, the circuit of consecutive provider
 failures, and the strike receipts a later success completes."""
 
+from dataclasses import replace
+
 from neo_assets.core import codes
 from neo_assets.embedding.lane_state import LaneState, Outcome, Stop
 from neo_assets.embedding.rules import lane_evidence, lane_rows
-from neo_assets.embedding.rules.lane import StrikeRecord
 from neo_assets.embedding.rules.provider_kinds import UNREACHABLE_REFUSED
 
 
 class LaneRecovery(LaneState):
-    """Recovery and the circuit; a part of ``lane._Lane``."""
+    """Recovery and the circuit; a part of ``lane.EmbeddingLane``."""
 
     async def _recover(self) -> None:
         """Wait until the provider answers a short control text again (abortable backoff),
@@ -37,9 +38,8 @@ class LaneRecovery(LaneState):
         last = failure
         for attempt in range(len(delays) + 1):
             outcome = await self._dispatch(
-                None,
+                [self.settings.control_text],
                 "recovery-probe",
-                texts=[self.settings.control_text],
                 deadline_cause=codes.EMBEDDING_PROBE_TIMEOUT,
             )
             if outcome.ok:
@@ -91,14 +91,8 @@ class LaneRecovery(LaneState):
             strike = self.strikes.get(chunk_id)
             if strike is None:
                 continue
-            receipt = lane_rows.with_recovery(strike.receipt, size)
-            self.book.record_strike(
-                generation=self.generation,
-                chunk_id=chunk_id,
-                kind=strike.kind,
-                count=strike.count,
-                receipt=receipt,
-            )
-            self.strikes[chunk_id] = StrikeRecord(chunk_id, strike.kind, strike.count, receipt)
+            recovered = replace(strike, receipt=lane_rows.with_recovery(strike.receipt, size))
+            self.fence_book.record_strike(self.generation, recovered)
+            self.strikes[chunk_id] = recovered
         if source == "input":
             self.awaiting_recovery.clear()

@@ -3,7 +3,6 @@ the drain before a solo dispatch, the control text, and the stops (scope, unreac
 
 import asyncio
 import dataclasses
-from collections.abc import Sequence
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled
@@ -11,7 +10,6 @@ from neo_assets.embedding.failures import is_connect_failure
 from neo_assets.embedding.lane_state import LaneState, Outcome, Stop, failure_outcome
 from neo_assets.embedding.provider_slots import Held
 from neo_assets.embedding.rules import lane_evidence
-from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.provider_kinds import (
     UNREACHABLE_UNRESOLVED,
     UNREACHABLE_WRONG_PATH,
@@ -25,7 +23,7 @@ from neo_assets.embedding.vectors import (
 
 
 class LaneRequests(LaneState):
-    """One request and the lane's stops; a part of ``lane._Lane``."""
+    """One request and the lane's stops; a part of ``lane.EmbeddingLane``."""
 
     async def _discover_slots(self) -> None:
         """``max_inflight`` from the server's free slots where it reports them."""
@@ -42,17 +40,15 @@ class LaneRequests(LaneState):
 
     async def _dispatch(
         self,
-        inputs: Sequence[LaneItem] | None,
+        texts: list[str],
         label: str,
         *,
-        texts: Sequence[str] | None = None,
         deadline_cause: str = lane_evidence.KB_VECTOR_EMBED_CALL_CEILING,
         solo: bool = False,
     ) -> Outcome:
         """One provider request under the lane's scope and the call ceiling, after taking a provider
         slot (``solo``: every slot). Raises ``Stop`` when the scope is (or becomes) cancelled."""
         self._check_stop()
-        batch_texts = list(texts) if texts is not None else [i.text for i in inputs or ()]
         try:
             held = await self.slots.acquire(
                 self.lane_scope, solo=solo, max_wait_s=2 * self.settings.call_ceiling_ms / 1000.0
@@ -64,7 +60,7 @@ class LaneRequests(LaneState):
             self.inflight_now += 1
             concurrent = self.inflight_now > 1
             try:
-                outcome = await self._request(batch_texts, label, deadline_cause)
+                outcome = await self._request(texts, label, deadline_cause)
             finally:
                 concurrent = concurrent or self.inflight_now > 1
                 self.inflight_now -= 1
@@ -158,9 +154,7 @@ class LaneRequests(LaneState):
         """A fresh known-good request: the shortest text embedded this sweep, else the fixed
         control text. Its vectors are discarded."""
         text = self.known_good if self.known_good is not None else self.settings.control_text
-        outcome = await self._dispatch(
-            None, label, texts=[text], deadline_cause=codes.EMBEDDING_PROBE_TIMEOUT
-        )
+        outcome = await self._dispatch([text], label, deadline_cause=codes.EMBEDDING_PROBE_TIMEOUT)
         outcome = dataclasses.replace(outcome, control=True)
         self.last_ok = outcome.ok
         if outcome.ok:
@@ -186,7 +180,7 @@ class LaneRequests(LaneState):
     def _scope_stop(self) -> Stop:
         if self.internal_stop is not None:
             return self.internal_stop
-        cause = self.scope.cause if self.scope.cancelled else self.lane_scope.cause
+        cause = self.cancel_scope.cause if self.cancel_scope.cancelled else self.lane_scope.cause
         code = lane_evidence.cancellation_code(cause)
         return Stop(code, f"embedding stopped: scope cancelled ({cause})", cause_code=cause)
 

@@ -78,53 +78,43 @@ DEFERRED = "deferred"
 WRITING = "writing"
 
 
+@dataclass(eq=False)
 class LaneState:
     """What every part of the lane reads and updates: the provider and its slots, the
     work queues, the counts and rows of the summary."""
 
-    def __init__(
-        self,
-        *,
-        provider: EmbeddingProvider,
-        settings: LaneSettings,
-        generation: str,
-        fence_book: FenceBook,
-        write_batch: WriteBatch,
-        cancel_scope: CancelScope,
-        clock: Callable[[], float],
-        progress: Progress | None,
-        slots: Slots | None = None,
-        width_known: bool = False,
-        batch_caps: BatchCapMemory | None = None,
-    ) -> None:
-        self.provider = provider
-        self.settings = settings
-        self.generation = generation
-        self.book = fence_book
-        self.write_batch = write_batch
-        self.scope = cancel_scope
-        self.clock = clock
-        self.progress = progress
-        self.lane_scope = cancel_scope.child("embed-lane")
-        self.max_inflight = settings.max_inflight
-        self._start_provider(slots, batch_caps)
-        self._start_accounting()
-        self._start_work(width_known)
+    provider: EmbeddingProvider
+    settings: LaneSettings
+    generation: str
+    fence_book: FenceBook
+    write_batch: WriteBatch
+    cancel_scope: CancelScope
+    clock: Callable[[], float]
+    progress: Progress | None = None
+    slots: Slots | None = None  # None: the provider's own (``slot_backend.slots_for``)
+    width_known: bool = False  # a wrong width is not a first-contact configuration error
+    batch_caps: BatchCapMemory | None = None  # the provider's remembered cap
 
-    def _start_provider(self, slots: Slots | None, batch_caps: BatchCapMemory | None) -> None:
+    def __post_init__(self) -> None:
+        self.lane_scope = self.cancel_scope.child("embed-lane")
+        self.max_inflight = self.settings.max_inflight
+        self._start_provider()
+        self._start_accounting()
+        self._start_work()
+
+    def _start_provider(self) -> None:
         """The batch size (a cap named earlier), the provider's slots, what it drained."""
         provider, settings = self.provider, self.settings
         # A cap on inputs per request the provider named earlier: kept on the provider
         # object (this process) and remembered for the provider (every process).
-        self.batch_caps = batch_caps
-        caps = [getattr(provider, "batch_cap", None), recalled_cap(batch_caps)]
+        caps = [getattr(provider, "batch_cap", None), recalled_cap(self.batch_caps)]
         self.batch_size = min(
             [settings.batch_size, *(c for c in caps if isinstance(c, int) and c >= 1)]
         )
         # A remote provider is one server for every process; an in-process one (the
         # hashing embedder, sentence-transformers) is this process's own.
         endpoint = getattr(provider, "base_url", None)
-        self.slots: Slots = slots or (
+        self.slots = self.slots or (
             slots_for(provider.name, str(endpoint), provider.model, self.max_inflight)
             if endpoint
             else LocalSlots(self.max_inflight)
@@ -150,7 +140,7 @@ class LaneState:
         self.struck_this_sweep: set[str] = set()
         self.awaiting_recovery: list[str] = []  # strikes whose recovery is not yet seen
 
-    def _start_work(self, width_known: bool) -> None:
+    def _start_work(self) -> None:
         """The queues of work to send, what is in flight, and the write queue."""
         self.batches: deque[list[LaneItem]] = deque()
         self.suspects: deque[LaneItem] = deque()
@@ -163,7 +153,7 @@ class LaneState:
         # An answer of the configured width came back (this sweep, or before it: the
         # generation's collection holds rows). Once known, a wrong width is the provider
         # changing underneath — the write path's dimension freeze — not a config error.
-        self.width_confirmed = width_known
+        self.width_confirmed = self.width_known
         self.internal_stop: Stop | None = None
         self.stop: Stop | None = None
 

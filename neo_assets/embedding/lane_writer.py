@@ -10,7 +10,7 @@ from neo_assets.embedding.lane_state import EMBEDDED, LaneState, Outcome, Stop
 
 
 class LaneWriter(LaneState):
-    """The store writer; a part of ``lane._Lane``."""
+    """The store writer; a part of ``lane.EmbeddingLane``."""
 
     async def _writer(self) -> None:
         """The one writer: the synchronous store write in a worker thread, taking together the

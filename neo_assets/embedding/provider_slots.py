@@ -2,8 +2,8 @@
 verdict about one input can rely on "nothing else was in flight to this provider".
 Design: docs/design/embedding.md#slots"""
 
+import contextlib
 import fcntl
-import hashlib
 import os
 import tempfile
 import time
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from neo_assets.embedding.cancel import CancelScope
+from neo_assets.embedding.rules.batch_caps import provider_cap_key
 
 _POLL_S = 0.005
 _POLL_MAX_S = 0.05
@@ -21,8 +22,7 @@ ENV_SLOTS_DIR = "NEO_PROVIDER_SLOTS_DIR"
 
 def provider_key(name: str, endpoint: str, model: str) -> str:
     """The directory name of one provider: the same server, seen by every process."""
-    raw = f"{name}\n{endpoint.rstrip('/')}\n{model}".encode()
-    return hashlib.sha256(raw).hexdigest()[:20]
+    return provider_cap_key(name, endpoint, model)[:20]
 
 
 def default_slots_root() -> Path:
@@ -73,11 +73,9 @@ class ProviderSlots:
     """The slots of one provider (docs/design/embedding.md#slots)."""
 
     def __init__(self, directory: Path, slots: int) -> None:
-        if slots < 1:
-            raise ValueError("slots must be >= 1")
+        self.resize(slots)
         self.dir = Path(directory)
         self.dir.mkdir(parents=True, exist_ok=True)
-        self.slots = slots
 
     def resize(self, slots: int) -> None:
         if slots < 1:
@@ -114,9 +112,6 @@ class ProviderSlots:
         except BlockingIOError:
             return False
 
-    async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
-        return await poll_until(attempt, scope, deadline)
-
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
         """One slot (shared mode) or the gate and every slot (``solo``), waiting at most
         ``max_wait_s``; past it the dispatch goes ahead unlocked with ``alone`` False."""
@@ -126,7 +121,7 @@ class ProviderSlots:
         try:
             gate = self._open("gate.lock")
             fds.append(gate)
-            got_gate = await self._poll(
+            got_gate = await poll_until(
                 lambda: self._try(gate, fcntl.LOCK_EX if solo else fcntl.LOCK_SH),
                 scope,
                 deadline,
@@ -138,7 +133,7 @@ class ProviderSlots:
                     fds.append(fd)
                     if not held_all:
                         continue
-                    if not await self._poll(
+                    if not await poll_until(
                         lambda fd=fd: self._try(fd, fcntl.LOCK_EX), scope, deadline
                     ):
                         held_all = False
@@ -156,7 +151,7 @@ class ProviderSlots:
                         return True
                 return False
 
-            await self._poll(any_slot, scope, deadline)
+            await poll_until(any_slot, scope, deadline)
             if got_gate:
                 # The gate only orders arrivals: a solo waiting for it must not wait for
                 # this request's whole flight, only for the slot it drains.
@@ -170,10 +165,8 @@ class ProviderSlots:
     @staticmethod
     def release(held: Held) -> None:
         for fd in held.fds:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         held.fds.clear()
 
 

@@ -2,6 +2,7 @@
 so the band is the server's limit exactly. Never falls back to an estimate (part ids would
 change with the server's availability). Design: docs/design/embedding.md#band"""
 
+import functools
 import hashlib
 import time
 from collections.abc import Sequence
@@ -213,31 +214,5 @@ class _NotThere(Exception):
     """This endpoint does not exist on the server (or does not take this shape)."""
 
 
-_COUNTERS: dict[tuple[Any, ...], ServerTokenCounter] = {}
-
-
-def counter_for(
-    base_url: str,
-    model: str | None,
-    band_tokens: int,
-    api_key: str | None,
-    timeout_s: float,
-    wait_s: float,
-    endpoint: str | None = None,
-    refused_wait_s: float | None = None,
-) -> ServerTokenCounter:
-    """One counter (and cache) per server and band in this process."""
-    key = (base_url, model, band_tokens, api_key, timeout_s, wait_s, endpoint, refused_wait_s)
-    counter = _COUNTERS.get(key)
-    if counter is None:
-        counter = _COUNTERS[key] = ServerTokenCounter(
-            base_url,
-            model=model,
-            band_tokens=band_tokens,
-            api_key=api_key,
-            timeout_s=timeout_s,
-            wait_s=wait_s,
-            endpoint=endpoint,
-            refused_wait_s=refused_wait_s,
-        )
-    return counter
+# One counter (and its cache) per server and band in this process.
+counter_for = functools.cache(ServerTokenCounter)

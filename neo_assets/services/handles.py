@@ -124,7 +124,7 @@ def open_ledger(settings: Settings) -> Ledger:
 
 def build_provider(settings: Settings) -> EmbeddingProvider:
     """A fresh provider (its async clients belong to the event loop that first uses them).
-    Close it: ``await provider.aclose()``, or ``embedding.lifecycle.close_provider``."""
+    Close it: ``await provider.aclose()``, or ``embedding.provider.close_provider``."""
     from neo_assets.embedding.band import band_for  # noqa: PLC0415
     from neo_assets.embedding.factory import build_provider as build  # noqa: PLC0415
 

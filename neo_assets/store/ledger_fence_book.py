@@ -1,8 +1,7 @@
 """The lane's fence book on the SQL ledger, bound to one tenant repo; each record_* call
 commits before returning."""
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
 
 from neo_assets.embedding.rules.lane import FenceRecord, StrikeRecord
 from neo_assets.store.ledger import Ledger
@@ -25,36 +24,27 @@ class LedgerFenceBook:
         rows = self.ledger.strikes(self.tenant_id, self.repo_slug, generation)
         return {r["chunk_id"]: StrikeRecord.from_row(r) for r in rows}
 
-    def record_fence(
-        self,
-        generation: str,
-        chunk_id: str,
-        disposition: str,
-        reason_code: str,
-        receipt: Mapping[str, Any],
-        observed_at: float,
-    ) -> None:
+    def record_fence(self, generation: str, fence: FenceRecord) -> None:
+        assert fence.observed_at is not None  # the lane stamps every fence it records
         self.ledger.record_fence(
             self.tenant_id,
             self.repo_slug,
             generation,
-            chunk_id,
-            disposition=disposition,
-            reason_code=reason_code,
-            receipt=receipt,
-            observed_at=observed_at,
+            fence.chunk_id,
+            disposition=fence.disposition,
+            reason_code=fence.reason_code,
+            receipt=fence.receipt,
+            observed_at=fence.observed_at,
         )
 
-    def record_strike(
-        self, generation: str, chunk_id: str, kind: str, count: int, receipt: Mapping[str, Any]
-    ) -> None:
+    def record_strike(self, generation: str, strike: StrikeRecord) -> None:
         self.ledger.record_strike(
             self.tenant_id,
             self.repo_slug,
             generation,
-            chunk_id,
-            kind=kind,
-            count=count,
-            receipt=receipt,
+            strike.chunk_id,
+            kind=strike.kind,
+            count=strike.count,
+            receipt=strike.receipt,
             now=self.clock(),
         )

@@ -15,7 +15,7 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.band import band_for, provider_limit
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.rules.band import check_band, headroom_notice
 from neo_assets.embedding.rules.lane import LaneItem
@@ -234,8 +234,7 @@ async def _embed(
             limit = await provider_limit(getattr(provider, "inner", provider), run.cancel_scope)
             check_band(provider.name, band, limit)
             notice = headroom_notice(band, limit)
-        summary = await embed_chunks(
-            items,
+        summary = await EmbeddingLane(
             provider=provider,
             settings=lane_settings(settings),
             generation=generation,
@@ -246,7 +245,7 @@ async def _embed(
             progress=run.progress,
             width_known=width_known,
             batch_caps=batch_cap_memory(fence_book.ledger, provider, clock=run.clock),
-        )
+        ).run(items)
         if notice is not None:
             summary = replace(summary, notices=(*summary.notices, notice))
         return summary

@@ -11,8 +11,7 @@ from typing import Any
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.discovery import discover_and_record, fit_provider, learn_and_record
-from neo_assets.embedding.lifecycle import close_provider
-from neo_assets.embedding.provider import EmbeddingProvider
+from neo_assets.embedding.provider import EmbeddingProvider, close_provider
 from neo_assets.embedding.rules.provider_kinds import UNREACHABLE_REFUSED, unreachable_message
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.store.chroma_store import ChromaStore

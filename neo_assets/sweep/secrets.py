@@ -44,14 +44,10 @@ def fence_secrets(
         )
         observed_at = clock() if fresh else record.observed_at  # type: ignore[union-attr]
         if fresh:
-            fence_book.record_fence(
-                generation,
-                chunk_id,
-                codes.DISPOSITION_SECRET,
-                codes.KB_CHUNK_SECRET,
-                receipt,
-                observed_at,
+            fence = FenceRecord(
+                chunk_id, codes.DISPOSITION_SECRET, codes.KB_CHUNK_SECRET, receipt, observed_at
             )
+            fence_book.record_fence(generation, fence)
         rows.append(
             fence_row(
                 chunk_id,

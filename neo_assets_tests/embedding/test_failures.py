@@ -21,10 +21,10 @@ from neo_assets.embedding.failures import (
     classify_failure,
     classify_http_status,
     failure_cause,
-    provider_timeout_code,
     size_limit,
     size_tokens,
 )
+from neo_assets.embedding.rules.provider_kinds import timeout_code
 from neo_assets_tests.fakes.supervisor import free_port
 
 
@@ -350,7 +350,7 @@ def test_as_embed_failure_returns_an_embed_failure_unchanged() -> None:
 
 
 def test_provider_timeout_codes() -> None:
-    assert provider_timeout_code("openai_compatible") == codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT
-    assert provider_timeout_code("ollama") == codes.PROVIDER_TIMEOUT
-    assert provider_timeout_code("gemini") == codes.GEMINI_REQUEST_TIMEOUT
-    assert provider_timeout_code("anything-else") == codes.PROVIDER_TIMEOUT
+    assert timeout_code("openai_compatible") == codes.OPENAI_COMPATIBLE_REQUEST_TIMEOUT
+    assert timeout_code("ollama") == codes.PROVIDER_TIMEOUT
+    assert timeout_code("gemini") == codes.GEMINI_REQUEST_TIMEOUT
+    assert timeout_code("anything-else") == codes.PROVIDER_TIMEOUT

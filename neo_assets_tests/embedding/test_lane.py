@@ -27,10 +27,15 @@ from hypothesis import strategies as st
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.providers.hashing import hash_embed
-from neo_assets.embedding.rules.lane import LaneItem, LaneSettings, StrikeRecord, admission_band
+from neo_assets.embedding.rules.lane import (
+    FenceRecord,
+    LaneItem,
+    LaneSettings,
+    StrikeRecord,
+    admission_band,
+)
 from neo_assets.embedding.rules.lane_evidence import (
     KB_VECTOR_EMBED_CALL_CEILING,
     isolation_request_bound,
@@ -39,6 +44,7 @@ from neo_assets.embedding.vectors import DimensionMismatchError, validate_vector
 from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 
 # ---------------------------------------------------------------------------- the fake
 # An in-process EmbeddingProvider that fails on purpose, per input marker.
@@ -295,8 +301,7 @@ def sweep(
 
     async def main() -> dict[str, Any]:
         cancel_scope = scope if scope is not None else CancelScope(label="test-sweep")
-        lane = embed_chunks(
-            items,
+        lane = EmbeddingLane(
             provider=provider,
             settings=settings,
             generation=generation,
@@ -305,7 +310,7 @@ def sweep(
             cancel_scope=cancel_scope,
             clock=lambda: 1_700_000_000.0,
             progress=lambda d, t, e: progress.append((d, t, e)),
-        )
+        ).run(items)
         if during is None:
             return await asyncio.wait_for(lane, 60)
         task = asyncio.ensure_future(lane)
@@ -703,7 +708,7 @@ def test_bystanders_of_a_concurrent_death_are_never_struck() -> None:
 
 def test_a_crash_between_strike_and_fence_graduates_without_a_request() -> None:
     book = InMemoryFenceBook()
-    book.record_strike(GEN, cid(0), "death", 2, {"kind": "death", "strikes": 2})
+    book.record_strike(GEN, StrikeRecord(cid(0), "death", 2, {"kind": "death", "strikes": 2}))
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep(corpus(1), provider, book=book)
     assert provider.requests == []
@@ -986,13 +991,15 @@ def test_in_memory_fence_book_keeps_generations_apart() -> None:
     book = InMemoryFenceBook()
     book.record_fence(
         "g1",
-        cid(1),
-        codes.DISPOSITION_PROVEN_CONTENT_POISON,
-        codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
-        {"a": 1},
-        5.0,
+        FenceRecord(
+            cid(1),
+            codes.DISPOSITION_PROVEN_CONTENT_POISON,
+            codes.KB_VECTOR_EMBED_PROVEN_CONTENT_POISON,
+            {"a": 1},
+            5.0,
+        ),
     )
-    book.record_strike("g1", cid(2), "death", 1, {})
+    book.record_strike("g1", StrikeRecord(cid(2), "death", 1, {}))
     assert book.fenced_ids("g1") == {cid(1)}
     assert book.fenced_ids("g2") == set()
     assert book.strike_records("g2") == {}
@@ -1010,7 +1017,7 @@ def test_nothing_to_embed_costs_nothing() -> None:
 
 def test_a_stored_fence_with_an_unknown_disposition_is_not_a_fence() -> None:
     book = InMemoryFenceBook()
-    book.record_fence(GEN, cid(0), "maybe-bad", "SOMETHING", {}, 1.0)
+    book.record_fence(GEN, FenceRecord(cid(0), "maybe-bad", "SOMETHING", {}, 1.0))
     provider = ScriptedProvider(dimensions=DIM)
     result = sweep(corpus(2), provider, book=book)
     assert result.counts.already_fenced == 0

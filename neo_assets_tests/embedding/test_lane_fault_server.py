@@ -24,8 +24,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.embedding.rules.lane_evidence import isolation_request_bound
@@ -34,6 +33,7 @@ from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 from neo_assets_tests.fakes.fault_server import marker
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 
@@ -160,8 +160,7 @@ def run_sweep(
         spy = Spy(provider, before)
         scope = CancelScope(label="fault-sweep")
         try:
-            lane = embed_chunks(
-                items,
+            lane = EmbeddingLane(
                 provider=spy,
                 settings=settings or lane_settings(),
                 generation=GEN,
@@ -169,7 +168,7 @@ def run_sweep(
                 write_batch=write_batch or write,
                 cancel_scope=scope,
                 clock=lambda: 1_700_000_000.0,
-            )
+            ).run(items)
             if during is None:
                 return await asyncio.wait_for(lane, 120), spy
             task = asyncio.ensure_future(lane)

@@ -20,8 +20,7 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.provider_slots import Slots
 from neo_assets.embedding.providers.ollama import OllamaProvider
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
@@ -31,6 +30,7 @@ from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 from neo_assets.sweep.rules.summary import LaneSummary, SweepCounts
 from neo_assets_tests.fakes.fault_server import marker
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 from neo_assets_tests.fakes.fixtures import fault_server_factory, fault_server_fixture
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 
@@ -145,8 +145,7 @@ async def lane(
             provider.name, provider.base_url, provider.model, lane_settings.max_inflight, slots_dir
         )
     return await asyncio.wait_for(
-        embed_chunks(
-            items,
+        EmbeddingLane(
             provider=provider,
             settings=lane_settings,
             generation=GEN,
@@ -155,7 +154,7 @@ async def lane(
             cancel_scope=CancelScope(label="real-behaviour"),
             clock=lambda: 1_700_000_000.0,
             slots=slots,
-        ),
+        ).run(items),
         120,
     )
 

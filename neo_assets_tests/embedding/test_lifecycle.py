@@ -1,6 +1,6 @@
 """A sweep's provider is closed on every path."""
 
-from neo_assets.embedding.lifecycle import close_provider
+from neo_assets.embedding.provider import close_provider
 
 
 class Recording:

@@ -19,10 +19,10 @@ from neo_assets.embedding.failures import (
     EmbedFailure,
     classify_failure,
     failure_cause,
-    provider_timeout_code,
 )
 from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.embedding.providers.hashing import hash_embed
+from neo_assets.embedding.rules.provider_kinds import timeout_code
 from neo_assets_tests.extras import require_sentence_transformers
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.fixtures import fault_server_fixture
@@ -389,8 +389,8 @@ def test_provider_deadline_is_a_timeout_with_the_providers_code(
     failure = run(go)
     assert isinstance(failure, EmbedFailure)
     assert failure.code == codes.KB_VECTOR_EMBED_TIMEOUT
-    assert failure.provider_code == provider_timeout_code(kind)
-    assert failure_cause(failure) == provider_timeout_code(kind)
+    assert failure.provider_code == timeout_code(kind)
+    assert failure_cause(failure) == timeout_code(kind)
     assert failure.timeout_ms == 300
     assert isinstance(failure.__cause__, Cancelled)
     stats = srv.wait_for(lambda s: s["open_requests"] == 0 and s["open_connections"] == 0)
@@ -743,7 +743,7 @@ def test_sentence_transformers_embeds_meaningfully(st_provider: Any) -> None:
 
 
 def test_sentence_transformers_refuses_instead_of_truncating(st_provider: Any) -> None:
-    assert st_provider.max_input_tokens == 256
+    assert st_provider._model.max_seq_length == 256  # the loaded model's limit
     encoded = st_provider.batches_encoded
     long_text = " ".join(f"word{i}" for i in range(600))
     with pytest.raises(EmbedFailure) as info:

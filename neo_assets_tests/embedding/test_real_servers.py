@@ -18,14 +18,14 @@ import pytest
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.lane import embed_chunks
-from neo_assets.embedding.lane_memory import InMemoryFenceBook
+from neo_assets.embedding.lane import EmbeddingLane
 from neo_assets.embedding.providers.openai_compatible import OpenAICompatibleProvider
 from neo_assets.embedding.rules.lane import LaneItem, LaneSettings
 from neo_assets.embedding.slot_backend import slots_for
 from neo_assets.sweep.rules.fence_gate import is_durable_fence
 from neo_assets.sweep.rules.outcomes import classify_sweep_outcome
 from neo_assets.sweep.rules.summary import LaneSummary
+from neo_assets_tests.fakes.fence_book import InMemoryFenceBook
 from neo_assets_tests.real_servers import (
     MODEL_DIMENSIONS,
     LlamaCppPythonServer,
@@ -103,8 +103,7 @@ async def run_lane(
 ) -> LaneSummary:
     slots = slots_for(provider.name, provider.base_url, provider.model, 2, slots_dir)
     try:
-        return await embed_chunks(
-            items,
+        return await EmbeddingLane(
             provider=provider,
             settings=lane_settings,
             generation=GEN,
@@ -114,7 +113,7 @@ async def run_lane(
             clock=time.time,
             progress=progress,
             slots=slots,
-        )
+        ).run(items)
     finally:
         await provider.aclose()
 

@@ -3,26 +3,19 @@ The key travels in the ``x-goog-api-key`` header, out of URLs and logs; at most 
 inputs a request. Cancellation is client-only: Google may finish (and bill) after the
 disconnect. Design: docs/design/embedding.md#providers"""
 
-from collections.abc import Sequence
+from typing import Any
 from urllib.parse import quote
-
-import numpy as np
 
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider import ProviderArgs
-from neo_assets.embedding.providers.http import (
-    HttpEmbeddingTransport,
-    join_url,
-    malformed,
-)
-from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.embedding.providers.http import HttpProvider, malformed
 from neo_assets.generations.rules import normalised_model
 
 GEMINI_BASE_URL = "https://generativelanguage.googleapis.com"
 GEMINI_MAX_BATCH = 100
 
 
-class GeminiProvider:
+class GeminiProvider(HttpProvider):
     """``{"requests": [{"model", "content": {"parts": [{"text"}]}, "outputDimensionality"}]}``."""
 
     name = "gemini"
@@ -40,20 +33,22 @@ class GeminiProvider:
     ) -> None:
         if not api_key:
             raise ValueError("Gemini needs an API key")
-        self.base_url = base_url
         # The API names models "models/<id>"; accept either spelling from settings.
-        self.model = normalised_model(self.name, model)
-        self.dimensions = dimensions
-        self.task_type = task_type
-        self.max_inputs_per_request = max(1, min(max_inputs_per_request, GEMINI_MAX_BATCH))
-        self.transport = HttpEmbeddingTransport(
-            self.name,
+        super().__init__(
+            base_url=base_url,
+            model=normalised_model(self.name, model),
+            dimensions=dimensions,
+            api_key=api_key,
             request_timeout_ms=request_timeout_ms,
-            headers={"x-goog-api-key": api_key},
+            max_inputs_per_request=max(1, min(max_inputs_per_request, GEMINI_MAX_BATCH)),
         )
-        self._url = join_url(
-            base_url, f"/v1beta/models/{quote(self.model, safe='-._')}:batchEmbedContents"
-        )
+        self.task_type = task_type
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return {"x-goog-api-key": api_key or ""}
+
+    def _path(self) -> str:
+        return f"/v1beta/models/{quote(self.model, safe='-._')}:batchEmbedContents"
 
     def _request(self, text: str) -> dict[str, object]:
         item: dict[str, object] = {
@@ -65,37 +60,18 @@ class GeminiProvider:
             item["taskType"] = self.task_type
         return item
 
-    async def embed(
-        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
-    ) -> np.ndarray:
-        cancel_scope.raise_if_cancelled()
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        parts = []
-        for start in range(0, len(texts), self.max_inputs_per_request):
-            batch = list(texts[start : start + self.max_inputs_per_request])
-            payload = {"requests": [self._request(t) for t in batch]}
-            body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
-            embeddings = body.get("embeddings") if isinstance(body, dict) else None
-            if not isinstance(embeddings, list):
-                raise malformed(self.name, operation_label, "no embeddings list")
-            try:
-                raw = [item["values"] for item in embeddings]
-            except (KeyError, TypeError) as exc:
-                raise malformed(self.name, operation_label, "embeddings lack values") from exc
-            parts.append(
-                validate_vectors(
-                    raw,
-                    len(batch),
-                    self.dimensions,
-                    operation_label=operation_label,
-                    provider=self.name,
-                )
-            )
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
-
-    async def aclose(self) -> None:
-        await self.transport.aclose()
+    async def _embed_batch(
+        self, batch: list[str], cancel_scope: CancelScope, operation_label: str
+    ) -> Any:
+        payload = {"requests": [self._request(t) for t in batch]}
+        body = await self.transport.request_json(self._url, payload, cancel_scope, operation_label)
+        embeddings = body.get("embeddings") if isinstance(body, dict) else None
+        if not isinstance(embeddings, list):
+            raise malformed(self.name, operation_label, "no embeddings list")
+        try:
+            return [item["values"] for item in embeddings]
+        except (KeyError, TypeError) as exc:
+            raise malformed(self.name, operation_label, "embeddings lack values") from exc
 
 
 def build(args: ProviderArgs) -> GeminiProvider:

@@ -1,15 +1,16 @@
 """The HTTP plumbing every remote embedding provider shares: one request raced against the
 caller's cancellation scope and the provider's own deadline (the connection closed, the
 task settled before the call returns), JSON in and out, every failure classified into the
-closed taxonomy (``embedding/failures.py``). A provider module builds its requests on
-``HttpEmbeddingTransport`` and never imports a sibling provider."""
+closed taxonomy (``embedding/failures.py``). A provider module builds on ``HttpProvider``
+and its ``HttpEmbeddingTransport``, and never imports a sibling provider."""
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import httpx
+import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import Cancelled, CancelScope
@@ -18,64 +19,14 @@ from neo_assets.embedding.failures import (
     bounded,
     classify_failure,
     classify_http_status,
-    provider_timeout_code,
 )
+from neo_assets.embedding.provider import embed_in_batches
+from neo_assets.embedding.rules.provider_kinds import timeout_code
 
 T = TypeVar("T")
 # A limit discovery is one short question before the sweep's first request.
 DISCOVERY_TIMEOUT_S = 5.0
-
-
-async def race_request(
-    start: Callable[[], Awaitable[T]],
-    cancel_scope: CancelScope,
-    *,
-    timeout_s: float,
-    timeout_code: str,
-    provider: str,
-    operation_label: str,
-) -> T:
-    """Run ``start()`` unless and until the caller's scope (raises ``Cancelled`` with its cause)
-    or the provider deadline (``EmbedFailure(TIMEOUT)``) ends it. Never starts under an
-    already-cancelled scope; both tasks have settled before it returns."""
-    cancel_scope.raise_if_cancelled()
-    request: asyncio.Future[T] = asyncio.ensure_future(start())
-    # The watcher returns normally when the deadline passes, raises Cancelled when the
-    # caller's scope ends first: one timer, released when the watcher settles.
-    watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
-    try:
-        await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in (request, watcher):
-            if not task.done():
-                task.cancel()
-        await asyncio.wait({request, watcher})
-        for task in (request, watcher):
-            if not task.cancelled():
-                task.exception()  # retrieved: an outcome we drop must not warn at GC
-    if cancel_scope.cancelled:
-        raise Cancelled(
-            cancel_scope.cause or codes.ABORT_ERR,
-            operation_label,
-            f"provider={provider} phase=in-flight",
-        )
-    if request.done() and not request.cancelled():
-        return request.result()
-    deadline = CancelScope(label=operation_label)
-    deadline.cancel(timeout_code)
-    timeout_ms = int(round(timeout_s * 1000))
-    try:
-        deadline.raise_if_cancelled()
-    except Cancelled as expired:
-        raise EmbedFailure(
-            codes.KB_VECTOR_EMBED_TIMEOUT,
-            provider_code=timeout_code,
-            operation_label=operation_label,
-            detail=f"request deadline {timeout_ms} ms passed",
-            provider=provider,
-            timeout_ms=timeout_ms,
-        ) from expired
-    raise AssertionError("unreachable")
+MAX_CONNECTIONS = 16  # one provider's pool
 
 
 def error_message(response: httpx.Response) -> str:
@@ -98,7 +49,7 @@ def error_message(response: httpx.Response) -> str:
 
 class HttpEmbeddingTransport:
     """One owned ``httpx.AsyncClient`` plus the deadline, cancellation and classification rules
-    every remote provider shares through ``post_json``."""
+    every remote provider shares through ``request_json``."""
 
     def __init__(
         self,
@@ -106,15 +57,13 @@ class HttpEmbeddingTransport:
         *,
         request_timeout_ms: int,
         headers: dict[str, str] | None = None,
-        max_connections: int = 16,
     ) -> None:
         if request_timeout_ms <= 0:
             raise ValueError("request_timeout_ms must be positive")
         self.provider = provider
         self.timeout_s = request_timeout_ms / 1000.0
-        self.timeout_code = provider_timeout_code(provider)
+        self.timeout_code = timeout_code(provider)
         self._headers = headers or {}
-        self._max_connections = max_connections
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -130,8 +79,7 @@ class HttpEmbeddingTransport:
                 headers=self._headers,
                 timeout=httpx.Timeout(backstop),
                 limits=httpx.Limits(
-                    max_connections=self._max_connections,
-                    max_keepalive_connections=self._max_connections,
+                    max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS
                 ),
             )
             self._client_loop = loop
@@ -142,56 +90,32 @@ class HttpEmbeddingTransport:
         """No open pool: never used, or closed by ``aclose`` (keep-alive connections gone)."""
         return self._client is None or self._client.is_closed
 
-    async def post_json(
+    async def request_json(
         self,
         url: str,
-        payload: dict[str, Any],
+        payload: dict[str, Any] | None,
         cancel_scope: CancelScope,
         operation_label: str,
         *,
-        headers: dict[str, str] | None = None,
-        params: dict[str, str] | None = None,
+        timeout_s: float | None = None,
     ) -> Any:
-        """POST ``payload``; the parsed JSON body of a 2xx answer, else a classified failure."""
-        return await self._request_json(
-            lambda client: client.post(url, json=payload, headers=headers, params=params),
-            cancel_scope,
-            operation_label,
-        )
-
-    async def get_json(self, url: str, cancel_scope: CancelScope, operation_label: str) -> Any:
-        """GET ``url``; the parsed JSON of a 2xx answer, else a classified failure."""
-        return await self._request_json(
-            lambda client: client.get(url), cancel_scope, operation_label
-        )
-
-    async def _request_json(
-        self,
-        send: Callable[[httpx.AsyncClient], Awaitable[httpx.Response]],
-        cancel_scope: CancelScope,
-        operation_label: str,
-    ) -> Any:
+        """POST ``payload`` (GET ``url`` when None); the parsed JSON body of a 2xx answer, else
+        a classified failure (``timeout_s``: a deadline other than the provider's request
+        timeout)."""
+        method = "GET" if payload is None else "POST"
+        timeout_s = timeout_s or self.timeout_s
         client = self._client_here()
         try:
-            response = await race_request(
-                lambda: send(client),
+            response = await self._race(
+                lambda: client.request(method, url, json=payload),
                 cancel_scope,
-                timeout_s=self.timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
+                operation_label,
+                timeout_s,
             )
         except (Cancelled, EmbedFailure):
             raise
         except httpx.TimeoutException as exc:
-            raise EmbedFailure(
-                codes.KB_VECTOR_EMBED_TIMEOUT,
-                provider_code=self.timeout_code,
-                operation_label=operation_label,
-                detail=f"{type(exc).__name__}",
-                provider=self.provider,
-                timeout_ms=int(round(self.timeout_s * 1000)),
-            ) from exc
+            raise self._deadline_passed(operation_label, timeout_s, type(exc).__name__) from exc
         except (httpx.HTTPError, OSError) as exc:
             raise EmbedFailure(
                 classify_failure(exc),
@@ -219,55 +143,133 @@ class HttpEmbeddingTransport:
                 provider=self.provider,
             ) from exc
 
-    async def post_json_or_none(
+    async def _race(
         self,
-        url: str,
-        payload: dict[str, Any],
-        cancel_scope: CancelScope,
-        operation_label: str,
-        *,
-        timeout_s: float,
-    ) -> Any:
-        """POST for a discovery: the JSON body of a 2xx answer, None on any failure."""
-        return await self._json_or_none(
-            "POST", url, payload, cancel_scope, operation_label, timeout_s
-        )
-
-    async def _json_or_none(
-        self,
-        method: str,
-        url: str,
-        payload: dict[str, Any] | None,
+        start: Callable[[], Awaitable[httpx.Response]],
         cancel_scope: CancelScope,
         operation_label: str,
         timeout_s: float,
-    ) -> Any:
-        client = self._client_here()
+    ) -> httpx.Response:
+        """Run ``start()`` unless and until the caller's scope (raises ``Cancelled`` with its
+        cause) or the provider deadline (``EmbedFailure(TIMEOUT)``) ends it. Never starts under
+        an already-cancelled scope; both tasks have settled before it returns."""
+        cancel_scope.raise_if_cancelled()
+        request = asyncio.ensure_future(start())
+        # The watcher returns normally when the deadline passes, raises Cancelled when the
+        # caller's scope ends first: one timer, released when the watcher settles.
+        watcher = asyncio.ensure_future(cancel_scope.sleep(timeout_s))
         try:
-            response = await race_request(
-                lambda: client.request(method, url, json=payload),
-                cancel_scope,
-                timeout_s=timeout_s,
-                timeout_code=self.timeout_code,
-                provider=self.provider,
-                operation_label=operation_label,
+            await asyncio.wait({request, watcher}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (request, watcher):
+                if not task.done():
+                    task.cancel()
+            await asyncio.wait({request, watcher})
+            for task in (request, watcher):
+                if not task.cancelled():
+                    task.exception()  # retrieved: an outcome we drop must not warn at GC
+        if cancel_scope.cancelled:
+            raise Cancelled(
+                cancel_scope.cause or codes.ABORT_ERR,
+                operation_label,
+                f"provider={self.provider} phase=in-flight",
             )
-        except Cancelled:
-            raise
-        except (EmbedFailure, httpx.HTTPError, OSError):
-            return None
-        if response.status_code >= 400:
-            return None
-        try:
-            return response.json()
-        except ValueError:
-            return None
+        if request.done() and not request.cancelled():
+            return request.result()
+        deadline = Cancelled(self.timeout_code, operation_label)
+        raise self._deadline_passed(operation_label, timeout_s) from deadline
+
+    def _deadline_passed(
+        self, operation_label: str, timeout_s: float, detail: str = ""
+    ) -> EmbedFailure:
+        """The provider's own deadline passed: a timeout with its timeout code."""
+        timeout_ms = int(round(timeout_s * 1000))
+        return EmbedFailure(
+            codes.KB_VECTOR_EMBED_TIMEOUT,
+            provider_code=self.timeout_code,
+            operation_label=operation_label,
+            detail=detail or f"request deadline {timeout_ms} ms passed",
+            provider=self.provider,
+            timeout_ms=timeout_ms,
+        )
 
     async def aclose(self) -> None:
         """Close the pool and its connections (a later call opens a new pool)."""
         client = self._client
         if client is not None and self._client_loop is asyncio.get_running_loop():
             await client.aclose()
+
+
+async def answer_or_none(request: Awaitable[T]) -> T | None:
+    """``request``'s answer; None when it failed (a question the server need not answer)."""
+    try:
+        return await request
+    except EmbedFailure:
+        return None
+
+
+class HttpProvider:
+    """What the remote providers share: a transport, the URL embeddings are asked at, and a
+    call split into sub-requests of at most ``max_inputs_per_request`` inputs (None: one
+    request; none starts after cancellation). A provider answers one sub-request's rows
+    (``_embed_batch``); the key goes as a bearer token unless it says otherwise."""
+
+    name: str
+    path: str  # where embeddings are asked, under the base URL
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        model: str,
+        dimensions: int,
+        api_key: str | None = None,
+        request_timeout_ms: int = 60_000,
+        max_inputs_per_request: int | None = None,
+    ) -> None:
+        self.base_url = base_url
+        self.model = model
+        self.dimensions = dimensions
+        self.max_inputs_per_request = max_inputs_per_request
+        self.transport = HttpEmbeddingTransport(
+            self.name, request_timeout_ms=request_timeout_ms, headers=self._headers(api_key)
+        )
+        self._url = join_url(base_url, self._path())
+
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        return bearer(api_key)
+
+    def _path(self) -> str:
+        return self.path
+
+    async def embed(
+        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
+    ) -> np.ndarray:
+        async def send(batch: list[str], _start: int) -> Any:
+            return await self._embed_batch(batch, cancel_scope, operation_label)
+
+        return await embed_in_batches(
+            texts,
+            self.max_inputs_per_request,
+            self.dimensions,
+            send,
+            cancel_scope,
+            provider=self.name,
+            operation_label=operation_label,
+        )
+
+    async def _embed_batch(
+        self, batch: list[str], cancel_scope: CancelScope, operation_label: str
+    ) -> Any:
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        await self.transport.aclose()
+
+
+def bearer(api_key: str | None) -> dict[str, str]:
+    """The header carrying ``api_key`` to a server that wants one (none when not set)."""
+    return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
 
 def malformed(provider: str, operation_label: str, what: str) -> EmbedFailure:

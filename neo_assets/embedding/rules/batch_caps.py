@@ -15,7 +15,7 @@ class RememberedCap:
 
 
 def provider_cap_key(provider: str, base_url: str, model: str) -> str:
-    """One remote provider, as every process names it."""
+    """One remote provider, as every process names it (its slots too: ``provider_slots``)."""
     raw = f"{provider}\n{base_url.rstrip('/')}\n{model}".encode()
     return hashlib.sha256(raw).hexdigest()
 

@@ -43,28 +43,29 @@ class LaneSettings:
     control_text: str = CONTROL_TEXT
 
     def __post_init__(self) -> None:
-        for name in ("batch_size", "max_inflight", "strike_threshold", "circuit_threshold"):
+        at_least_one = (
+            "batch_size",
+            "max_inflight",
+            "strike_threshold",
+            "circuit_threshold",
+            "context_tokens",
+            "call_ceiling_ms",
+            "write_queue_depth",
+        )
+        for name in at_least_one:
             if getattr(self, name) < 1:
                 raise ValueError(f"LaneSettings.{name} must be >= 1")
-        if self.context_tokens < 1:
-            raise ValueError("LaneSettings.context_tokens must be >= 1")
         if not 0 < self.admission_safety_factor <= 1:
             raise ValueError("LaneSettings.admission_safety_factor must be in (0, 1]")
         if self.chars_per_token <= 0:
             raise ValueError("LaneSettings.chars_per_token must be > 0")
-        if self.call_ceiling_ms < 1:
-            raise ValueError("LaneSettings.call_ceiling_ms must be >= 1")
-        if self.write_queue_depth < 1:
-            raise ValueError("LaneSettings.write_queue_depth must be >= 1")
-        if (
-            min(
-                self.recovery_initial_s,
-                self.recovery_max_s,
-                self.recovery_max_wait_s,
-                self.loading_max_wait_s,
-            )
-            < 0
-        ):
+        delays = (
+            "recovery_initial_s",
+            "recovery_max_s",
+            "recovery_max_wait_s",
+            "loading_max_wait_s",
+        )
+        if min(getattr(self, name) for name in delays) < 0:
             raise ValueError("LaneSettings recovery delays must be >= 0")
 
 

@@ -117,11 +117,6 @@ def graduation_receipt(strike: Mapping[str, Any], threshold: int) -> dict[str, A
     }
 
 
-def bounded_ids(chunk_ids: Iterable[str], cap: int = MAX_ROW_CHUNK_IDS) -> list[str]:
-    ids = list(chunk_ids)
-    return ids[:cap]
-
-
 def error_row(
     code: str,
     message: str,
@@ -133,7 +128,7 @@ def error_row(
     """One live row: a failure that left ``chunk_ids`` deferred (ids bounded, count not)."""
     ids = list(chunk_ids)
     details: dict[str, Any] = {
-        "chunkIds": bounded_ids(ids),
+        "chunkIds": ids[:MAX_ROW_CHUNK_IDS],
         "chunkCount": len(ids),
         "operationLabel": operation_label,
     }

@@ -25,10 +25,6 @@ class ReusePlan:
     send: list[LaneItem] = field(default_factory=list)
     followers: dict[str, list[str]] = field(default_factory=dict)
 
-    @property
-    def sent_ids(self) -> list[str]:
-        return [i.chunk_id for i in self.send]
-
 
 def plan_reuse(
     items: Iterable[LaneItem], digest_of: Mapping[str, str], stored: Mapping[str, Any]

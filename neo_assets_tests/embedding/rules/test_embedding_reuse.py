@@ -9,7 +9,7 @@ def test_stored_inputs_are_copied_and_each_other_input_is_sent_once() -> None:
     digest_of = {i.chunk_id: embedding_input_digest(i.text) for i in items}
     plan = plan_reuse(items, digest_of, {embedding_input_digest("a"): [0.0]})
     assert plan.copy == {"1": embedding_input_digest("a")}
-    assert plan.sent_ids == ["2", "4"]
+    assert [i.chunk_id for i in plan.send] == ["2", "4"]
     assert plan.followers == {"2": ["3"]}
 
 
