@@ -4,13 +4,12 @@ content, so a revision writes only what changed; ``0018_code_index_files``)."""
 
 import sqlalchemy as sa
 
-from neo_assets.store.ledger_schema import metadata
+from neo_assets.store.ledger_schema import key_columns, metadata
 
 code_indexes = sa.Table(
     "code_indexes",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("revision", sa.String(128), primary_key=True),
     # sha256 over the chunking identity and every (path, blob): what the index was built from
     sa.Column("digest", sa.String(64), nullable=False),
@@ -23,8 +22,7 @@ code_indexes = sa.Table(
 code_index_files = sa.Table(
     "code_index_files",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     # sha256 over the index format, the chunking identity, the path and the blob: the
     # record depends on the content and on the language the path gives it
     sa.Column("file_key", sa.String(64), primary_key=True),

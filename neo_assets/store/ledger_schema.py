@@ -4,6 +4,13 @@ import sqlalchemy as sa
 
 metadata = sa.MetaData()
 
+
+def key_columns(*names: str) -> list[sa.Column]:
+    """A table's leading primary-key columns (tenant_id, repo_slug, generation, chunk_id,
+    ...): every id the ledger keys rows by is a string of at most 64 characters."""
+    return [sa.Column(name, sa.String(64), primary_key=True) for name in names]
+
+
 tenant_config_versions = sa.Table(
     "tenant_config_versions",
     metadata,
@@ -16,8 +23,7 @@ tenant_config_versions = sa.Table(
 repo_state = sa.Table(
     "repo_state",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("last_ingested_rev", sa.String(128)),
     sa.Column("last_attempted_rev", sa.String(128)),
     sa.Column("declaration_digest", sa.String(64)),
@@ -43,8 +49,7 @@ repo_state = sa.Table(
 envelopes = sa.Table(
     "envelopes",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("revision", sa.String(128), nullable=False),
     sa.Column("kind", sa.String(8), nullable=False),
     sa.Column("recorded_at", sa.Float, nullable=False),
@@ -55,8 +60,7 @@ envelopes = sa.Table(
 envelope_paths = sa.Table(
     "envelope_paths",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("path", sa.Text, primary_key=True),
     sa.Column("yielded", sa.Boolean, nullable=False),
     sa.Column("blob", sa.String(64)),
@@ -68,8 +72,7 @@ envelope_paths = sa.Table(
 declared_generations = sa.Table(
     "declared_generations",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("revision", sa.String(128), nullable=False),
     sa.Column("parser_id", sa.String(64), nullable=False),
     sa.Column("parser_version", sa.String(64), nullable=False),
@@ -83,9 +86,7 @@ declared_generations = sa.Table(
 declared_chunks = sa.Table(
     "declared_chunks",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
-    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug", "chunk_id"),
     sa.Column("source_path", sa.Text, nullable=False),
     sa.Column("kind", sa.String(32), nullable=False),
     sa.Column("name", sa.Text, nullable=False),
@@ -96,10 +97,7 @@ declared_chunks = sa.Table(
 fences = sa.Table(
     "fences",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
-    sa.Column("generation", sa.String(64), primary_key=True),
-    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug", "generation", "chunk_id"),
     sa.Column("disposition", sa.String(32), nullable=False),
     sa.Column("reason_code", sa.String(64), nullable=False),
     sa.Column("receipt", sa.Text),
@@ -109,10 +107,7 @@ fences = sa.Table(
 strikes = sa.Table(
     "strikes",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
-    sa.Column("generation", sa.String(64), primary_key=True),
-    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug", "generation", "chunk_id"),
     sa.Column("kind", sa.String(16), nullable=False),
     sa.Column("count", sa.Integer, nullable=False),
     sa.Column("receipt", sa.Text),
@@ -141,9 +136,7 @@ embedding_generations = sa.Table(
 repo_generations = sa.Table(
     "repo_generations",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
-    sa.Column("generation", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug", "generation"),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("chunks", sa.Integer),
     sa.Column("present", sa.Integer),

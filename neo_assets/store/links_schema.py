@@ -3,7 +3,7 @@ to ``ledger_schema.metadata`` once imported; the migration ``0002_links``."""
 
 import sqlalchemy as sa
 
-from neo_assets.store.ledger_schema import metadata
+from neo_assets.store.ledger_schema import key_columns, metadata
 
 # One row per (chunk, link kind): its kept links, best first, as JSON ``[[id, weight], ...]``.
 # A row per link would be 20-40x the rows, and writing and deleting them dominated a
@@ -12,9 +12,7 @@ from neo_assets.store.ledger_schema import metadata
 chunk_links = sa.Table(
     "chunk_links",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
-    sa.Column("chunk_id", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug", "chunk_id"),
     sa.Column("link_kind", sa.String(16), primary_key=True),  # temporal / semantic
     sa.Column("neighbours", sa.Text, nullable=False),
     sa.Index("ix_chunk_links_chunk", "tenant_id", "chunk_id"),
@@ -24,8 +22,7 @@ chunk_links = sa.Table(
 chunk_link_sets = sa.Table(
     "chunk_link_sets",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("revision", sa.String(128), nullable=False),
     sa.Column("generation_recorded_at", sa.Float, nullable=False),
     sa.Column("computed_at", sa.Float, nullable=False),

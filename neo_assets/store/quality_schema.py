@@ -4,7 +4,7 @@ the migration ``0016_quality``) and the parser serving each repo
 
 import sqlalchemy as sa
 
-from neo_assets.store.ledger_schema import metadata
+from neo_assets.store.ledger_schema import key_columns, metadata
 
 retrieval_quality = sa.Table(
     "retrieval_quality",
@@ -38,8 +38,7 @@ quality_decisions = sa.Table(
 parser_serving = sa.Table(
     "parser_serving",
     metadata,
-    sa.Column("tenant_id", sa.String(64), primary_key=True),
-    sa.Column("repo_slug", sa.String(64), primary_key=True),
+    *key_columns("tenant_id", "repo_slug"),
     sa.Column("parser_id", sa.String(64), nullable=False),
     sa.Column("parser_version", sa.String(64), nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
