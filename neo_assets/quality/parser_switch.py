@@ -18,6 +18,7 @@ from neo_assets.quality.gate import (
 )
 from neo_assets.quality.records import decision, latest_scores
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import write_row
 from neo_assets.store.quality_schema import parser_serving
 from neo_assets.tenants.validation import Tenant
 
@@ -35,20 +36,15 @@ def serving_parsers(ledger: Ledger, tenant_id: str) -> dict[str, ParserIdentity]
 def record_serving_parser(
     ledger: Ledger, tenant_id: str, repo_slug: str, identity: ParserIdentity, now: float
 ) -> None:
-    p = parser_serving.c
-    with ledger.engine.begin() as conn:
-        conn.execute(
-            sa.delete(parser_serving).where(p.tenant_id == tenant_id, p.repo_slug == repo_slug)
-        )
-        conn.execute(
-            sa.insert(parser_serving).values(
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                parser_id=identity[0],
-                parser_version=identity[1],
-                updated_at=now,
-            )
-        )
+    write_row(
+        ledger.engine,
+        parser_serving,
+        tenant_id=tenant_id,
+        repo_slug=repo_slug,
+        parser_id=identity[0],
+        parser_version=identity[1],
+        updated_at=now,
+    )
 
 
 def switch_verdicts(

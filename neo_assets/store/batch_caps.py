@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from neo_assets.embedding.rules.batch_caps import RememberedCap, provider_cap_key, starting_cap
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import first_row, write_row
 
 EVIDENCE_MAX_CHARS = 2_000
 
@@ -16,16 +17,12 @@ EVIDENCE_MAX_CHARS = 2_000
 def provider_batch_cap(
     ledger: Ledger, provider: str, base_url: str, model: str
 ) -> RememberedCap | None:
-    c = t.provider_batch_caps.c
-    with ledger.engine.connect() as conn:
-        row = conn.execute(
-            sa.select(t.provider_batch_caps).where(
-                c.provider_key == provider_cap_key(provider, base_url, model)
-            )
-        ).first()
+    table = t.provider_batch_caps
+    key = provider_cap_key(provider, base_url, model)
+    row = first_row(ledger.engine, sa.select(table).where(table.c.provider_key == key))
     if row is None:
         return None
-    return RememberedCap(int(row.batch_cap), float(row.learned_at), row.evidence or "")
+    return RememberedCap(int(row["batch_cap"]), float(row["learned_at"]), row["evidence"] or "")
 
 
 def record_batch_cap(
@@ -38,21 +35,17 @@ def record_batch_cap(
     evidence: str,
     now: float,
 ) -> None:
-    key = provider_cap_key(provider, base_url, model)
-    c = t.provider_batch_caps.c
-    with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(t.provider_batch_caps).where(c.provider_key == key))
-        conn.execute(
-            sa.insert(t.provider_batch_caps).values(
-                provider_key=key,
-                provider=provider,
-                base_url=base_url.rstrip("/"),
-                model=model,
-                batch_cap=cap,
-                learned_at=now,
-                evidence=evidence[:EVIDENCE_MAX_CHARS],
-            )
-        )
+    write_row(
+        ledger.engine,
+        t.provider_batch_caps,
+        provider_key=provider_cap_key(provider, base_url, model),
+        provider=provider,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        batch_cap=cap,
+        learned_at=now,
+        evidence=evidence[:EVIDENCE_MAX_CHARS],
+    )
 
 
 class LedgerBatchCaps:

@@ -14,6 +14,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 
 from neo_assets.store.lease_schema import leases as t
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import first_row
 from neo_assets.sweep.rules import leases as rules
 from neo_assets.sweep.rules.leases import LeaseRecord
 
@@ -97,8 +98,7 @@ def release(ledger: Ledger, key: str, holder: str, *, epoch: int | None = None) 
 
 def current(ledger: Ledger, key: str) -> LeaseRecord | None:
     """The key's row (holder, epoch, expiry), whether or not it is still held."""
-    with ledger.engine.connect() as conn:
-        row = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
+    row = first_row(ledger.engine, sa.select(t).where(t.c.key == key))
     if row is None:
         return None
     return LeaseRecord(

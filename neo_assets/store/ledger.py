@@ -13,6 +13,7 @@ from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger_declarations import DeclarationRecords
 from neo_assets.store.ledger_engine import ledger_engine, migrate
 from neo_assets.store.ledger_fences import FenceRecords
+from neo_assets.store.ledger_rows import first_row, repo_rows
 
 
 class Ledger(DeclarationRecords, FenceRecords):
@@ -78,17 +79,8 @@ class Ledger(DeclarationRecords, FenceRecords):
 
     # ------------------------------------------------------------------ repo state
     def repo_state(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = (
-                conn.execute(
-                    sa.select(t.repo_state).where(
-                        t.repo_state.c.tenant_id == tenant_id, t.repo_state.c.repo_slug == repo_slug
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return None if row is None else dict(row)
+        query = sa.select(t.repo_state).where(repo_rows(t.repo_state, tenant_id, repo_slug))
+        return first_row(self.engine, query)
 
     def all_repo_states(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
@@ -105,7 +97,7 @@ class Ledger(DeclarationRecords, FenceRecords):
     def _upsert_repo_state(
         self, conn: sa.Connection, tenant_id: str, repo_slug: str, values: Mapping[str, Any]
     ) -> None:
-        key = (t.repo_state.c.tenant_id == tenant_id) & (t.repo_state.c.repo_slug == repo_slug)
+        key = repo_rows(t.repo_state, tenant_id, repo_slug)
         exists = conn.execute(sa.select(sa.literal(1)).where(key)).first() is not None
         if exists:
             if values:

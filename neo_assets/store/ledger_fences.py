@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from neo_assets.store import ledger_schema as t
+from neo_assets.store.ledger_rows import repo_rows, write_row
 
 
 def _loads(raw: str | None) -> Any:
@@ -22,15 +23,7 @@ def _loads(raw: str | None) -> Any:
 
 
 def _chunk_rows(table: sa.Table, tenant_id: str, repo_slug: str, generation: str) -> Any:
-    return sa.and_(
-        table.c.tenant_id == tenant_id,
-        table.c.repo_slug == repo_slug,
-        table.c.generation == generation,
-    )
-
-
-def _chunk_row(table: sa.Table, tenant_id: str, repo_slug: str, generation: str, chunk: str) -> Any:
-    return _chunk_rows(table, tenant_id, repo_slug, generation) & (table.c.chunk_id == chunk)
+    return repo_rows(table, tenant_id, repo_slug) & (table.c.generation == generation)
 
 
 class FenceRecords:
@@ -52,18 +45,16 @@ class FenceRecords:
     ) -> None:
         """The chunk's one row of ``table``, rewritten whole."""
         tenant_id, repo_slug, generation, chunk_id = scope
-        with self.engine.begin() as conn:
-            conn.execute(sa.delete(table).where(_chunk_row(table, *scope)))
-            conn.execute(
-                sa.insert(table).values(
-                    tenant_id=tenant_id,
-                    repo_slug=repo_slug,
-                    generation=generation,
-                    chunk_id=chunk_id,
-                    receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
-                    **values,
-                )
-            )
+        write_row(
+            self.engine,
+            table,
+            tenant_id=tenant_id,
+            repo_slug=repo_slug,
+            generation=generation,
+            chunk_id=chunk_id,
+            receipt=json.dumps(dict(receipt), sort_keys=True, default=str),
+            **values,
+        )
 
     # ------------------------------------------------------------------ fences and strikes
     def fences(self, tenant_id: str, repo_slug: str, generation: str) -> list[dict[str, Any]]:
@@ -96,7 +87,8 @@ class FenceRecords:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.delete(t.fences).where(
-                    _chunk_row(t.fences, tenant_id, repo_slug, generation, chunk_id)
+                    _chunk_rows(t.fences, tenant_id, repo_slug, generation),
+                    t.fences.c.chunk_id == chunk_id,
                 )
             )
 

@@ -12,6 +12,7 @@ from neo_assets.embedding.rules.batch_caps import provider_cap_key
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_engine import ledger_engine
+from neo_assets.store.ledger_rows import write_row
 
 _READERS: dict[str, sa.Engine] = {}
 
@@ -65,21 +66,17 @@ def record_discovery(
     found: Discovery,
     now: float,
 ) -> None:
-    key = provider_cap_key(provider, base_url or "", model or "")
-    c = t.provider_limits.c
-    with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(t.provider_limits).where(c.provider_key == key))
-        conn.execute(
-            sa.insert(t.provider_limits).values(
-                provider_key=key,
-                provider=provider,
-                base_url=(base_url or "").rstrip("/"),
-                model=model or "",
-                limit_tokens=found.limit_tokens,
-                limit_source=found.source[:500],
-                tokenizer=found.tokenizer,
-                learned_limit=found.learned_limit,
-                chars_per_token=found.chars_per_token,
-                discovered_at=now,
-            )
-        )
+    write_row(
+        ledger.engine,
+        t.provider_limits,
+        provider_key=provider_cap_key(provider, base_url or "", model or ""),
+        provider=provider,
+        base_url=(base_url or "").rstrip("/"),
+        model=model or "",
+        limit_tokens=found.limit_tokens,
+        limit_source=found.source[:500],
+        tokenizer=found.tokenizer,
+        learned_limit=found.learned_limit,
+        chars_per_token=found.chars_per_token,
+        discovered_at=now,
+    )
