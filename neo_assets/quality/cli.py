@@ -94,11 +94,12 @@ async def _each(
                 continue
             doc = report.to_doc()
             reports.append(doc)
+            m = report.metrics
             common.err.print(
                 f"{tenant}/{slug} @ {report.revision[:12]}: {doc['questionCount']} questions "
-                f"from {doc['commitsRead']} commits — recall@1 {report.recall_at_1:.2f}, "
-                f"recall@5 {report.recall_at_5:.2f}, recall@10 {report.recall_at_10:.2f}, "
-                f"MRR@10 {report.mrr_at_10:.2f} ({report.seconds:.1f} s)",
+                f"from {doc['commitsRead']} commits — recall@1 {m.recall_at_1:.2f}, "
+                f"recall@5 {m.recall_at_5:.2f}, recall@10 {m.recall_at_10:.2f}, "
+                f"MRR@10 {m.mrr_at_10:.2f} ({report.seconds:.1f} s)",
                 highlight=False,
             )
     finally:

@@ -49,22 +49,6 @@ class QualityReport:
     commits_read: int = 0
     seconds: float = 0.0
 
-    @property
-    def recall_at_1(self) -> float:
-        return self.metrics.recall_at_1
-
-    @property
-    def recall_at_5(self) -> float:
-        return self.metrics.recall_at_5
-
-    @property
-    def recall_at_10(self) -> float:
-        return self.metrics.recall_at_10
-
-    @property
-    def mrr_at_10(self) -> float:
-        return self.metrics.mrr_at_10
-
     def to_doc(self) -> dict[str, Any]:
         return {
             "tenantId": self.tenant_id,

@@ -36,13 +36,14 @@ class HistoryUnavailable(RuntimeError):
     """The repo has no readable git history at the revision (one line, names the fix)."""
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, stdin=subprocess.DEVNULL, check=False
     )
+
+
+def _git(root: Path, *args: str) -> str:
+    done = _run(root, *args)
     if done.returncode != 0:
         line = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise HistoryUnavailable(
@@ -53,12 +54,7 @@ def _git(root: Path, *args: str) -> str:
 
 
 def _show(root: Path, revision: str, path: str) -> str | None:
-    done = subprocess.run(
-        ["git", "-C", str(root), "show", f"{revision}:./{path}"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    done = _run(root, "show", f"{revision}:./{path}")
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
 
 

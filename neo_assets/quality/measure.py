@@ -3,7 +3,7 @@ generation whether or not it serves yet, written to the ledger; then the parser 
 they decide are settled (``quality/parser_switch.py``)."""
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import anyio
 
@@ -45,15 +45,10 @@ async def measure_at(
     ranks, _ = await ask(
         service, tenant_id, repo_slug, qs.questions, generation=label_generation(generation)
     )
-    m = metrics(ranks)
     return QualityScore(
         repo_slug=repo_slug,
         generation=generation,
-        questions=m.questions,
-        recall_at_1=m.recall_at_1,
-        recall_at_5=m.recall_at_5,
-        recall_at_10=m.recall_at_10,
-        mrr_at_10=m.mrr_at_10,
+        **asdict(metrics(ranks)),  # questions, recall@1/5/10, MRR@10
         question_set=question_set_digest([(q.text, q.path, q.definition) for q in qs.questions]),
         evaluated_at=time.time(),
         revision=revision,

@@ -274,8 +274,5 @@ def metrics(ranks: Sequence[int | None]) -> Metrics:
 
 def dropped(previous: Metrics, current: Metrics, margin: float) -> list[str]:
     """The figures that fell by more than ``margin`` (absolute) since ``previous``."""
-    out = []
-    for name in ("recall_at_1", "recall_at_5", "recall_at_10", "mrr_at_10"):
-        if getattr(previous, name) - getattr(current, name) > margin:
-            out.append(name)
-    return out
+    names = ("recall_at_1", "recall_at_5", "recall_at_10", "mrr_at_10")
+    return [n for n in names if getattr(previous, n) - getattr(current, n) > margin]
