@@ -175,40 +175,32 @@ def build_index(
         stored = _keys_in(conn, tenant_id, repo_slug)
     rows = new_file_rows(env, keys, stored, parsed, parse_missing)
     header = {"format": FORMAT, "revision": env.revision, "kind": env.kind, "chunking": chunking}
-    write_index(
-        ledger,
-        tenant_id,
-        repo_slug,
-        env.revision,
-        digest=digest,
-        kind=env.kind,
-        files=len(files),
-        payload=_encode_map(header, files),
-        rows=rows,
-        keep=serving_revision,
-        now=now,
-    )
+    index = {
+        "tenant_id": tenant_id,
+        "repo_slug": repo_slug,
+        "revision": env.revision,
+        "digest": digest,
+        "kind": env.kind,
+        "files": len(files),
+        "payload": _encode_map(header, files),
+        "created_at": now,
+    }
+    write_index(ledger, index, rows, keep=serving_revision)
     return time.perf_counter() - started
 
 
 def write_index(
     ledger: Ledger,
-    tenant_id: str,
-    repo_slug: str,
-    revision: str,
-    *,
-    digest: str,
-    kind: str,
-    files: int,
-    payload: bytes,
+    index: Mapping[str, Any],
     rows: Mapping[str, tuple[str, bytes]],
+    *,
     keep: str | None,
-    now: float,
 ) -> None:
-    """Write the new file ``rows`` and the map of ``revision``, reclaim the repo's other
-    maps but ``keep`` (the revision it is served at) and the file rows no kept map names,
-    in one transaction."""
+    """Write the new file ``rows`` and the map ``index`` (a ``code_indexes`` row), reclaim
+    the repo's other maps but ``keep`` (the revision it is served at) and the file rows no
+    kept map names, in one transaction."""
     c = code_indexes.c
+    tenant_id, repo_slug, revision = index["tenant_id"], index["repo_slug"], index["revision"]
     keep_revisions = {revision} | ({keep} if keep else set())
     with ledger.engine.begin() as conn:
         conn.execute(
@@ -226,18 +218,7 @@ def write_index(
         ]
         if fresh:
             conn.execute(sa.insert(code_index_files), fresh)
-        conn.execute(
-            sa.insert(code_indexes).values(
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                revision=revision,
-                digest=digest,
-                kind=kind,
-                files=files,
-                payload=payload,
-                created_at=now,
-            )
-        )
+        conn.execute(sa.insert(code_indexes).values(**index))
         _drop_unnamed(conn, tenant_id, repo_slug, present | set(rows))
 
 

@@ -6,7 +6,7 @@ read by its recorded blob (a changed plain file is reported, not served); grep r
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import re2
 
 from neo_assets.code_tools.index_store import index_head, read_payload
 from neo_assets.code_tools.rules import limits, matching, tools
-from neo_assets.code_tools.rules.index import RepoIndex, clip, enclosing_unit, split_lines
+from neo_assets.code_tools.rules.index import RepoIndex, enclosing_unit, line_hit, split_lines
 from neo_assets.core import codes
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.query.search import QueryService
@@ -153,25 +153,16 @@ class CodeTools:
         return found[0]
 
     # ------------------------------------------------------------------ texts
-    def _texts(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> Callable[[], Any]:
-        """An iterator of (path, text or None: unreadable now) over ``paths`` of the
-        index, cached texts first, the rest read in one pass."""
-
-        def run() -> Any:
-            wanted = []
-            for path in paths:
-                text = self.texts.get(text_key(index.files[path].blob, path))
-                if text is None:
-                    wanted.append(path)
-            read: dict[str, str | None] = {}
-            if wanted:
-                read = self._read(tenant_id, index, wanted)
-            for path in paths:
-                info = index.files[path]
-                cached = self.texts.get(text_key(info.blob, path))
-                yield path, cached if path not in read else read[path]
-
-        return run
+    def _texts(
+        self, tenant_id: str, index: RepoIndex, paths: Sequence[str]
+    ) -> Iterator[tuple[str, str | None]]:
+        """(path, text or None: unreadable now) over ``paths`` of the index, cached texts
+        first, the rest read in one pass."""
+        wanted = [p for p in paths if self.texts.get(text_key(index.files[p].blob, p)) is None]
+        read = self._read(tenant_id, index, wanted) if wanted else {}
+        for path in paths:
+            cached = self.texts.get(text_key(index.files[path].blob, path))
+            yield path, cached if path not in read else read[path]
 
     def _read(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> dict[str, Any]:
         entries = tuple(
@@ -185,21 +176,21 @@ class CodeTools:
             entries=entries,
         )
         out: dict[str, str | None] = {}
-        try:
-            for path, text in read_texts(env, [e.path for e in entries]):
+
+        def keep(envelope: Envelope) -> None:
+            for path, text in read_texts(envelope, [e.path for e in envelope.entries]):
                 out[path] = shown(path, text)
                 self.texts.put(text_key(index.files[path].blob, path), out[path])
+
+        try:
+            keep(env)
         except SourceError:
             # One unreadable file (a directory changed since its sweep, a pruned blob):
             # read the rest one by one so only that one is missing.
             for e in entries:
-                if e.path in out:
-                    continue
-                one = Envelope(env.kind, env.root, env.revision, (e,))
                 try:
-                    for path, text in read_texts(one, [e.path]):
-                        out[path] = shown(path, text)
-                        self.texts.put(text_key(e.blob, path), out[path])
+                    if e.path not in out:
+                        keep(Envelope(env.kind, env.root, env.revision, (e,)))
                 except SourceError:
                     out[e.path] = None
         return out
@@ -231,20 +222,13 @@ class CodeTools:
         texts: dict[tuple[str, str], list[str] | None] = {}
         for index in indexes:
             paths = sorted({p for i, p, _l, _u in hits if i is index})
-            for path, text in self._texts(tenant_id, index, paths)():
+            for path, text in self._texts(tenant_id, index, paths):
                 texts[(index.repo, path)] = None if text is None else split_lines(text)
         refs = []
         for index, path, line, unit in hits:
             lines = texts.get((index.repo, path))
-            refs.append(
-                {
-                    "repo": index.repo,
-                    "path": path,
-                    "line": line,
-                    "text": clip(lines[line - 1]) if lines and line <= len(lines) else "",
-                    "unit": None if unit is None else unit.unit_json(),
-                }
-            )
+            text = lines[line - 1] if lines and line <= len(lines) else ""
+            refs.append(line_hit(index.repo, path, line, text, unit))
         return {
             "references": refs,
             "truncated": truncated,
@@ -266,7 +250,7 @@ class CodeTools:
         searched = 0
         for index in indexes:
             paths = [p for p in index.files if matching.path_matches(p, glob)]
-            for path, text in self._texts(tenant_id, index, paths)():
+            for path, text in self._texts(tenant_id, index, paths):
                 if time.monotonic() > deadline:
                     truncated_by = "time"
                     break
@@ -281,15 +265,7 @@ class CodeTools:
                         truncated_by = "max_results"
                         break
                     unit = enclosing_unit(syms, number)
-                    matches.append(
-                        {
-                            "repo": index.repo,
-                            "path": path,
-                            "line": number,
-                            "text": clip(line),
-                            "unit": None if unit is None else unit.unit_json(),
-                        }
-                    )
+                    matches.append(line_hit(index.repo, path, number, line, unit))
                 if truncated_by:
                     break
             if truncated_by:
@@ -311,7 +287,7 @@ class CodeTools:
         info = index.files.get(path)
         if info is None:
             raise no_file(index.repo, path, index.revision)
-        text = dict(self._texts(tenant_id, index, [path])())[path]
+        text = dict(self._texts(tenant_id, index, [path]))[path]
         if text is None:
             raise QueryInputError(
                 codes.QUERY_NOT_INDEXED,

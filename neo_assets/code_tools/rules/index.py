@@ -47,6 +47,12 @@ def clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
 
 
+def line_hit(repo: str, path: str, line: int, text: str, unit: "Symbol | None") -> dict[str, Any]:
+    """A result line of find_references and grep: where, its text (cut) and its unit."""
+    at = {"repo": repo, "path": path, "line": line, "text": clip(text)}
+    return {**at, "unit": None if unit is None else unit.unit_json()}
+
+
 def merged_symbols(units: Iterable[Unit]) -> list[tuple[str, str, str, int, int]]:
     """Code units of one file, the parts of a long unit merged into one span:
     ``(kind, name, qualified_name, start, end)`` sorted by start line."""
@@ -217,9 +223,6 @@ class RepoIndex:
             ]
             idents[path] = refs
         return cls(repo, payload["revision"], payload["kind"], files, symbols, idents)
-
-    def enclosing(self, path: str, line: int) -> Symbol | None:
-        return enclosing_unit(self.symbols.get(path, ()), line)
 
 
 def enclosing_unit(symbols: Sequence[Symbol], line: int) -> Symbol | None:
