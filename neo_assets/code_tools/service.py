@@ -6,7 +6,7 @@ read by its recorded blob (a changed plain file is reported, not served); grep r
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -59,32 +59,33 @@ def no_file(repo: str, path: str, revision: str) -> QueryInputError:
     )
 
 
-class TextCache:
-    """File texts by blob id (a blob never changes), least recently used out past a byte
-    budget."""
+class LruCache:
+    """Values by key, the least recently used out past a budget that each value's ``size``
+    counts against (file texts by blob id: a blob never changes; decoded indexes)."""
 
-    def __init__(self, budget: int = TEXT_CACHE_BYTES) -> None:
+    def __init__(self, budget: int, size: Callable[[Any], int] = len) -> None:
         self.budget = budget
+        self.size = size
         self.used = 0
-        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._values: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, blob: str) -> str | None:
+    def get(self, key: Any) -> Any:
         with self._lock:
-            text = self._texts.get(blob)
-            if text is not None:
-                self._texts.move_to_end(blob)
-            return text
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
 
-    def put(self, blob: str, text: str) -> None:
+    def put(self, key: Any, value: Any) -> None:
         with self._lock:
-            if blob in self._texts or len(text) > self.budget:
+            if key in self._values or self.size(value) > self.budget:
                 return
-            self._texts[blob] = text
-            self.used += len(text)
+            self._values[key] = value
+            self.used += self.size(value)
             while self.used > self.budget:
-                _old, dropped = self._texts.popitem(last=False)
-                self.used -= len(dropped)
+                _old, dropped = self._values.popitem(last=False)
+                self.used -= self.size(dropped)
 
 
 class CodeTools:
@@ -93,9 +94,8 @@ class CodeTools:
     def __init__(self, service: QueryService, grep_timeout_s: float) -> None:
         self.service = service
         self.grep_timeout_s = grep_timeout_s
-        self.texts = TextCache()
-        self._indexes: OrderedDict[tuple[str, str, str, str], RepoIndex] = OrderedDict()
-        self._lock = threading.Lock()
+        self.texts = LruCache(TEXT_CACHE_BYTES)
+        self._indexes = LruCache(INDEX_CACHE, size=lambda _index: 1)
 
     # ------------------------------------------------------------------ indexes
     def _repo_path(self, tenant_id: str, slug: str) -> str:
@@ -116,19 +116,14 @@ class CodeTools:
         if head is None:
             return None
         key = (tenant_id, slug, revision, head[0])
-        with self._lock:
-            found = self._indexes.get(key)
-            if found is not None:
-                self._indexes.move_to_end(key)
-                return found
+        found = self._indexes.get(key)
+        if found is not None:
+            return found
         payload = read_payload(ledger, tenant_id, slug, revision)
         if payload is None:
             return None
         index = RepoIndex.from_payload(slug, payload)
-        with self._lock:
-            self._indexes[key] = index
-            while len(self._indexes) > INDEX_CACHE:
-                self._indexes.popitem(last=False)
+        self._indexes.put(key, index)
         return index
 
     def _indexes_for(
