@@ -97,14 +97,7 @@ def quality_after_sweep(
     log.info(
         f"{tenant_id}/{repo_slug}: self-evaluation "
         + ", ".join(
-            f"{m.due.generation}: "
-            + (
-                f"MRR@10 {m.score.mrr_at_10:.3f} recall@10 {m.score.recall_at_10:.3f} "
-                f"over {m.score.questions} questions"
-                if m.score
-                else f"not made ({m.problem})"
-            )
-            for m in measured
+            f"{m.due.generation}: " + (m.figures() or f"not made ({m.problem})") for m in measured
         )
         + f" in {time.perf_counter() - started:.1f}s"
     )

@@ -17,7 +17,7 @@ from neo_assets.quality.gate import (
     label_generation,
     question_set_digest,
 )
-from neo_assets.quality.parser_switch import held_switches, serving_parsers, settle
+from neo_assets.quality.parser_switch import held_switches, serving_parsers, settle_repo
 from neo_assets.quality.records import latest_scores, record_score
 from neo_assets.quality.rules import metrics
 from neo_assets.query.search import QueryService
@@ -31,6 +31,15 @@ class Measured:
     score: QualityScore | None
     problem: str | None = None
     seconds: float = 0.0
+
+    def figures(self) -> str | None:
+        """The score as the logs and the CLI print it; None when none was made."""
+        s = self.score
+        if s is None:
+            return None
+        return (
+            f"MRR@10 {s.mrr_at_10:.3f} recall@10 {s.recall_at_10:.3f} over {s.questions} questions"
+        )
 
 
 async def measure_at(
@@ -53,12 +62,6 @@ async def measure_at(
         evaluated_at=time.time(),
         revision=revision,
     )
-
-
-def declared_parsers(service: QueryService, tenant_id: str) -> dict[str, tuple[str, str]]:
-    tenant = service.resident.tenants().tenant(tenant_id)
-    repos = tenant.repos if tenant is not None else ()
-    return {r.slug: (r.parser.id, r.parser.version) for r in repos}
 
 
 def due_for_tenant(service: QueryService, tenant_id: str) -> list[EvaluationDue]:
@@ -122,6 +125,6 @@ async def evaluate_due(
 def settle_tenant(service: QueryService, tenant_id: str) -> None:
     """Settle the tenant's parser switches against the evaluations recorded so far."""
     resident = service.resident
-    declared = declared_parsers(service, tenant_id)
-    choice = serving_generation(resident.settings, resident.ledger, tenant_id, list(declared))
-    settle(resident.settings, resident.ledger, tenant_id, declared, choice.generation)
+    tenant = resident.tenants().tenant(tenant_id)
+    if tenant is not None:
+        settle_repo(resident.settings, resident.ledger, tenant)

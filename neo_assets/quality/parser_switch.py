@@ -102,9 +102,13 @@ def settle(
     return held
 
 
-def settle_repo(settings: Settings, ledger: Ledger, tenant: Tenant, repo_slug: str) -> None:
-    """What a sweep's census settles for its own repo: the first parser it is swept with
-    is recorded; a switch the gate allows (or the gate off) takes over."""
+def settle_repo(
+    settings: Settings, ledger: Ledger, tenant: Tenant, repo_slug: str | None = None
+) -> None:
+    """What a sweep's census settles for its own repo (every repo of the tenant when none
+    is named): the first parser it is swept with is recorded; a switch the gate allows (or
+    the gate off) takes over."""
     declared = {r.slug: (r.parser.id, r.parser.version) for r in tenant.repos}
     generation = serving_generation(settings, ledger, tenant.id, list(declared)).generation
-    settle(settings, ledger, tenant.id, declared, generation, only=[repo_slug])
+    only = None if repo_slug is None else [repo_slug]
+    settle(settings, ledger, tenant.id, declared, generation, only=only)
