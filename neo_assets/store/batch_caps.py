@@ -3,6 +3,7 @@ the lane's view of it for one provider (``LedgerBatchCaps``, the lane's
 ``BatchCapMemory``); the rule of which cap a lane starts at is ``embedding.rules.batch_caps``."""
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
@@ -48,22 +49,16 @@ def record_batch_cap(
     )
 
 
+@dataclass(eq=False)
 class LedgerBatchCaps:
     """One remote provider's remembered cap: read when a lane starts, written the moment
     the lane learns one."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        provider: str,
-        base_url: str,
-        model: str,
-        *,
-        clock: Callable[[], float],
-    ) -> None:
-        self.ledger = ledger
-        self.provider, self.base_url, self.model = provider, base_url, model
-        self.clock = clock
+    ledger: Ledger
+    provider: str
+    base_url: str
+    model: str
+    clock: Callable[[], float] = field(kw_only=True)
 
     def recall(self) -> int | None:
         remembered = provider_batch_cap(self.ledger, self.provider, self.base_url, self.model)

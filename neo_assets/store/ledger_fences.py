@@ -1,24 +1,27 @@
 """The ledger's fences and strikes per (tenant, repo, generation, chunk): what the lane
-fenced and the strikes on the way there. Mixed into ``Ledger`` (``store/ledger.py``);
-every write commits before returning."""
+fenced and the strikes on the way there. Mixed into ``Ledger`` (``store/ledger.py``), and
+the lane's fence book over them (``LedgerFenceBook``); every write commits before returning."""
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+from neo_assets.embedding.rules.lane import FenceRecord, StrikeRecord
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger_rows import repo_rows, write_row
 
+if TYPE_CHECKING:  # the ledger mixes the records in: imported for the hint only
+    from neo_assets.store.ledger import Ledger
+
 
 def _loads(raw: str | None) -> Any:
-    if raw is None:
-        return None
     try:
         return json.loads(raw)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError):  # None (TypeError) or torn: unobserved
         return None
 
 
@@ -114,4 +117,57 @@ class FenceRecords:
             kind=kind,
             count=count,
             updated_at=now,
+        )
+
+
+@dataclass(eq=False)
+class LedgerFenceBook:
+    """The lane's fence book (``embedding.lane_memory.FenceBook``) on the ledger, bound to one
+    tenant repo; each record_* call commits before returning."""
+
+    ledger: "Ledger"
+    tenant_id: str
+    repo_slug: str
+    clock: Callable[[], float] = field(kw_only=True)
+
+    def fence_records(self, generation: str) -> dict[str, FenceRecord]:
+        rows = self.ledger.fences(self.tenant_id, self.repo_slug, generation)
+        return {r["chunk_id"]: FenceRecord.from_row(r) for r in rows}
+
+    def strike_records(self, generation: str) -> dict[str, StrikeRecord]:
+        rows = self.ledger.strikes(self.tenant_id, self.repo_slug, generation)
+        return {r["chunk_id"]: StrikeRecord.from_row(r) for r in rows}
+
+    def record_fence(
+        self,
+        generation: str,
+        chunk_id: str,
+        disposition: str,
+        reason_code: str,
+        receipt: Mapping[str, Any],
+        observed_at: float,
+    ) -> None:
+        self.ledger.record_fence(
+            self.tenant_id,
+            self.repo_slug,
+            generation,
+            chunk_id,
+            disposition=disposition,
+            reason_code=reason_code,
+            receipt=receipt,
+            observed_at=observed_at,
+        )
+
+    def record_strike(
+        self, generation: str, chunk_id: str, kind: str, count: int, receipt: Mapping[str, Any]
+    ) -> None:
+        self.ledger.record_strike(
+            self.tenant_id,
+            self.repo_slug,
+            generation,
+            chunk_id,
+            kind=kind,
+            count=count,
+            receipt=receipt,
+            now=self.clock(),
         )
