@@ -19,7 +19,7 @@ from neo_assets.quality.gate import (
 from neo_assets.quality.records import decision, latest_scores
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_rows import write_row
-from neo_assets.store.quality_schema import parser_serving
+from neo_assets.store.ledger_schema import parser_serving
 from neo_assets.tenants.validation import Tenant
 
 

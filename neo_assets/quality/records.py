@@ -1,4 +1,4 @@
-"""The ledger's self-evaluations and quality decisions (tables in ``quality_schema``)."""
+"""The ledger's self-evaluations and quality decisions (tables in ``store/ledger_schema.py``)."""
 
 from collections.abc import Iterable
 from dataclasses import asdict, fields
@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from neo_assets.quality.gate import QualityScore
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_rows import first_row, write_row
-from neo_assets.store.quality_schema import quality_decisions, retrieval_quality
+from neo_assets.store.ledger_schema import quality_decisions, retrieval_quality
 
 
 def record_score(ledger: Ledger, tenant_id: str, score: QualityScore) -> None:

@@ -13,9 +13,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from neo_assets.store.lease_schema import leases as t
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_rows import first_row
+from neo_assets.store.ledger_schema import leases as t
 from neo_assets.sweep.rules import leases as rules
 from neo_assets.sweep.rules.leases import LeaseRecord
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider_slots import Held, ProviderSlots, poll_until
-from neo_assets.store.slots_schema import provider_work
+from neo_assets.store.ledger_schema import provider_work
 
 _ENGINES: dict[str, sa.Engine] = {}
 GATE = -1
