@@ -12,10 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.code_tools.rules.index import Unit, file_record
-from neo_assets.code_tools.schema import code_index_files, code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_rows import repo_rows
+from neo_assets.store.ledger_schema import code_index_files, code_indexes
 
 FORMAT = 4
 # (path, text, units) of the files the chunk stage parsed.

@@ -343,3 +343,30 @@ parser_serving = sa.Table(
     sa.Column("parser_version", sa.String(64), nullable=False),
     sa.Column("updated_at", sa.Float, nullable=False),
 )
+
+# ---- code tools: one file map per repo revision, published last (0014), and one row per
+# file content, so a revision writes only what changed (0018) (``code_tools/index_store.py``;
+# a record is ``code_tools.rules.index.file_record``).
+code_indexes = sa.Table(
+    "code_indexes",
+    metadata,
+    *key_columns("tenant_id", "repo_slug"),
+    sa.Column("revision", sa.String(128), primary_key=True),
+    # sha256 over the chunking identity and every (path, blob): what the index was built from
+    sa.Column("digest", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(8), nullable=False),  # "git" or "dir": how files are read
+    sa.Column("files", sa.Integer, nullable=False),
+    sa.Column("payload", sa.LargeBinary, nullable=False),  # zlib(header + file map)
+    sa.Column("created_at", sa.Float, nullable=False),
+)
+
+code_index_files = sa.Table(
+    "code_index_files",
+    metadata,
+    *key_columns("tenant_id", "repo_slug"),
+    # sha256 over the index format, the chunking identity, the path and the blob: the
+    # record depends on the content and on the language the path gives it
+    sa.Column("file_key", sa.String(64), primary_key=True),
+    sa.Column("blob", sa.String(64), nullable=False),
+    sa.Column("record", sa.LargeBinary, nullable=False),  # zlib(JSON of a file_record)
+)
