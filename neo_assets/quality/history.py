@@ -30,6 +30,9 @@ CODE_SUFFIXES = (
     ".php .kt .swift .scala"
 ).split()
 _RECORD, _FIELD = "\x1e", "\x1f"
+# The log as read_commits parses it: per commit its header, then its changed lines relative
+# to the repo's folder (a rename as a delete and an add).
+_LOG_FORM = (f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%s", "-U0", "--relative", "--no-renames")
 
 
 class HistoryUnavailable(RuntimeError):
@@ -108,21 +111,8 @@ def read_commits(
     """The last ``max_commits`` commits reachable from ``revision`` (touching ``paths``
     when given), newest first, each with the units its changes touched in code files.
     Files are read and parsed only for commits the subject rules keep."""
-    log = _git(
-        root,
-        "log",
-        f"--max-count={max_commits}",
-        f"--skip={skip}",
-        "--relative",
-        "--no-renames",
-        "-U0",
-        "--no-color",
-        "--no-ext-diff",
-        f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%s",
-        revision,
-        "--",
-        *(paths or ["."]),
-    )
+    flags = (f"--max-count={max_commits}", f"--skip={skip}", "--no-color", "--no-ext-diff")
+    log = _git(root, "log", *flags, *_LOG_FORM, revision, "--", *(paths or ["."]))
     out: list[Commit] = []
     for record in log.split(_RECORD)[1:]:
         header, _, diff = record.partition("\n")
