@@ -55,25 +55,14 @@ class LedgerBatchCaps:
     the lane learns one."""
 
     ledger: Ledger
-    provider: str
-    base_url: str
-    model: str
+    provider: tuple[str, str, str]  # kind, base URL, model
     clock: Callable[[], float] = field(kw_only=True)
 
     def recall(self) -> int | None:
-        remembered = provider_batch_cap(self.ledger, self.provider, self.base_url, self.model)
-        return starting_cap(remembered, self.clock())
+        return starting_cap(provider_batch_cap(self.ledger, *self.provider), self.clock())
 
     def remember(self, cap: int, evidence: str) -> None:
-        record_batch_cap(
-            self.ledger,
-            self.provider,
-            self.base_url,
-            self.model,
-            cap=cap,
-            evidence=evidence,
-            now=self.clock(),
-        )
+        record_batch_cap(self.ledger, *self.provider, cap=cap, evidence=evidence, now=self.clock())
 
 
 def batch_cap_memory(
@@ -83,10 +72,5 @@ def batch_cap_memory(
     base_url = getattr(provider, "base_url", None)
     if not base_url:
         return None
-    return LedgerBatchCaps(
-        ledger,
-        str(getattr(provider, "name", "")),
-        str(base_url),
-        str(getattr(provider, "model", "")),
-        clock=clock,
-    )
+    name, model = str(getattr(provider, "name", "")), str(getattr(provider, "model", ""))
+    return LedgerBatchCaps(ledger, (name, str(base_url), model), clock=clock)

@@ -182,8 +182,6 @@ class ChromaStore:
     def _write(
         self, write: Any, ids: Texts, embeddings: np.ndarray, documents: Texts, metadatas: Metadatas
     ) -> None:
-        if not ids:
-            return
         step = self.max_batch
         for start in range(0, len(ids), step):
             stop = start + step
@@ -274,11 +272,8 @@ class ChromaStore:
             offset += page
 
     def update_metadata(self, ids: Texts, metadatas: Metadatas) -> None:
-        for start in range(0, len(ids), self.max_batch):
-            stop = start + self.max_batch
-            self.collection.update(
-                ids=list(ids[start:stop]), metadatas=[dict(m) for m in metadatas[start:stop]]
-            )
+        for id_batch, meta_batch in zip(self._batches(ids), self._batches(metadatas), strict=True):
+            self.collection.update(ids=list(id_batch), metadatas=[dict(m) for m in meta_batch])
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         for batch in self._batches(list(ids)):

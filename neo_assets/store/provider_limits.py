@@ -17,12 +17,6 @@ from neo_assets.store.ledger_rows import write_row
 _READERS: dict[str, sa.Engine] = {}
 
 
-def recorded_discovery(
-    ledger: Ledger, provider: str, base_url: str | None, model: str | None
-) -> Discovery | None:
-    return _read(ledger.engine, provider, base_url, model)
-
-
 def recorded_discovery_at(
     url: str, provider: str, base_url: str | None, model: str | None
 ) -> Discovery | None:
@@ -35,17 +29,17 @@ def recorded_discovery_at(
     if engine is None:
         engine = _READERS[url] = ledger_engine(url)
     try:
-        return _read(engine, provider, base_url, model)
+        return recorded_discovery(Ledger(engine), provider, base_url, model)
     except sa.exc.SQLAlchemyError:
         return None  # not migrated yet (no table): nothing discovered
 
 
-def _read(
-    engine: sa.Engine, provider: str, base_url: str | None, model: str | None
+def recorded_discovery(
+    ledger: Ledger, provider: str, base_url: str | None, model: str | None
 ) -> Discovery | None:
     c = t.provider_limits.c
     key = provider_cap_key(provider, base_url or "", model or "")
-    with engine.connect() as conn:
+    with ledger.engine.connect() as conn:
         row = conn.execute(sa.select(t.provider_limits).where(c.provider_key == key)).first()
     if row is None:
         return None
