@@ -53,14 +53,14 @@ def _envelope_head(conn: sa.Connection, tenant_id: str, repo_slug: str) -> dict[
 def _replace_repo_rows(
     conn: sa.Connection,
     table: sa.Table,
-    key: tuple[str, str],
+    key: dict[str, str],
     rows: list[dict[str, Any]],
     path_column: str,
     paths: Iterable[str] | None,
 ) -> None:
     """The repo's rows of ``table`` replaced by ``rows``: all of them, or with ``paths``
     only those of these paths (``path_column``)."""
-    scope = repo_rows(table, *key)
+    scope = repo_rows(table, **key)
     if paths is None:
         conn.execute(sa.delete(table).where(scope))
     else:
@@ -94,10 +94,10 @@ class DeclarationRecords:
         that listed it ("" when none may reuse it). With ``replacing``, ``entries`` are
         only the changed paths and ``replacing`` the recorded ones they replace or that
         are gone: the rest stays."""
+        key = {"tenant_id": tenant_id, "repo_slug": repo_slug}
         rows = [
             {
-                "tenant_id": tenant_id,
-                "repo_slug": repo_slug,
+                **key,
                 "path": e["path"],
                 "yielded": bool(e["yielded"]),
                 "blob": e.get("blob"),
@@ -109,18 +109,9 @@ class DeclarationRecords:
         ]
         gone = None if replacing is None else set(replacing) | {r["path"] for r in rows}
         with self.engine.begin() as conn:
-            key = (tenant_id, repo_slug)
             _replace_repo_rows(conn, t.envelope_paths, key, rows, "path", gone)
-            replace_row(
-                conn,
-                t.envelopes,
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                revision=revision,
-                kind=kind,
-                recorded_at=now,
-                rules=rules,
-            )
+            head = {"revision": revision, "kind": kind, "recorded_at": now, "rules": rules}
+            replace_row(conn, t.envelopes, **key, **head)
 
     def touch_envelope(
         self, tenant_id: str, repo_slug: str, *, now: float, rules: str | None = None
@@ -185,10 +176,10 @@ class DeclarationRecords:
     ) -> None:
         """Record the repo's declared generation (path -> chunk ids) in one transaction; with
         ``replace_paths`` only those paths' chunks are replaced."""
+        key = {"tenant_id": tenant_id, "repo_slug": repo_slug}
         rows = [
             {
-                "tenant_id": tenant_id,
-                "repo_slug": repo_slug,
+                **key,
                 "chunk_id": c.chunk_id,
                 "source_path": c.source_path,
                 "kind": c.kind,
@@ -198,13 +189,11 @@ class DeclarationRecords:
             for c in chunks
         ]
         with self.engine.begin() as conn:
-            key = (tenant_id, repo_slug)
             _replace_repo_rows(conn, t.declared_chunks, key, rows, "source_path", replace_paths)
             replace_row(
                 conn,
                 t.declared_generations,
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
+                **key,
                 revision=revision,
                 parser_id=parser_id,
                 parser_version=parser_version,
