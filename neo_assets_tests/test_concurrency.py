@@ -27,8 +27,8 @@ from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
 from neo_assets.core.ids.stamps import tenant_filter
 from neo_assets.store import leases
-from neo_assets.store.lease_schema import leases as lease_table
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_schema import leases as lease_table
 from neo_assets.sweep.rules import leases as rules
 from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.tenants.validation import load_tenants

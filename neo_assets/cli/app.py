@@ -20,8 +20,7 @@ from neo_assets.code_tools.cli import register as register_code_tools
 from neo_assets.core import codes
 from neo_assets.declaration.rules import SOURCE_FILE
 from neo_assets.health.cli import register as register_health
-from neo_assets.quality.cli import register as register_eval
-from neo_assets.quality.gate_cli import register as register_quality
+from neo_assets.quality.cli import register as register_quality
 from neo_assets.reconcile.cli import register as register_reconcile
 from neo_assets.serve.cli import register as register_serve
 from neo_assets.store.private_files import owner_only_umask
@@ -329,7 +328,6 @@ def query(
 register_health(app)
 register_reconcile(app)
 register_serve(app)
-register_eval(app)
 register_quality(app)
 register_code_tools(app)
 

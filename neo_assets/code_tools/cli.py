@@ -66,6 +66,10 @@ def _command(
     run(go, as_json)
 
 
+def _say(text: str) -> None:
+    err.print(text, highlight=False, markup=False)  # paths and code, printed as they are
+
+
 def _line(hit: dict[str, Any]) -> str:
     unit = hit.get("unit")
     where = f"  [{unit['kind']} {unit['name']}]" if unit else ""
@@ -92,21 +96,13 @@ def register_symbol_commands(app: typer.Typer) -> None:
         as_json: JsonOpt = False,
     ) -> None:
         """Where a function, method, class or type is defined."""
-        body = {
-            "name": name,
-            "repo": repo,
-            "kind": kind,
-            "language": language,
-            "max_results": max_results,
-        }
+        body = dict(name=name, repo=repo, kind=kind, language=language, max_results=max_results)
 
         def show(doc: dict) -> None:
             for s in doc["symbols"]:
-                err.print(
+                _say(
                     f"{s['repo']}:{s['path']}:{s['startLine']}-{s['endLine']} {s['kind']} "
-                    f"{s['name']} ({s['match']})  {s.get('signature', '').strip()}",
-                    highlight=False,
-                    markup=False,
+                    f"{s['name']} ({s['match']})  {s.get('signature', '').strip()}"
                 )
 
         _command("find_symbol", tenant, body, as_json, show)
@@ -124,7 +120,7 @@ def register_symbol_commands(app: typer.Typer) -> None:
 
         def show(doc: dict) -> None:
             for r in doc["references"]:
-                err.print(_line(r), highlight=False, markup=False)
+                _say(_line(r))
 
         _command("find_references", tenant, body, as_json, show)
 
@@ -153,9 +149,9 @@ def register_file_commands(app: typer.Typer) -> None:
 
         def show(doc: dict) -> None:
             for m in doc["matches"]:
-                err.print(_line(m), highlight=False, markup=False)
+                _say(_line(m))
             if doc["truncated"]:
-                err.print(f"(cut: {doc['truncatedBy']})", highlight=False, markup=False)
+                _say(f"(cut: {doc['truncatedBy']})")
 
         _command("grep", tenant, body, as_json, show)
 
@@ -173,7 +169,7 @@ def register_file_commands(app: typer.Typer) -> None:
 
         def show(doc: dict) -> None:
             for number, text in enumerate(doc["text"].split("\n"), start=doc["startLine"]):
-                err.print(f"{number:6d} │ {text}", highlight=False, markup=False)
+                _say(f"{number:6d} │ {text}")
 
         _command("read_file", tenant, body, as_json, show)
 
@@ -188,10 +184,6 @@ def register_file_commands(app: typer.Typer) -> None:
 
         def show(doc: dict) -> None:
             for f in doc["files"]:
-                err.print(
-                    f"{f['path']}  {f['language']}  {f['size']} B  {f['lines']} lines",
-                    highlight=False,
-                    markup=False,
-                )
+                _say(f"{f['path']}  {f['language']}  {f['size']} B  {f['lines']} lines")
 
         _command("list_files", tenant, {"repo": repo, "path_glob": path_glob}, as_json, show)

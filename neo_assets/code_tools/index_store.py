@@ -12,9 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.code_tools.rules.index import Unit, file_record
-from neo_assets.code_tools.schema import code_index_files, code_indexes
 from neo_assets.sources.model import Envelope
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import repo_rows
+from neo_assets.store.ledger_schema import code_index_files, code_indexes
 
 FORMAT = 4
 # (path, text, units) of the files the chunk stage parsed.
@@ -39,10 +40,6 @@ def file_key(chunking: str, path: str, blob: str) -> str:
     return hashlib.sha256(f"{FORMAT}\0{chunking}\0{path}\0{blob}".encode()).hexdigest()
 
 
-def _row_key(table: sa.Table, tenant_id: str, repo_slug: str) -> tuple[Any, ...]:
-    return (table.c.tenant_id == tenant_id, table.c.repo_slug == repo_slug)
-
-
 def index_head(
     ledger: Ledger, tenant_id: str, repo_slug: str, revision: str
 ) -> tuple[str, str] | None:
@@ -51,7 +48,7 @@ def index_head(
     with ledger.engine.connect() as conn:
         row = conn.execute(
             sa.select(c.digest, c.kind).where(
-                *_row_key(code_indexes, tenant_id, repo_slug), c.revision == revision
+                repo_rows(code_indexes, tenant_id, repo_slug), c.revision == revision
             )
         ).first()
     return None if row is None else (row.digest, row.kind)
@@ -95,7 +92,7 @@ def read_payload(
     and ``files`` (path -> record); None when there is none, it cannot be decoded or a
     file row it names is missing (a torn index reads as unobserved)."""
     c = code_indexes.c
-    query = sa.select(c.payload).where(*_row_key(code_indexes, tenant_id, repo_slug))
+    query = sa.select(c.payload).where(repo_rows(code_indexes, tenant_id, repo_slug))
     query = (
         query.where(c.revision == revision)
         if revision is not None
@@ -110,7 +107,7 @@ def read_payload(
         stored = dict(
             conn.execute(
                 sa.select(f.file_key, f.record).where(
-                    *_row_key(code_index_files, tenant_id, repo_slug)
+                    repo_rows(code_index_files, tenant_id, repo_slug)
                 )
             ).all()
         )
@@ -122,15 +119,6 @@ def read_payload(
     except (KeyError, zlib.error, ValueError):
         return None
     return {**header, "files": files}
-
-
-def _stored_keys(ledger: Ledger, tenant_id: str, repo_slug: str) -> set[str]:
-    f = code_index_files.c
-    with ledger.engine.connect() as conn:
-        rows = conn.execute(
-            sa.select(f.file_key).where(*_row_key(code_index_files, tenant_id, repo_slug))
-        ).all()
-    return {r[0] for r in rows}
 
 
 def new_file_rows(
@@ -183,48 +171,41 @@ def build_index(
         return time.perf_counter() - started
     files = {e.path: (e.blob, file_key(chunking, e.path, e.blob)) for e in env.entries if e.yielded}
     keys = {path: key for path, (_blob, key) in files.items()}
-    stored = _stored_keys(ledger, tenant_id, repo_slug)
+    with ledger.engine.connect() as conn:
+        stored = _keys_in(conn, tenant_id, repo_slug)
     rows = new_file_rows(env, keys, stored, parsed, parse_missing)
     header = {"format": FORMAT, "revision": env.revision, "kind": env.kind, "chunking": chunking}
-    write_index(
-        ledger,
-        tenant_id,
-        repo_slug,
-        env.revision,
-        digest=digest,
-        kind=env.kind,
-        files=len(files),
-        payload=_encode_map(header, files),
-        rows=rows,
-        keep=serving_revision,
-        now=now,
-    )
+    index = {
+        "tenant_id": tenant_id,
+        "repo_slug": repo_slug,
+        "revision": env.revision,
+        "digest": digest,
+        "kind": env.kind,
+        "files": len(files),
+        "payload": _encode_map(header, files),
+        "created_at": now,
+    }
+    write_index(ledger, index, rows, keep=serving_revision)
     return time.perf_counter() - started
 
 
 def write_index(
     ledger: Ledger,
-    tenant_id: str,
-    repo_slug: str,
-    revision: str,
-    *,
-    digest: str,
-    kind: str,
-    files: int,
-    payload: bytes,
+    index: Mapping[str, Any],
     rows: Mapping[str, tuple[str, bytes]],
+    *,
     keep: str | None,
-    now: float,
 ) -> None:
-    """Write the new file ``rows`` and the map of ``revision``, reclaim the repo's other
-    maps but ``keep`` (the revision it is served at) and the file rows no kept map names,
-    in one transaction."""
+    """Write the new file ``rows`` and the map ``index`` (a ``code_indexes`` row), reclaim
+    the repo's other maps but ``keep`` (the revision it is served at) and the file rows no
+    kept map names, in one transaction."""
     c = code_indexes.c
+    tenant_id, repo_slug, revision = index["tenant_id"], index["repo_slug"], index["revision"]
     keep_revisions = {revision} | ({keep} if keep else set())
     with ledger.engine.begin() as conn:
         conn.execute(
             sa.delete(code_indexes).where(
-                *_row_key(code_indexes, tenant_id, repo_slug),
+                repo_rows(code_indexes, tenant_id, repo_slug),
                 sa.or_(c.revision.not_in(keep_revisions), c.revision == revision),
             )
         )
@@ -237,25 +218,14 @@ def write_index(
         ]
         if fresh:
             conn.execute(sa.insert(code_index_files), fresh)
-        conn.execute(
-            sa.insert(code_indexes).values(
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                revision=revision,
-                digest=digest,
-                kind=kind,
-                files=files,
-                payload=payload,
-                created_at=now,
-            )
-        )
+        conn.execute(sa.insert(code_indexes).values(**index))
         _drop_unnamed(conn, tenant_id, repo_slug, present | set(rows))
 
 
 def _keys_in(conn: sa.Connection, tenant_id: str, repo_slug: str) -> set[str]:
     f = code_index_files.c
     rows = conn.execute(
-        sa.select(f.file_key).where(*_row_key(code_index_files, tenant_id, repo_slug))
+        sa.select(f.file_key).where(repo_rows(code_index_files, tenant_id, repo_slug))
     ).all()
     return {r[0] for r in rows}
 
@@ -265,7 +235,7 @@ def _drop_unnamed(conn: sa.Connection, tenant_id: str, repo_slug: str, present: 
     c = code_indexes.c
     named: set[str] = set()
     for (payload,) in conn.execute(
-        sa.select(c.payload).where(*_row_key(code_indexes, tenant_id, repo_slug))
+        sa.select(c.payload).where(repo_rows(code_indexes, tenant_id, repo_slug))
     ).all():
         decoded = _decode_map(payload)
         if decoded is not None:
@@ -274,7 +244,7 @@ def _drop_unnamed(conn: sa.Connection, tenant_id: str, repo_slug: str, present: 
     for i in range(0, len(gone), _BATCH):
         conn.execute(
             sa.delete(code_index_files).where(
-                *_row_key(code_index_files, tenant_id, repo_slug),
+                repo_rows(code_index_files, tenant_id, repo_slug),
                 code_index_files.c.file_key.in_(gone[i : i + _BATCH]),
             )
         )
@@ -289,7 +259,7 @@ def reclaim_indexes(ledger: Ledger, tenant_id: str, repo_slug: str, keep: set[st
     with ledger.engine.begin() as conn:
         done = conn.execute(
             sa.delete(code_indexes).where(
-                *_row_key(code_indexes, tenant_id, repo_slug), c.revision.not_in(kept)
+                repo_rows(code_indexes, tenant_id, repo_slug), c.revision.not_in(kept)
             )
         )
         if done.rowcount:
@@ -300,9 +270,9 @@ def reclaim_indexes(ledger: Ledger, tenant_id: str, repo_slug: str, keep: set[st
 def forget_repo(ledger: Ledger, tenant_id: str, repo_slug: str) -> None:
     """Drop every index of a repo and every file row (it was retired)."""
     with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(code_indexes).where(*_row_key(code_indexes, tenant_id, repo_slug)))
+        conn.execute(sa.delete(code_indexes).where(repo_rows(code_indexes, tenant_id, repo_slug)))
         conn.execute(
-            sa.delete(code_index_files).where(*_row_key(code_index_files, tenant_id, repo_slug))
+            sa.delete(code_index_files).where(repo_rows(code_index_files, tenant_id, repo_slug))
         )
 
 

@@ -6,7 +6,7 @@ read by its recorded blob (a changed plain file is reported, not served); grep r
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,7 @@ import re2
 
 from neo_assets.code_tools.index_store import index_head, read_payload
 from neo_assets.code_tools.rules import limits, matching, tools
-from neo_assets.code_tools.rules.index import RepoIndex, clip, enclosing_unit, split_lines
+from neo_assets.code_tools.rules.index import RepoIndex, enclosing_unit, line_hit, split_lines
 from neo_assets.core import codes
 from neo_assets.query.rules.request import QueryInputError
 from neo_assets.query.search import QueryService
@@ -59,32 +59,33 @@ def no_file(repo: str, path: str, revision: str) -> QueryInputError:
     )
 
 
-class TextCache:
-    """File texts by blob id (a blob never changes), least recently used out past a byte
-    budget."""
+class LruCache:
+    """Values by key, the least recently used out past a budget that each value's ``size``
+    counts against (file texts by blob id: a blob never changes; decoded indexes)."""
 
-    def __init__(self, budget: int = TEXT_CACHE_BYTES) -> None:
+    def __init__(self, budget: int, size: Callable[[Any], int] = len) -> None:
         self.budget = budget
+        self.size = size
         self.used = 0
-        self._texts: OrderedDict[str, str] = OrderedDict()
+        self._values: OrderedDict[Any, Any] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, blob: str) -> str | None:
+    def get(self, key: Any) -> Any:
         with self._lock:
-            text = self._texts.get(blob)
-            if text is not None:
-                self._texts.move_to_end(blob)
-            return text
+            value = self._values.get(key)
+            if value is not None:
+                self._values.move_to_end(key)
+            return value
 
-    def put(self, blob: str, text: str) -> None:
+    def put(self, key: Any, value: Any) -> None:
         with self._lock:
-            if blob in self._texts or len(text) > self.budget:
+            if key in self._values or self.size(value) > self.budget:
                 return
-            self._texts[blob] = text
-            self.used += len(text)
+            self._values[key] = value
+            self.used += self.size(value)
             while self.used > self.budget:
-                _old, dropped = self._texts.popitem(last=False)
-                self.used -= len(dropped)
+                _old, dropped = self._values.popitem(last=False)
+                self.used -= self.size(dropped)
 
 
 class CodeTools:
@@ -93,9 +94,8 @@ class CodeTools:
     def __init__(self, service: QueryService, grep_timeout_s: float) -> None:
         self.service = service
         self.grep_timeout_s = grep_timeout_s
-        self.texts = TextCache()
-        self._indexes: OrderedDict[tuple[str, str, str, str], RepoIndex] = OrderedDict()
-        self._lock = threading.Lock()
+        self.texts = LruCache(TEXT_CACHE_BYTES)
+        self._indexes = LruCache(INDEX_CACHE, size=lambda _index: 1)
 
     # ------------------------------------------------------------------ indexes
     def _repo_path(self, tenant_id: str, slug: str) -> str:
@@ -116,19 +116,14 @@ class CodeTools:
         if head is None:
             return None
         key = (tenant_id, slug, revision, head[0])
-        with self._lock:
-            found = self._indexes.get(key)
-            if found is not None:
-                self._indexes.move_to_end(key)
-                return found
+        found = self._indexes.get(key)
+        if found is not None:
+            return found
         payload = read_payload(ledger, tenant_id, slug, revision)
         if payload is None:
             return None
         index = RepoIndex.from_payload(slug, payload)
-        with self._lock:
-            self._indexes[key] = index
-            while len(self._indexes) > INDEX_CACHE:
-                self._indexes.popitem(last=False)
+        self._indexes.put(key, index)
         return index
 
     def _indexes_for(
@@ -153,25 +148,16 @@ class CodeTools:
         return found[0]
 
     # ------------------------------------------------------------------ texts
-    def _texts(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> Callable[[], Any]:
-        """An iterator of (path, text or None: unreadable now) over ``paths`` of the
-        index, cached texts first, the rest read in one pass."""
-
-        def run() -> Any:
-            wanted = []
-            for path in paths:
-                text = self.texts.get(text_key(index.files[path].blob, path))
-                if text is None:
-                    wanted.append(path)
-            read: dict[str, str | None] = {}
-            if wanted:
-                read = self._read(tenant_id, index, wanted)
-            for path in paths:
-                info = index.files[path]
-                cached = self.texts.get(text_key(info.blob, path))
-                yield path, cached if path not in read else read[path]
-
-        return run
+    def _texts(
+        self, tenant_id: str, index: RepoIndex, paths: Sequence[str]
+    ) -> Iterator[tuple[str, str | None]]:
+        """(path, text or None: unreadable now) over ``paths`` of the index, cached texts
+        first, the rest read in one pass."""
+        wanted = [p for p in paths if self.texts.get(text_key(index.files[p].blob, p)) is None]
+        read = self._read(tenant_id, index, wanted) if wanted else {}
+        for path in paths:
+            cached = self.texts.get(text_key(index.files[path].blob, path))
+            yield path, cached if path not in read else read[path]
 
     def _read(self, tenant_id: str, index: RepoIndex, paths: Sequence[str]) -> dict[str, Any]:
         entries = tuple(
@@ -185,21 +171,21 @@ class CodeTools:
             entries=entries,
         )
         out: dict[str, str | None] = {}
-        try:
-            for path, text in read_texts(env, [e.path for e in entries]):
+
+        def keep(envelope: Envelope) -> None:
+            for path, text in read_texts(envelope, [e.path for e in envelope.entries]):
                 out[path] = shown(path, text)
                 self.texts.put(text_key(index.files[path].blob, path), out[path])
+
+        try:
+            keep(env)
         except SourceError:
             # One unreadable file (a directory changed since its sweep, a pruned blob):
             # read the rest one by one so only that one is missing.
             for e in entries:
-                if e.path in out:
-                    continue
-                one = Envelope(env.kind, env.root, env.revision, (e,))
                 try:
-                    for path, text in read_texts(one, [e.path]):
-                        out[path] = shown(path, text)
-                        self.texts.put(text_key(e.blob, path), out[path])
+                    if e.path not in out:
+                        keep(Envelope(env.kind, env.root, env.revision, (e,)))
                 except SourceError:
                     out[e.path] = None
         return out
@@ -231,20 +217,13 @@ class CodeTools:
         texts: dict[tuple[str, str], list[str] | None] = {}
         for index in indexes:
             paths = sorted({p for i, p, _l, _u in hits if i is index})
-            for path, text in self._texts(tenant_id, index, paths)():
+            for path, text in self._texts(tenant_id, index, paths):
                 texts[(index.repo, path)] = None if text is None else split_lines(text)
         refs = []
         for index, path, line, unit in hits:
             lines = texts.get((index.repo, path))
-            refs.append(
-                {
-                    "repo": index.repo,
-                    "path": path,
-                    "line": line,
-                    "text": clip(lines[line - 1]) if lines and line <= len(lines) else "",
-                    "unit": None if unit is None else unit.unit_json(),
-                }
-            )
+            text = lines[line - 1] if lines and line <= len(lines) else ""
+            refs.append(line_hit(index.repo, path, line, text, unit))
         return {
             "references": refs,
             "truncated": truncated,
@@ -266,7 +245,7 @@ class CodeTools:
         searched = 0
         for index in indexes:
             paths = [p for p in index.files if matching.path_matches(p, glob)]
-            for path, text in self._texts(tenant_id, index, paths)():
+            for path, text in self._texts(tenant_id, index, paths):
                 if time.monotonic() > deadline:
                     truncated_by = "time"
                     break
@@ -281,15 +260,7 @@ class CodeTools:
                         truncated_by = "max_results"
                         break
                     unit = enclosing_unit(syms, number)
-                    matches.append(
-                        {
-                            "repo": index.repo,
-                            "path": path,
-                            "line": number,
-                            "text": clip(line),
-                            "unit": None if unit is None else unit.unit_json(),
-                        }
-                    )
+                    matches.append(line_hit(index.repo, path, number, line, unit))
                 if truncated_by:
                     break
             if truncated_by:
@@ -311,7 +282,7 @@ class CodeTools:
         info = index.files.get(path)
         if info is None:
             raise no_file(index.repo, path, index.revision)
-        text = dict(self._texts(tenant_id, index, [path])())[path]
+        text = dict(self._texts(tenant_id, index, [path]))[path]
         if text is None:
             raise QueryInputError(
                 codes.QUERY_NOT_INDEXED,

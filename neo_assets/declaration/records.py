@@ -1,4 +1,4 @@
-"""Read and write the last good declaration of each tenant (declarations_schema.py)."""
+"""Read and write the last good declaration of each tenant (``store/ledger_schema.py``)."""
 
 import json
 from collections.abc import Mapping
@@ -7,8 +7,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from neo_assets.core.ids.config_digest import canonical_json
-from neo_assets.store.declarations_schema import tenant_declarations as td
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_schema import tenant_declarations as td
 
 
 def last_good_declarations(ledger: Ledger) -> dict[str, dict[str, Any]]:

@@ -16,8 +16,8 @@ from neo_assets.health.rules.freeze import (
     FreezeRecord,
     next_circuit_streak,
 )
-from neo_assets.store.health_schema import canary_records, collection_freeze
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_schema import canary_records, collection_freeze
 
 # Canary records kept (newest first); at one per 5 minutes that is well over a day.
 CANARY_RECORDS_KEPT = 500

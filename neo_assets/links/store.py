@@ -24,7 +24,7 @@ from neo_assets.links.rules.records import (
 )
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.links_schema import chunk_link_sets, chunk_links
+from neo_assets.store.ledger_schema import chunk_link_sets, chunk_links
 
 _INSERT_BATCH = 5000
 _READ_BATCH = 500  # ids per IN (...): well under SQLite's bound-parameter limit

@@ -19,7 +19,7 @@ from neo_assets.quality.gate import QualityScore
 from neo_assets.quality.measure import Measured, evaluate_due
 from neo_assets.quality.parser_switch import switch_verdicts
 from neo_assets.quality.records import score_history
-from neo_assets.quality.rules import Metrics, dropped
+from neo_assets.quality.rules import FIGURES, Metrics, dropped
 from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.store.chroma_store import ChromaStore
@@ -42,14 +42,9 @@ OUT = dg.AssetOut(
 
 
 def _figures(score: QualityScore, prefix: str = "") -> dict[str, Any]:
-    return {
-        f"{prefix}recall_at_1": dg.MetadataValue.float(score.recall_at_1),
-        f"{prefix}recall_at_5": dg.MetadataValue.float(score.recall_at_5),
-        f"{prefix}recall_at_10": dg.MetadataValue.float(score.recall_at_10),
-        f"{prefix}mrr_at_10": dg.MetadataValue.float(score.mrr_at_10),
-        f"{prefix}questions": dg.MetadataValue.int(score.questions),
-        f"{prefix}generation": score.generation,
-    }
+    figures = {f"{prefix}{name}": dg.MetadataValue.float(getattr(score, name)) for name in FIGURES}
+    figures[f"{prefix}questions"] = dg.MetadataValue.int(score.questions)
+    return figures | {f"{prefix}generation": score.generation}
 
 
 def quality_metadata(measured: list[Measured], serving: str | None) -> dict[str, Any]:
@@ -97,14 +92,7 @@ def quality_after_sweep(
     log.info(
         f"{tenant_id}/{repo_slug}: self-evaluation "
         + ", ".join(
-            f"{m.due.generation}: "
-            + (
-                f"MRR@10 {m.score.mrr_at_10:.3f} recall@10 {m.score.recall_at_10:.3f} "
-                f"over {m.score.questions} questions"
-                if m.score
-                else f"not made ({m.problem})"
-            )
-            for m in measured
+            f"{m.due.generation}: " + (m.figures() or f"not made ({m.problem})") for m in measured
         )
         + f" in {time.perf_counter() - started:.1f}s"
     )
@@ -112,9 +100,7 @@ def quality_after_sweep(
 
 
 def _metrics(score: QualityScore) -> Metrics:
-    return Metrics(
-        score.questions, score.recall_at_1, score.recall_at_5, score.recall_at_10, score.mrr_at_10
-    )
+    return Metrics(score.questions, *(getattr(score, name) for name in FIGURES))
 
 
 # Partitioned checks are a preview feature in Dagster 1.13 (see reconcile/defs.py).

@@ -5,7 +5,8 @@ set drawn from its own history at the indexed revision, each asked through
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypedDict, Unpack
 
 import anyio
 
@@ -49,35 +50,17 @@ class QualityReport:
     commits_read: int = 0
     seconds: float = 0.0
 
-    @property
-    def recall_at_1(self) -> float:
-        return self.metrics.recall_at_1
-
-    @property
-    def recall_at_5(self) -> float:
-        return self.metrics.recall_at_5
-
-    @property
-    def recall_at_10(self) -> float:
-        return self.metrics.recall_at_10
-
-    @property
-    def mrr_at_10(self) -> float:
-        return self.metrics.mrr_at_10
-
     def to_doc(self) -> dict[str, Any]:
         return {
             "tenantId": self.tenant_id,
             "repoSlug": self.repo_slug,
             "revision": self.revision,
             "embeddingGeneration": self.embedding_generation,
-            **{
-                "questionCount": self.metrics.questions,
-                "recallAt1": self.metrics.recall_at_1,
-                "recallAt5": self.metrics.recall_at_5,
-                "recallAt10": self.metrics.recall_at_10,
-                "mrrAt10": self.metrics.mrr_at_10,
-            },
+            "questionCount": self.metrics.questions,
+            "recallAt1": self.metrics.recall_at_1,
+            "recallAt5": self.metrics.recall_at_5,
+            "recallAt10": self.metrics.recall_at_10,
+            "mrrAt10": self.metrics.mrr_at_10,
             "commitsRead": self.commits_read,
             "skipped": dict(sorted(self.skipped.items())),
             "seconds": round(self.seconds, 2),
@@ -198,27 +181,18 @@ async def evaluate_repo_async(
     )
 
 
+class EvaluateOptions(TypedDict, total=False):
+    """``evaluate_repo_async``'s keyword options."""
+
+    max_commits: int
+    max_questions: int
+    k: int
+    paths: Sequence[str]
+    hybrid: bool | None
+
+
 def evaluate_repo(
-    service: QueryService,
-    tenant_id: str,
-    repo_slug: str,
-    *,
-    max_commits: int = DEFAULT_MAX_COMMITS,
-    max_questions: int = DEFAULT_MAX_QUESTIONS,
-    k: int = DEFAULT_K,
-    paths: Sequence[str] = (),
-    hybrid: bool | None = None,
+    service: QueryService, tenant_id: str, repo_slug: str, **options: Unpack[EvaluateOptions]
 ) -> QualityReport:
     """``evaluate_repo_async`` from synchronous code (not inside a running event loop)."""
-    return anyio.run(
-        lambda: evaluate_repo_async(
-            service,
-            tenant_id,
-            repo_slug,
-            max_commits=max_commits,
-            max_questions=max_questions,
-            k=k,
-            paths=paths,
-            hybrid=hybrid,
-        )
-    )
+    return anyio.run(partial(evaluate_repo_async, service, tenant_id, repo_slug, **options))

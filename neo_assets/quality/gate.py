@@ -179,37 +179,24 @@ def gate(
         "serve anyway"
     )
     if overridden and (worse or waiting):
-        return GateVerdict(
-            candidate,
-            serving,
-            OVERRIDDEN,
-            "an operator's recorded decision lets it serve",
-            tuple(worse),
-            tuple(waiting),
-        )
-    if worse:
-        return GateVerdict(
-            candidate,
-            serving,
-            REFUSED,
+        state, reason = OVERRIDDEN, "an operator's recorded decision lets it serve"
+    elif worse:
+        state = REFUSED
+        reason = (
             f"{subject} {candidate} answers worse than {serving} by more than "
-            f"{margin:.2f}: " + "; ".join(notes) + f"; {serving} keeps serving ({fix})",
-            tuple(worse),
-            tuple(waiting),
+            f"{margin:.2f}: " + "; ".join(notes) + f"; {serving} keeps serving ({fix})"
         )
-    if waiting:
-        return GateVerdict(
-            candidate,
-            serving,
-            PENDING,
+    elif waiting:
+        state = PENDING
+        reason = (
             f"{subject} {candidate} waits for the self-evaluation of "
             f"{', '.join(waiting)} on both sides (measured by the sweep that "
             f"completes it, or now with `neo-assets quality evaluate --tenant {tenant}`); "
-            f"{serving} keeps serving ({fix})",
-            (),
-            tuple(waiting),
+            f"{serving} keeps serving ({fix})"
         )
-    return GateVerdict(candidate, serving, PASSED, "not worse on any repo's self-evaluation")
+    else:
+        state, reason = PASSED, "not worse on any repo's self-evaluation"
+    return GateVerdict(candidate, serving, state, reason, tuple(worse), tuple(waiting))
 
 
 def parser_gate(

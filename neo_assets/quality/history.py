@@ -30,19 +30,23 @@ CODE_SUFFIXES = (
     ".php .kt .swift .scala"
 ).split()
 _RECORD, _FIELD = "\x1e", "\x1f"
+# The log as read_commits parses it: per commit its header, then its changed lines relative
+# to the repo's folder (a rename as a delete and an add).
+_LOG_FORM = (f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%s", "-U0", "--relative", "--no-renames")
 
 
 class HistoryUnavailable(RuntimeError):
     """The repo has no readable git history at the revision (one line, names the fix)."""
 
 
-def _git(root: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(root), *args],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
+def _run(root: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, stdin=subprocess.DEVNULL, check=False
     )
+
+
+def _git(root: Path, *args: str) -> str:
+    done = _run(root, *args)
     if done.returncode != 0:
         line = done.stderr.decode("utf-8", "replace").strip().splitlines()
         raise HistoryUnavailable(
@@ -53,12 +57,7 @@ def _git(root: Path, *args: str) -> str:
 
 
 def _show(root: Path, revision: str, path: str) -> str | None:
-    done = subprocess.run(
-        ["git", "-C", str(root), "show", f"{revision}:./{path}"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    done = _run(root, "show", f"{revision}:./{path}")
     return done.stdout.decode("utf-8", "replace") if done.returncode == 0 else None
 
 
@@ -112,21 +111,8 @@ def read_commits(
     """The last ``max_commits`` commits reachable from ``revision`` (touching ``paths``
     when given), newest first, each with the units its changes touched in code files.
     Files are read and parsed only for commits the subject rules keep."""
-    log = _git(
-        root,
-        "log",
-        f"--max-count={max_commits}",
-        f"--skip={skip}",
-        "--relative",
-        "--no-renames",
-        "-U0",
-        "--no-color",
-        "--no-ext-diff",
-        f"--format={_RECORD}%H{_FIELD}%P{_FIELD}%s",
-        revision,
-        "--",
-        *(paths or ["."]),
-    )
+    flags = (f"--max-count={max_commits}", f"--skip={skip}", "--no-color", "--no-ext-diff")
+    log = _git(root, "log", *flags, *_LOG_FORM, revision, "--", *(paths or ["."]))
     out: list[Commit] = []
     for record in log.split(_RECORD)[1:]:
         header, _, diff = record.partition("\n")

@@ -3,7 +3,7 @@ generation whether or not it serves yet, written to the ledger; then the parser 
 they decide are settled (``quality/parser_switch.py``)."""
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import anyio
 
@@ -17,7 +17,7 @@ from neo_assets.quality.gate import (
     label_generation,
     question_set_digest,
 )
-from neo_assets.quality.parser_switch import held_switches, serving_parsers, settle
+from neo_assets.quality.parser_switch import held_switches, serving_parsers, settle_repo
 from neo_assets.quality.records import latest_scores, record_score
 from neo_assets.quality.rules import metrics
 from neo_assets.query.search import QueryService
@@ -32,6 +32,15 @@ class Measured:
     problem: str | None = None
     seconds: float = 0.0
 
+    def figures(self) -> str | None:
+        """The score as the logs and the CLI print it; None when none was made."""
+        s = self.score
+        if s is None:
+            return None
+        return (
+            f"MRR@10 {s.mrr_at_10:.3f} recall@10 {s.recall_at_10:.3f} over {s.questions} questions"
+        )
+
 
 async def measure_at(
     service: QueryService, tenant_id: str, repo_slug: str, generation: str
@@ -45,25 +54,14 @@ async def measure_at(
     ranks, _ = await ask(
         service, tenant_id, repo_slug, qs.questions, generation=label_generation(generation)
     )
-    m = metrics(ranks)
     return QualityScore(
         repo_slug=repo_slug,
         generation=generation,
-        questions=m.questions,
-        recall_at_1=m.recall_at_1,
-        recall_at_5=m.recall_at_5,
-        recall_at_10=m.recall_at_10,
-        mrr_at_10=m.mrr_at_10,
+        **asdict(metrics(ranks)),  # questions, recall@1/5/10, MRR@10
         question_set=question_set_digest([(q.text, q.path, q.definition) for q in qs.questions]),
         evaluated_at=time.time(),
         revision=revision,
     )
-
-
-def declared_parsers(service: QueryService, tenant_id: str) -> dict[str, tuple[str, str]]:
-    tenant = service.resident.tenants().tenant(tenant_id)
-    repos = tenant.repos if tenant is not None else ()
-    return {r.slug: (r.parser.id, r.parser.version) for r in repos}
 
 
 def due_for_tenant(service: QueryService, tenant_id: str) -> list[EvaluationDue]:
@@ -127,6 +125,6 @@ async def evaluate_due(
 def settle_tenant(service: QueryService, tenant_id: str) -> None:
     """Settle the tenant's parser switches against the evaluations recorded so far."""
     resident = service.resident
-    declared = declared_parsers(service, tenant_id)
-    choice = serving_generation(resident.settings, resident.ledger, tenant_id, list(declared))
-    settle(resident.settings, resident.ledger, tenant_id, declared, choice.generation)
+    tenant = resident.tenants().tenant(tenant_id)
+    if tenant is not None:
+        settle_repo(resident.settings, resident.ledger, tenant)

@@ -18,7 +18,8 @@ from neo_assets.quality.gate import (
 )
 from neo_assets.quality.records import decision, latest_scores
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.quality_schema import parser_serving
+from neo_assets.store.ledger_rows import write_row
+from neo_assets.store.ledger_schema import parser_serving
 from neo_assets.tenants.validation import Tenant
 
 
@@ -35,20 +36,15 @@ def serving_parsers(ledger: Ledger, tenant_id: str) -> dict[str, ParserIdentity]
 def record_serving_parser(
     ledger: Ledger, tenant_id: str, repo_slug: str, identity: ParserIdentity, now: float
 ) -> None:
-    p = parser_serving.c
-    with ledger.engine.begin() as conn:
-        conn.execute(
-            sa.delete(parser_serving).where(p.tenant_id == tenant_id, p.repo_slug == repo_slug)
-        )
-        conn.execute(
-            sa.insert(parser_serving).values(
-                tenant_id=tenant_id,
-                repo_slug=repo_slug,
-                parser_id=identity[0],
-                parser_version=identity[1],
-                updated_at=now,
-            )
-        )
+    write_row(
+        ledger.engine,
+        parser_serving,
+        tenant_id=tenant_id,
+        repo_slug=repo_slug,
+        parser_id=identity[0],
+        parser_version=identity[1],
+        updated_at=now,
+    )
 
 
 def switch_verdicts(
@@ -106,9 +102,13 @@ def settle(
     return held
 
 
-def settle_repo(settings: Settings, ledger: Ledger, tenant: Tenant, repo_slug: str) -> None:
-    """What a sweep's census settles for its own repo: the first parser it is swept with
-    is recorded; a switch the gate allows (or the gate off) takes over."""
+def settle_repo(
+    settings: Settings, ledger: Ledger, tenant: Tenant, repo_slug: str | None = None
+) -> None:
+    """What a sweep's census settles for its own repo (every repo of the tenant when none
+    is named): the first parser it is swept with is recorded; a switch the gate allows (or
+    the gate off) takes over."""
     declared = {r.slug: (r.parser.id, r.parser.version) for r in tenant.repos}
     generation = serving_generation(settings, ledger, tenant.id, list(declared)).generation
-    settle(settings, ledger, tenant.id, declared, generation, only=[repo_slug])
+    only = None if repo_slug is None else [repo_slug]
+    settle(settings, ledger, tenant.id, declared, generation, only=only)

@@ -1,46 +1,24 @@
-"""The ledger's self-evaluations and quality decisions (tables in ``quality_schema``)."""
+"""The ledger's self-evaluations and quality decisions (tables in ``store/ledger_schema.py``)."""
 
 from collections.abc import Iterable
+from dataclasses import asdict, fields
 
 import sqlalchemy as sa
 
 from neo_assets.quality.gate import QualityScore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.quality_schema import quality_decisions, retrieval_quality
+from neo_assets.store.ledger_rows import first_row, write_row
+from neo_assets.store.ledger_schema import quality_decisions, retrieval_quality
 
 
 def record_score(ledger: Ledger, tenant_id: str, score: QualityScore) -> None:
+    # A score's fields are the row's columns, but for the tenant.
     with ledger.engine.begin() as conn:
-        conn.execute(
-            sa.insert(retrieval_quality).values(
-                tenant_id=tenant_id,
-                repo_slug=score.repo_slug,
-                generation=score.generation,
-                revision=score.revision,
-                question_set=score.question_set,
-                questions=score.questions,
-                recall_at_1=score.recall_at_1,
-                recall_at_5=score.recall_at_5,
-                recall_at_10=score.recall_at_10,
-                mrr_at_10=score.mrr_at_10,
-                evaluated_at=score.evaluated_at,
-            )
-        )
+        conn.execute(sa.insert(retrieval_quality).values(tenant_id=tenant_id, **asdict(score)))
 
 
 def _score(row: sa.Row) -> QualityScore:
-    return QualityScore(
-        repo_slug=row.repo_slug,
-        generation=row.generation,
-        questions=row.questions,
-        recall_at_1=row.recall_at_1,
-        recall_at_5=row.recall_at_5,
-        recall_at_10=row.recall_at_10,
-        mrr_at_10=row.mrr_at_10,
-        question_set=row.question_set,
-        evaluated_at=row.evaluated_at,
-        revision=row.revision,
-    )
+    return QualityScore(**{f.name: getattr(row, f.name) for f in fields(QualityScore)})
 
 
 def score_history(
@@ -79,28 +57,18 @@ def record_decision(
     ledger: Ledger, tenant_id: str, generation: str, reason: str, decided_by: str, now: float
 ) -> None:
     """An operator lets ``generation`` serve ``tenant_id`` past the quality gate."""
-    with ledger.engine.begin() as conn:
-        conn.execute(
-            sa.delete(quality_decisions).where(
-                quality_decisions.c.tenant_id == tenant_id,
-                quality_decisions.c.generation == generation,
-            )
-        )
-        conn.execute(
-            sa.insert(quality_decisions).values(
-                tenant_id=tenant_id,
-                generation=generation,
-                reason=reason,
-                decided_by=decided_by,
-                decided_at=now,
-            )
-        )
+    write_row(
+        ledger.engine,
+        quality_decisions,
+        tenant_id=tenant_id,
+        generation=generation,
+        reason=reason,
+        decided_by=decided_by,
+        decided_at=now,
+    )
 
 
 def decision(ledger: Ledger, tenant_id: str, generation: str) -> dict | None:
     d = quality_decisions.c
-    with ledger.engine.connect() as conn:
-        row = conn.execute(
-            sa.select(quality_decisions).where(d.tenant_id == tenant_id, d.generation == generation)
-        ).first()
-    return None if row is None else dict(row._mapping)
+    query = sa.select(quality_decisions).where(d.tenant_id == tenant_id, d.generation == generation)
+    return first_row(ledger.engine, query)

@@ -138,6 +138,12 @@ def unit_name(name: str) -> str:
     return _PART.sub("", name)
 
 
+def _holds(outer: Unit, inner: Unit) -> bool:
+    """``outer``'s lines strictly hold ``inner``'s."""
+    span, inner_span = (outer.start_line, outer.end_line), (inner.start_line, inner.end_line)
+    return span[0] <= inner_span[0] and inner_span[1] <= span[1] and span != inner_span
+
+
 def touched(units: Iterable[Unit], ranges: Sequence[tuple[int, int]]) -> set[tuple[str, str]]:
     """The keys of ``units`` whose lines overlap any of ``ranges``; an enclosing unit
     (a function around a nested one) counts only when no inner unit holds the change."""
@@ -145,19 +151,8 @@ def touched(units: Iterable[Unit], ranges: Sequence[tuple[int, int]]) -> set[tup
     units = list(units)
     for lo, hi in ranges:
         holding = [u for u in units if u.start_line <= hi and lo <= u.end_line]
-        # the innermost units: none of them contains another one of them
-        inner = [
-            u
-            for u in holding
-            if not any(
-                o is not u
-                and u.start_line <= o.start_line
-                and o.end_line <= u.end_line
-                and (o.start_line, o.end_line) != (u.start_line, u.end_line)
-                for o in holding
-            )
-        ]
-        hit.update(u.key for u in inner)
+        # the innermost units: none of them holds another one of them
+        hit.update(u.key for u in holding if not any(_holds(u, o) for o in holding))
     return hit
 
 
@@ -252,6 +247,10 @@ def rank_of(question: Question, hits: Sequence[tuple[str | None, str | None]]) -
     return next((i for i, (p, d) in enumerate(hits, 1) if answers(question, p, d)), None)
 
 
+# The figures of a self-evaluation (``Metrics``' and ``gate.QualityScore``'s fields).
+FIGURES = ("recall_at_1", "recall_at_5", "recall_at_10", "mrr_at_10")
+
+
 @dataclass(frozen=True)
 class Metrics:
     questions: int
@@ -274,8 +273,4 @@ def metrics(ranks: Sequence[int | None]) -> Metrics:
 
 def dropped(previous: Metrics, current: Metrics, margin: float) -> list[str]:
     """The figures that fell by more than ``margin`` (absolute) since ``previous``."""
-    out = []
-    for name in ("recall_at_1", "recall_at_5", "recall_at_10", "mrr_at_10"):
-        if getattr(previous, name) - getattr(current, name) > margin:
-            out.append(name)
-    return out
+    return [n for n in FIGURES if getattr(previous, n) - getattr(current, n) > margin]

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from neo_assets.serve.rules.tokens import TokenRecord, format_token, token_hash
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.tokens_schema import api_tokens
+from neo_assets.store.ledger_schema import api_tokens
 
 
 def _record(row: Any) -> TokenRecord:

@@ -3,12 +3,14 @@ the lane's view of it for one provider (``LedgerBatchCaps``, the lane's
 ``BatchCapMemory``); the rule of which cap a lane starts at is ``embedding.rules.batch_caps``."""
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 
 from neo_assets.embedding.rules.batch_caps import RememberedCap, provider_cap_key, starting_cap
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import first_row, write_row
 
 EVIDENCE_MAX_CHARS = 2_000
 
@@ -16,16 +18,12 @@ EVIDENCE_MAX_CHARS = 2_000
 def provider_batch_cap(
     ledger: Ledger, provider: str, base_url: str, model: str
 ) -> RememberedCap | None:
-    c = t.provider_batch_caps.c
-    with ledger.engine.connect() as conn:
-        row = conn.execute(
-            sa.select(t.provider_batch_caps).where(
-                c.provider_key == provider_cap_key(provider, base_url, model)
-            )
-        ).first()
+    table = t.provider_batch_caps
+    key = provider_cap_key(provider, base_url, model)
+    row = first_row(ledger.engine, sa.select(table).where(table.c.provider_key == key))
     if row is None:
         return None
-    return RememberedCap(int(row.batch_cap), float(row.learned_at), row.evidence or "")
+    return RememberedCap(int(row["batch_cap"]), float(row["learned_at"]), row["evidence"] or "")
 
 
 def record_batch_cap(
@@ -38,54 +36,33 @@ def record_batch_cap(
     evidence: str,
     now: float,
 ) -> None:
-    key = provider_cap_key(provider, base_url, model)
-    c = t.provider_batch_caps.c
-    with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(t.provider_batch_caps).where(c.provider_key == key))
-        conn.execute(
-            sa.insert(t.provider_batch_caps).values(
-                provider_key=key,
-                provider=provider,
-                base_url=base_url.rstrip("/"),
-                model=model,
-                batch_cap=cap,
-                learned_at=now,
-                evidence=evidence[:EVIDENCE_MAX_CHARS],
-            )
-        )
+    write_row(
+        ledger.engine,
+        t.provider_batch_caps,
+        provider_key=provider_cap_key(provider, base_url, model),
+        provider=provider,
+        base_url=base_url.rstrip("/"),
+        model=model,
+        batch_cap=cap,
+        learned_at=now,
+        evidence=evidence[:EVIDENCE_MAX_CHARS],
+    )
 
 
+@dataclass(eq=False)
 class LedgerBatchCaps:
     """One remote provider's remembered cap: read when a lane starts, written the moment
     the lane learns one."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        provider: str,
-        base_url: str,
-        model: str,
-        *,
-        clock: Callable[[], float],
-    ) -> None:
-        self.ledger = ledger
-        self.provider, self.base_url, self.model = provider, base_url, model
-        self.clock = clock
+    ledger: Ledger
+    provider: tuple[str, str, str]  # kind, base URL, model
+    clock: Callable[[], float] = field(kw_only=True)
 
     def recall(self) -> int | None:
-        remembered = provider_batch_cap(self.ledger, self.provider, self.base_url, self.model)
-        return starting_cap(remembered, self.clock())
+        return starting_cap(provider_batch_cap(self.ledger, *self.provider), self.clock())
 
     def remember(self, cap: int, evidence: str) -> None:
-        record_batch_cap(
-            self.ledger,
-            self.provider,
-            self.base_url,
-            self.model,
-            cap=cap,
-            evidence=evidence,
-            now=self.clock(),
-        )
+        record_batch_cap(self.ledger, *self.provider, cap=cap, evidence=evidence, now=self.clock())
 
 
 def batch_cap_memory(
@@ -95,10 +72,5 @@ def batch_cap_memory(
     base_url = getattr(provider, "base_url", None)
     if not base_url:
         return None
-    return LedgerBatchCaps(
-        ledger,
-        str(getattr(provider, "name", "")),
-        str(base_url),
-        str(getattr(provider, "model", "")),
-        clock=clock,
-    )
+    name, model = str(getattr(provider, "name", "")), str(getattr(provider, "model", ""))
+    return LedgerBatchCaps(ledger, (name, str(base_url), model), clock=clock)

@@ -35,6 +35,8 @@ STAMP_KEYS = (
 )
 # Digests per reuse lookup: one filtered get each (Chroma's $in takes a list).
 DIGEST_PAGE = 1000
+Texts = Sequence[str]  # row ids, documents
+Metadatas = Sequence[Mapping[str, Any]]
 
 
 class RefuseToEmbed(EmbeddingFunction[Documents]):
@@ -109,7 +111,7 @@ class ChromaStore:
             configuration={"hnsw": {"space": COLLECTION_SPACE}},
             embedding_function=RefuseToEmbed(),
         )
-        self._max_batch = int(self.client.get_max_batch_size())
+        self.max_batch = int(self.client.get_max_batch_size())
 
     def sibling(self, collection_name: str) -> "ChromaStore":
         """Another collection (another embedding generation's) on this store's client."""
@@ -120,16 +122,16 @@ class ChromaStore:
     def generation_siblings(self) -> list["ChromaStore"]:
         """This store and every collection of another embedding generation beside it (its
         name, then ``-<digest>``), that exist now."""
-        names = sorted(
-            str(getattr(c, "name", c))
-            for c in self.client.list_collections()
-            if str(getattr(c, "name", c)).startswith(f"{self.collection_name}-")
-        )
-        own = [self] if self.collection_exists(self.collection_name) else []
-        return own + [self.sibling(name) for name in names]
+        names = self._collection_names()
+        own = [self] if self.collection_name in names else []
+        prefix = f"{self.collection_name}-"
+        return own + [self.sibling(n) for n in sorted(names) if n.startswith(prefix)]
+
+    def _collection_names(self) -> set[str]:
+        return {str(getattr(c, "name", c)) for c in self.client.list_collections()}
 
     def collection_exists(self, collection_name: str) -> bool:
-        return collection_name in {getattr(c, "name", c) for c in self.client.list_collections()}
+        return collection_name in self._collection_names()
 
     def drop_collection(self, collection_name: str) -> None:
         """Delete a whole collection (a reclaimed generation's); absent: nothing to do."""
@@ -152,12 +154,8 @@ class ChromaStore:
     def __exit__(self, *_exc: object) -> None:
         self.close()
 
-    @property
-    def max_batch(self) -> int:
-        return self._max_batch
-
     def _batches(self, seq: Sequence[Any], size: int | None = None) -> Iterator[Sequence[Any]]:
-        step = max(1, min(size or self._max_batch, self._max_batch))
+        step = max(1, min(size or self.max_batch, self.max_batch))
         for start in range(0, len(seq), step):
             yield seq[start : start + step]
 
@@ -170,36 +168,21 @@ class ChromaStore:
         return found
 
     def add(
-        self,
-        ids: Sequence[str],
-        embeddings: np.ndarray,
-        documents: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any]],
+        self, ids: Texts, embeddings: np.ndarray, documents: Texts, metadatas: Metadatas
     ) -> None:
         """Write new rows with ``add`` (upsert of existing ids is ~5x slower)."""
         self._write(self.collection.add, ids, embeddings, documents, metadatas)
 
     def upsert(
-        self,
-        ids: Sequence[str],
-        embeddings: np.ndarray,
-        documents: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any]],
+        self, ids: Texts, embeddings: np.ndarray, documents: Texts, metadatas: Metadatas
     ) -> None:
         """Rewrite rows that exist (re-embedded at a new generation) in place."""
         self._write(self.collection.upsert, ids, embeddings, documents, metadatas)
 
     def _write(
-        self,
-        write: Any,
-        ids: Sequence[str],
-        embeddings: np.ndarray,
-        documents: Sequence[str],
-        metadatas: Sequence[Mapping[str, Any]],
+        self, write: Any, ids: Texts, embeddings: np.ndarray, documents: Texts, metadatas: Metadatas
     ) -> None:
-        if not ids:
-            return
-        step = self._max_batch
+        step = self.max_batch
         for start in range(0, len(ids), step):
             stop = start + step
             write(
@@ -253,19 +236,9 @@ class ChromaStore:
         self, where: Mapping[str, Any] | None = None, *, page: int = 5000
     ) -> Iterator[dict[str, Any]]:
         """Every row matching ``where`` (id + metadata), paged so memory stays bounded."""
-        offset = 0
-        while True:
-            got = self.collection.get(
-                where=dict(where) if where else None,
-                include=["metadatas"],
-                limit=page,
-                offset=offset,
-            )
+        for got in self._pages(where, ["metadatas"], page):
             for rid, meta in zip(got["ids"], got["metadatas"], strict=True):
                 yield {"id": rid, "metadata": dict(meta or {})}
-            if len(got["ids"]) < page:
-                return
-            offset += page
 
     def tenant_rows(self, tenant_id: str) -> Iterator[dict[str, Any]]:
         """A tenant's rows: filtered by tenantId in Chroma, checked again row by row."""
@@ -282,22 +255,25 @@ class ChromaStore:
         return {i for ids in self._id_pages(where, page) for i in ids}
 
     def _id_pages(self, where: Mapping[str, Any], page: int) -> Iterator[list[str]]:
+        return (got["ids"] for got in self._pages(where, [], page))
+
+    def _pages(
+        self, where: Mapping[str, Any] | None, include: list[str], page: int
+    ) -> Iterator[dict[str, Any]]:
+        """The rows matching ``where``, ``page`` at a time, until a page is short."""
         offset = 0
         while True:
-            ids = self.collection.get(where=dict(where), include=[], limit=page, offset=offset)[
-                "ids"
-            ]
-            yield ids
-            if len(ids) < page:
+            got = self.collection.get(
+                where=dict(where) if where else None, include=include, limit=page, offset=offset
+            )
+            yield got
+            if len(got["ids"]) < page:
                 return
             offset += page
 
-    def update_metadata(self, ids: Sequence[str], metadatas: Sequence[Mapping[str, Any]]) -> None:
-        for start in range(0, len(ids), self._max_batch):
-            stop = start + self._max_batch
-            self.collection.update(
-                ids=list(ids[start:stop]), metadatas=[dict(m) for m in metadatas[start:stop]]
-            )
+    def update_metadata(self, ids: Texts, metadatas: Metadatas) -> None:
+        for id_batch, meta_batch in zip(self._batches(ids), self._batches(metadatas), strict=True):
+            self.collection.update(ids=list(id_batch), metadatas=[dict(m) for m in meta_batch])
 
     def delete_ids(self, ids: Sequence[str]) -> None:
         for batch in self._batches(list(ids)):
@@ -313,18 +289,11 @@ class ChromaStore:
             where=dict(where),
             include=["metadatas", "documents", "distances"],
         )
-        rows = []
-        for rid, meta, doc, dist in zip(
-            got["ids"][0],
-            got["metadatas"][0],
-            got["documents"][0],
-            got["distances"][0],
-            strict=True,
-        ):
-            rows.append(
-                {"id": rid, "score": 1.0 - float(dist), "document": doc, "metadata": dict(meta)}
-            )
-        return rows
+        columns = (got[key][0] for key in ("ids", "metadatas", "documents", "distances"))
+        return [
+            {"id": rid, "score": 1.0 - float(dist), "document": doc, "metadata": dict(meta)}
+            for rid, meta, doc, dist in zip(*columns, strict=True)
+        ]
 
     def count(self) -> int:
         return int(self.collection.count())

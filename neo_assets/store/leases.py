@@ -7,13 +7,15 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from neo_assets.store.lease_schema import leases as t
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_rows import first_row
+from neo_assets.store.ledger_schema import leases as t
 from neo_assets.sweep.rules import leases as rules
 from neo_assets.sweep.rules.leases import LeaseRecord
 
@@ -97,8 +99,7 @@ def release(ledger: Ledger, key: str, holder: str, *, epoch: int | None = None) 
 
 def current(ledger: Ledger, key: str) -> LeaseRecord | None:
     """The key's row (holder, epoch, expiry), whether or not it is still held."""
-    with ledger.engine.connect() as conn:
-        row = conn.execute(sa.select(t).where(t.c.key == key)).mappings().first()
+    row = first_row(ledger.engine, sa.select(t).where(t.c.key == key))
     if row is None:
         return None
     return LeaseRecord(
@@ -110,44 +111,36 @@ def current(ledger: Ledger, key: str) -> LeaseRecord | None:
     )
 
 
+@dataclass(eq=False)
 class LeaseKeeper:
     """Hold ``key`` for ``holder`` across a block of work: wait up to ``wait_s``, renew from a
     daemon thread every TTL/3, and ``check()`` raises ``LeaseLostError`` once a renewal was
     refused or expiry is within TTL/10, so work stops before another holder may start.
     ``expected_epoch``: a later step's lease is lost if another holder had it in between."""
 
-    def __init__(
-        self,
-        ledger: Ledger,
-        key: str,
-        holder: str,
-        *,
-        ttl_s: float,
-        wait_s: float = 0.0,
-        expected_epoch: int | None = None,
-        release_on_exit: bool = False,
-        clock: Callable[[], float] = time.time,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> None:
-        rules.expiry(0.0, ttl_s)  # validates the TTL up front
-        self.ledger = ledger
-        self.key = key
-        self.holder = holder
-        self.ttl_s = ttl_s
-        self.wait_s = max(0.0, wait_s)
-        self.expected_epoch = expected_epoch
-        self.release_on_exit = release_on_exit
-        self.clock = clock
-        self.sleep = sleep
-        self.held = False
-        self.epoch: int | None = None
-        self.reason: str | None = None
-        self.waited_s = 0.0
-        self.seen: LeaseRecord | None = None  # the row found on the first attempt
-        self._valid_until = 0.0
-        self._lost = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+    ledger: Ledger
+    key: str
+    holder: str
+    _: KW_ONLY
+    ttl_s: float
+    wait_s: float = 0.0
+    expected_epoch: int | None = None
+    release_on_exit: bool = False
+    clock: Callable[[], float] = time.time
+    sleep: Callable[[float], None] = time.sleep
+    held: bool = field(default=False, init=False)
+    epoch: int | None = field(default=None, init=False)
+    reason: str | None = field(default=None, init=False)
+    waited_s: float = field(default=0.0, init=False)
+    seen: LeaseRecord | None = field(default=None, init=False)  # the row found on the first try
+    _valid_until: float = field(default=0.0, init=False)
+    _lost: threading.Event = field(default_factory=threading.Event, init=False)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _thread: threading.Thread | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        rules.expiry(0.0, self.ttl_s)  # validates the TTL up front
+        self.wait_s = max(0.0, self.wait_s)
 
     # ------------------------------------------------------------------ acquiring
     def acquire(self) -> bool:
@@ -193,17 +186,7 @@ class LeaseKeeper:
         unless the holder may still write. Call it right before each write: one small
         UPDATE, so a takeover is seen by the very next write, not a heartbeat later."""
         if self.held and not self._lost.is_set():
-            now = self.clock()
-            try:
-                confirmed: bool | None = renew(
-                    self.ledger, self.key, self.holder, self.ttl_s, now, epoch=self.epoch
-                )
-            except Exception:  # noqa: BLE001 - unknown: fall back on the last confirmed expiry
-                confirmed = None
-            if confirmed:
-                self._valid_until = now + self.ttl_s
-            elif confirmed is False:
-                self._lost.set()
+            self._renew()
         if not self.valid():
             self._lost.set()
             self.reason = REASON_LOST
@@ -225,19 +208,26 @@ class LeaseKeeper:
             self._thread.join()
             self._thread = None
 
+    def _renew(self) -> bool | None:
+        """Renew with the ledger: True (held a TTL more), False (lost), None (unknown: the
+        last confirmed expiry stands)."""
+        now = self.clock()
+        try:
+            ok = renew(self.ledger, self.key, self.holder, self.ttl_s, now, epoch=self.epoch)
+        except Exception:  # noqa: BLE001 - unknown: fall back on the last confirmed expiry
+            return None
+        if ok:
+            self._valid_until = now + self.ttl_s
+        else:
+            self._lost.set()
+        return ok
+
     def _beat(self) -> None:
         interval = rules.heartbeat_interval(self.ttl_s)
         while not self._stop.wait(interval):
-            now = self.clock()
-            try:
-                ok = renew(self.ledger, self.key, self.holder, self.ttl_s, now, epoch=self.epoch)
-            except Exception:  # noqa: BLE001 - unknown: keep the last confirmed expiry
-                continue
-            if not ok:
-                self._lost.set()
+            if self._renew() is False:
                 self.reason = REASON_LOST
                 return
-            self._valid_until = now + self.ttl_s
 
     def release(self) -> None:
         if self.held and self.epoch is not None:

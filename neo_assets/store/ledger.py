@@ -13,6 +13,7 @@ from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger_declarations import DeclarationRecords
 from neo_assets.store.ledger_engine import ledger_engine, migrate
 from neo_assets.store.ledger_fences import FenceRecords
+from neo_assets.store.ledger_rows import first_row, repo_rows
 
 
 class Ledger(DeclarationRecords, FenceRecords):
@@ -50,11 +51,12 @@ class Ledger(DeclarationRecords, FenceRecords):
         return self._record_config_version(tenant_id, digest, now)  # the last try raises
 
     def _record_config_version(self, tenant_id: str, digest: str, now: float) -> int:
+        v = t.tenant_config_versions.c
         with self.engine.begin() as conn:
             latest = conn.execute(
-                sa.select(t.tenant_config_versions.c.version, t.tenant_config_versions.c.digest)
-                .where(t.tenant_config_versions.c.tenant_id == tenant_id)
-                .order_by(t.tenant_config_versions.c.version.desc())
+                sa.select(v.version, v.digest)
+                .where(v.tenant_id == tenant_id)
+                .order_by(v.version.desc())
                 .limit(1)
             ).first()
             if latest is not None and latest.digest == digest:
@@ -68,27 +70,16 @@ class Ledger(DeclarationRecords, FenceRecords):
             return version
 
     def current_config_version(self, tenant_id: str) -> int | None:
+        v = t.tenant_config_versions.c
+        query = sa.select(sa.func.max(v.version)).where(v.tenant_id == tenant_id)
         with self.engine.connect() as conn:
-            value = conn.execute(
-                sa.select(sa.func.max(t.tenant_config_versions.c.version)).where(
-                    t.tenant_config_versions.c.tenant_id == tenant_id
-                )
-            ).scalar()
+            value = conn.execute(query).scalar()
         return None if value is None else int(value)
 
     # ------------------------------------------------------------------ repo state
     def repo_state(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = (
-                conn.execute(
-                    sa.select(t.repo_state).where(
-                        t.repo_state.c.tenant_id == tenant_id, t.repo_state.c.repo_slug == repo_slug
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return None if row is None else dict(row)
+        query = sa.select(t.repo_state).where(repo_rows(t.repo_state, tenant_id, repo_slug))
+        return first_row(self.engine, query)
 
     def all_repo_states(self) -> list[dict[str, Any]]:
         with self.engine.connect() as conn:
@@ -99,26 +90,18 @@ class Ledger(DeclarationRecords, FenceRecords):
 
     def upsert_repo_state(self, tenant_id: str, repo_slug: str, **values: Any) -> None:
         """Write ``values`` into the repo's state row in one transaction."""
+        key = repo_rows(t.repo_state, tenant_id, repo_slug)
         with self.engine.begin() as conn:
-            self._upsert_repo_state(conn, tenant_id, repo_slug, values)
-
-    def _upsert_repo_state(
-        self, conn: sa.Connection, tenant_id: str, repo_slug: str, values: Mapping[str, Any]
-    ) -> None:
-        key = (t.repo_state.c.tenant_id == tenant_id) & (t.repo_state.c.repo_slug == repo_slug)
-        exists = conn.execute(sa.select(sa.literal(1)).where(key)).first() is not None
-        if exists:
-            if values:
+            if conn.execute(sa.select(sa.literal(1)).where(key)).first() is None:
+                row = {"tenant_id": tenant_id, "repo_slug": repo_slug, **values}
+                conn.execute(sa.insert(t.repo_state).values(**row))
+            elif values:
                 conn.execute(sa.update(t.repo_state).where(key).values(**values))
-        else:
-            conn.execute(
-                sa.insert(t.repo_state).values(tenant_id=tenant_id, repo_slug=repo_slug, **values)
-            )
 
     # ------------------------------------------------------------------ completion
     def record_sweep_result(
         self, tenant_id: str, repo_slug: str, *, state: Mapping[str, Any]
     ) -> None:
-        """The checkpoint, outcome and both censuses land together or not at all."""
-        with self.engine.begin() as conn:
-            self._upsert_repo_state(conn, tenant_id, repo_slug, state)
+        """The checkpoint, outcome and both censuses land together (one transaction) or not
+        at all."""
+        self.upsert_repo_state(tenant_id, repo_slug, **state)

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Engine
 
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store import ledger_schema as t
+from neo_assets.store.ledger_rows import first_row, replace_row, repo_rows
 
 
 def _observed_time(value: Any) -> float | None:
@@ -23,6 +24,7 @@ def _observed_time(value: Any) -> float | None:
 
 # Paths per DELETE ... IN (...): well under every backend's limit on bound parameters.
 _DELETE_BATCH = 500
+_INSERT_BATCH = 5000
 
 
 def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
@@ -43,15 +45,31 @@ def _insert_rows(conn: sa.Connection, table: sa.Table, rows: list[dict[str, Any]
 
 def _envelope_head(conn: sa.Connection, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
     """The repo's recorded envelope row (revision, kind, recorded_at, rules), or None."""
-    e = t.envelopes.c
-    head = (
-        conn.execute(
-            sa.select(t.envelopes).where(e.tenant_id == tenant_id, e.repo_slug == repo_slug)
-        )
-        .mappings()
-        .first()
-    )
+    query = sa.select(t.envelopes).where(repo_rows(t.envelopes, tenant_id, repo_slug))
+    head = conn.execute(query).mappings().first()
     return None if head is None else dict(head)
+
+
+def _replace_repo_rows(
+    conn: sa.Connection,
+    table: sa.Table,
+    key: dict[str, str],
+    rows: list[dict[str, Any]],
+    path_column: str,
+    paths: Iterable[str] | None,
+) -> None:
+    """The repo's rows of ``table`` replaced by ``rows``: all of them, or with ``paths``
+    only those of these paths (``path_column``)."""
+    scope = repo_rows(table, **key)
+    if paths is None:
+        conn.execute(sa.delete(table).where(scope))
+    else:
+        gone = sorted(set(paths))
+        for start in range(0, len(gone), _DELETE_BATCH):
+            batch = gone[start : start + _DELETE_BATCH]
+            conn.execute(sa.delete(table).where(scope, table.c[path_column].in_(batch)))
+    for start in range(0, len(rows), _INSERT_BATCH):
+        _insert_rows(conn, table, rows[start : start + _INSERT_BATCH])
 
 
 class DeclarationRecords:
@@ -76,14 +94,10 @@ class DeclarationRecords:
         that listed it ("" when none may reuse it). With ``replacing``, ``entries`` are
         only the changed paths and ``replacing`` the recorded ones they replace or that
         are gone: the rest stays."""
-        key_e = (t.envelopes.c.tenant_id == tenant_id) & (t.envelopes.c.repo_slug == repo_slug)
-        key_p = (t.envelope_paths.c.tenant_id == tenant_id) & (
-            t.envelope_paths.c.repo_slug == repo_slug
-        )
+        key = {"tenant_id": tenant_id, "repo_slug": repo_slug}
         rows = [
             {
-                "tenant_id": tenant_id,
-                "repo_slug": repo_slug,
+                **key,
                 "path": e["path"],
                 "yielded": bool(e["yielded"]),
                 "blob": e.get("blob"),
@@ -93,30 +107,11 @@ class DeclarationRecords:
             }
             for e in entries
         ]
+        gone = None if replacing is None else set(replacing) | {r["path"] for r in rows}
         with self.engine.begin() as conn:
-            if replacing is None:
-                conn.execute(sa.delete(t.envelope_paths).where(key_p))
-            else:
-                gone = sorted(set(replacing) | {r["path"] for r in rows})
-                for start in range(0, len(gone), _DELETE_BATCH):
-                    batch = gone[start : start + _DELETE_BATCH]
-                    conn.execute(
-                        sa.delete(t.envelope_paths).where(
-                            key_p & t.envelope_paths.c.path.in_(batch)
-                        )
-                    )
-            _insert_rows(conn, t.envelope_paths, rows)
-            conn.execute(sa.delete(t.envelopes).where(key_e))
-            conn.execute(
-                sa.insert(t.envelopes).values(
-                    tenant_id=tenant_id,
-                    repo_slug=repo_slug,
-                    revision=revision,
-                    kind=kind,
-                    recorded_at=now,
-                    rules=rules,
-                )
-            )
+            _replace_repo_rows(conn, t.envelope_paths, key, rows, "path", gone)
+            head = {"revision": revision, "kind": kind, "recorded_at": now, "rules": rules}
+            replace_row(conn, t.envelopes, **key, **head)
 
     def touch_envelope(
         self, tenant_id: str, repo_slug: str, *, now: float, rules: str | None = None
@@ -129,7 +124,7 @@ class DeclarationRecords:
         with self.engine.begin() as conn:
             conn.execute(
                 sa.update(t.envelopes)
-                .where(t.envelopes.c.tenant_id == tenant_id, t.envelopes.c.repo_slug == repo_slug)
+                .where(repo_rows(t.envelopes, tenant_id, repo_slug))
                 .values(**values)
             )
 
@@ -140,10 +135,7 @@ class DeclarationRecords:
             if head is None:
                 return None
             paths = conn.execute(
-                sa.select(t.envelope_paths).where(
-                    t.envelope_paths.c.tenant_id == tenant_id,
-                    t.envelope_paths.c.repo_slug == repo_slug,
-                )
+                sa.select(t.envelope_paths).where(repo_rows(t.envelope_paths, tenant_id, repo_slug))
             )
             # Plain rows zipped with the keys: a third of the cost of a mapping per row.
             keys = list(paths.keys())
@@ -162,7 +154,7 @@ class DeclarationRecords:
                 return None
             rows = conn.execute(
                 sa.select(p.path, p.size, p.blob, p.yielded, p.skip_reason, p.changed_at).where(
-                    p.tenant_id == tenant_id, p.repo_slug == repo_slug
+                    repo_rows(t.envelope_paths, tenant_id, repo_slug)
                 )
             ).all()
             return head, [tuple(r) for r in rows]
@@ -184,16 +176,10 @@ class DeclarationRecords:
     ) -> None:
         """Record the repo's declared generation (path -> chunk ids) in one transaction; with
         ``replace_paths`` only those paths' chunks are replaced."""
-        key_g = (t.declared_generations.c.tenant_id == tenant_id) & (
-            t.declared_generations.c.repo_slug == repo_slug
-        )
-        key_c = (t.declared_chunks.c.tenant_id == tenant_id) & (
-            t.declared_chunks.c.repo_slug == repo_slug
-        )
+        key = {"tenant_id": tenant_id, "repo_slug": repo_slug}
         rows = [
             {
-                "tenant_id": tenant_id,
-                "repo_slug": repo_slug,
+                **key,
                 "chunk_id": c.chunk_id,
                 "source_path": c.source_path,
                 "kind": c.kind,
@@ -203,45 +189,24 @@ class DeclarationRecords:
             for c in chunks
         ]
         with self.engine.begin() as conn:
-            if replace_paths is None:
-                conn.execute(sa.delete(t.declared_chunks).where(key_c))
-            else:
-                paths = sorted(set(replace_paths))
-                for start in range(0, len(paths), 500):
-                    conn.execute(
-                        sa.delete(t.declared_chunks).where(
-                            key_c & t.declared_chunks.c.source_path.in_(paths[start : start + 500])
-                        )
-                    )
-            for start in range(0, len(rows), 5000):
-                _insert_rows(conn, t.declared_chunks, rows[start : start + 5000])
-            conn.execute(sa.delete(t.declared_generations).where(key_g))
-            conn.execute(
-                sa.insert(t.declared_generations).values(
-                    tenant_id=tenant_id,
-                    repo_slug=repo_slug,
-                    revision=revision,
-                    parser_id=parser_id,
-                    parser_version=parser_version,
-                    declaration_digest=declaration_digest,
-                    chunking=chunking,
-                    recorded_at=now,
-                )
+            _replace_repo_rows(conn, t.declared_chunks, key, rows, "source_path", replace_paths)
+            replace_row(
+                conn,
+                t.declared_generations,
+                **key,
+                revision=revision,
+                parser_id=parser_id,
+                parser_version=parser_version,
+                declaration_digest=declaration_digest,
+                chunking=chunking,
+                recorded_at=now,
             )
 
     def declared_generation(self, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
-        with self.engine.connect() as conn:
-            row = (
-                conn.execute(
-                    sa.select(t.declared_generations).where(
-                        t.declared_generations.c.tenant_id == tenant_id,
-                        t.declared_generations.c.repo_slug == repo_slug,
-                    )
-                )
-                .mappings()
-                .first()
-            )
-        return None if row is None else dict(row)
+        table = t.declared_generations
+        return first_row(
+            self.engine, sa.select(table).where(repo_rows(table, tenant_id, repo_slug))
+        )
 
     def declared_chunks(self, tenant_id: str, repo_slug: str) -> list[DeclaredChunk]:
         with self.engine.connect() as conn:
@@ -252,10 +217,7 @@ class DeclarationRecords:
                     t.declared_chunks.c.kind,
                     t.declared_chunks.c.name,
                     t.declared_chunks.c.blob,
-                ).where(
-                    t.declared_chunks.c.tenant_id == tenant_id,
-                    t.declared_chunks.c.repo_slug == repo_slug,
-                )
+                ).where(repo_rows(t.declared_chunks, tenant_id, repo_slug))
             )
             # Rows are tuples already: attribute access on 8,000 Rows cost more than the query.
             return list(starmap(DeclaredChunk, rows.all()))

@@ -29,9 +29,8 @@ def ledger_engine(url: str) -> Engine:
         def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
             # WAL lets the webserver read while a run writes; busy_timeout waits for locks.
             cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA busy_timeout=60000")
-            cur.execute("PRAGMA synchronous=NORMAL")
+            for pragma in ("journal_mode=WAL", "busy_timeout=60000", "synchronous=NORMAL"):
+                cur.execute(f"PRAGMA {pragma}")
             cur.close()
 
         return engine

@@ -3,16 +3,16 @@
 the gate ``(key, -1)``). A lock dies with its connection, as a file lock with its process.
 Design: docs/design/embedding.md#slots"""
 
+import contextlib
 import hashlib
 import time
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
 
 from neo_assets.embedding.cancel import CancelScope
 from neo_assets.embedding.provider_slots import Held, ProviderSlots, poll_until
-from neo_assets.store.slots_schema import provider_work
+from neo_assets.store.ledger_schema import provider_work
 
 _ENGINES: dict[str, sa.Engine] = {}
 GATE = -1
@@ -75,9 +75,6 @@ class LedgerSlots:
         conn.commit()  # end the implicit transaction: the lock is the session's, not its
         return bool(got)
 
-    async def _poll(self, attempt: Callable[[], bool], scope: CancelScope, deadline: float) -> bool:
-        return await poll_until(attempt, scope, deadline)
-
     async def acquire(self, scope: CancelScope, *, solo: bool, max_wait_s: float) -> Held:
         """One slot (shared mode) or the gate and every slot (``solo``), on a connection
         kept until ``release``. Past ``max_wait_s`` the dispatch goes ahead without the
@@ -86,24 +83,21 @@ class LedgerSlots:
         deadline = started + max(0.0, max_wait_s)
         conn = self.engine.connect()
         try:
-            got_gate = await self._poll(
+            got_gate = await poll_until(
                 lambda: self._try(conn, GATE, shared=not solo), scope, deadline
             )
             if solo:
                 held_all = got_gate
-                for index in range(self.slots):
-                    if not held_all:
-                        break
-                    if not await self._poll(
+                for index in range(self.slots):  # once one is missed, no more are tried
+                    held_all = held_all and await poll_until(
                         lambda index=index: self._try(conn, index), scope, deadline
-                    ):
-                        held_all = False
+                    )
                 return Held([], held_all, time.monotonic() - started, self.abandoned_count(), conn)
 
             def any_slot() -> bool:
                 return any(self._try(conn, index) for index in range(self.slots))
 
-            await self._poll(any_slot, scope, deadline)
+            await poll_until(any_slot, scope, deadline)
             if got_gate:
                 # The gate only orders arrivals (as with the file locks).
                 conn.execute(
@@ -130,11 +124,7 @@ class LedgerSlots:
 
 def _drop(conn: Any) -> None:
     """Close without returning to the pool: a connection's locks must not outlive it."""
-    try:
+    with contextlib.suppress(Exception):
         conn.invalidate()
-    except Exception:  # noqa: BLE001
-        pass
-    try:
+    with contextlib.suppress(Exception):
         conn.close()
-    except Exception:  # noqa: BLE001
-        pass

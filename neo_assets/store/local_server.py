@@ -82,9 +82,7 @@ def process_started(pid: int) -> str | None:
     Paired with the pid it names one process even after the pid is reused."""
     try:
         raw = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
-        return None
-    except OSError:
+    except OSError:  # gone, or not ours to read
         return None
     # The command name (field 2) is in parentheses and may hold spaces.
     fields = raw.rsplit(")", 1)[-1].split()
@@ -93,12 +91,9 @@ def process_started(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None
 
 
-def client_name(pid: int, started: str) -> str:
-    return f"{pid}-{started}"
-
-
 def live_clients(clients_dir: Path) -> list[str]:
-    """Registered client processes still alive; the files of ended ones are removed."""
+    """Registered client processes (``<pid>-<start time>``) still alive; the files of ended
+    ones are removed."""
     alive = []
     for entry in clients_dir.glob("*-*"):
         pid_text, _, started = entry.name.partition("-")
@@ -109,11 +104,10 @@ def live_clients(clients_dir: Path) -> list[str]:
     return alive
 
 
-def register_client(paths: ServerPaths, pid: int | None = None) -> None:
-    pid = os.getpid() if pid is None else pid
-    started = process_started(pid)
+def register_client(paths: ServerPaths) -> None:
+    started = process_started(os.getpid())
     if started is not None:
-        (paths.clients_dir / client_name(pid, started)).touch()
+        (paths.clients_dir / f"{os.getpid()}-{started}").touch()
 
 
 @contextlib.contextmanager
@@ -223,17 +217,8 @@ def _wait_heartbeat(url: str, timeout_s: float, state: dict[str, Any] | None) ->
 
 
 def _start(paths: ServerPaths, idle_s: float) -> str:
-    cmd = [
-        sys.executable,
-        "-m",
-        "neo_assets.store.local_server",
-        "--chroma-dir",
-        str(paths.chroma_dir),
-        "--state-dir",
-        str(paths.state_dir),
-        "--idle-s",
-        str(idle_s),
-    ]
+    args = ("--chroma-dir", paths.chroma_dir, "--state-dir", paths.state_dir, "--idle-s", idle_s)
+    cmd = [sys.executable, "-m", "neo_assets.store.local_server", *map(str, args)]
     with open(paths.log_file, "a") as log:
         proc = subprocess.Popen(  # noqa: S603 - our own module
             cmd,
@@ -375,9 +360,6 @@ class Supervisor:
                 self.child.kill()
                 self.child.wait()
 
-    def idle_long_enough(self, last_client_at: float) -> bool:
-        return time.monotonic() - last_client_at >= self.idle_s
-
     def run(self) -> int:
         if not self.start_child():
             print("neo-assets: chroma did not start; see the lines above", file=sys.stderr)
@@ -389,7 +371,7 @@ class Supervisor:
                 break
             if live_clients(self.paths.clients_dir):
                 last_client_at = time.monotonic()
-            elif self.idle_long_enough(last_client_at) and self._retire_if_still_idle():
+            elif time.monotonic() - last_client_at >= self.idle_s and self._retire_if_still_idle():
                 return 0
             if self.child is not None and self.child.poll() is not None and not self.stopping:
                 now = time.monotonic()

@@ -12,14 +12,9 @@ from neo_assets.embedding.rules.batch_caps import provider_cap_key
 from neo_assets.store import ledger_schema as t
 from neo_assets.store.ledger import Ledger
 from neo_assets.store.ledger_engine import ledger_engine
+from neo_assets.store.ledger_rows import write_row
 
 _READERS: dict[str, sa.Engine] = {}
-
-
-def recorded_discovery(
-    ledger: Ledger, provider: str, base_url: str | None, model: str | None
-) -> Discovery | None:
-    return _read(ledger.engine, provider, base_url, model)
 
 
 def recorded_discovery_at(
@@ -34,17 +29,17 @@ def recorded_discovery_at(
     if engine is None:
         engine = _READERS[url] = ledger_engine(url)
     try:
-        return _read(engine, provider, base_url, model)
+        return recorded_discovery(Ledger(engine), provider, base_url, model)
     except sa.exc.SQLAlchemyError:
         return None  # not migrated yet (no table): nothing discovered
 
 
-def _read(
-    engine: sa.Engine, provider: str, base_url: str | None, model: str | None
+def recorded_discovery(
+    ledger: Ledger, provider: str, base_url: str | None, model: str | None
 ) -> Discovery | None:
     c = t.provider_limits.c
     key = provider_cap_key(provider, base_url or "", model or "")
-    with engine.connect() as conn:
+    with ledger.engine.connect() as conn:
         row = conn.execute(sa.select(t.provider_limits).where(c.provider_key == key)).first()
     if row is None:
         return None
@@ -65,21 +60,17 @@ def record_discovery(
     found: Discovery,
     now: float,
 ) -> None:
-    key = provider_cap_key(provider, base_url or "", model or "")
-    c = t.provider_limits.c
-    with ledger.engine.begin() as conn:
-        conn.execute(sa.delete(t.provider_limits).where(c.provider_key == key))
-        conn.execute(
-            sa.insert(t.provider_limits).values(
-                provider_key=key,
-                provider=provider,
-                base_url=(base_url or "").rstrip("/"),
-                model=model or "",
-                limit_tokens=found.limit_tokens,
-                limit_source=found.source[:500],
-                tokenizer=found.tokenizer,
-                learned_limit=found.learned_limit,
-                chars_per_token=found.chars_per_token,
-                discovered_at=now,
-            )
-        )
+    write_row(
+        ledger.engine,
+        t.provider_limits,
+        provider_key=provider_cap_key(provider, base_url or "", model or ""),
+        provider=provider,
+        base_url=(base_url or "").rstrip("/"),
+        model=model or "",
+        limit_tokens=found.limit_tokens,
+        limit_source=found.source[:500],
+        tokenizer=found.tokenizer,
+        learned_limit=found.learned_limit,
+        chars_per_token=found.chars_per_token,
+        discovered_at=now,
+    )

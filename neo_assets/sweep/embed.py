@@ -25,7 +25,7 @@ from neo_assets.health.rules.freeze import frozen_summary
 from neo_assets.store.batch_caps import batch_cap_memory
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.store.ledger_fences import LedgerFenceBook
 from neo_assets.sweep.chunk import ChunkGeneration
 from neo_assets.sweep.context import RepoContext, lane_settings
 from neo_assets.sweep.embed_plan import EmbedContext, EmbedPlan, plan_embedding

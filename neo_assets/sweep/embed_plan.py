@@ -24,7 +24,7 @@ from neo_assets.generations.serving import (
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.store.ledger_fences import LedgerFenceBook
 from neo_assets.sweep.chunk import ChunkGeneration, _sent_text, fill_missing_content
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.secrets import fence_secrets

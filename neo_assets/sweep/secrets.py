@@ -11,7 +11,7 @@ from neo_assets.embedding.rules.lane import FenceRecord
 from neo_assets.embedding.rules.lane_rows import fence_row
 from neo_assets.secrets.rules import fence_receipt, scan
 from neo_assets.sources.rules.chunks import DeclaredChunk
-from neo_assets.store.ledger_fence_book import LedgerFenceBook
+from neo_assets.store.ledger_fences import LedgerFenceBook
 
 
 def fence_secrets(

@@ -5,8 +5,8 @@ from pathlib import Path
 import sqlalchemy as sa
 
 from neo_assets.declaration.records import last_good_declarations, record_good_declaration
-from neo_assets.store.declarations_schema import tenant_declarations
 from neo_assets.store.ledger import Ledger
+from neo_assets.store.ledger_schema import tenant_declarations
 
 
 def test_the_last_good_declaration_round_trips_and_changes_only_with_its_digest(

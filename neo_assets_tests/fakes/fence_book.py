@@ -1,5 +1,5 @@
 """The lane's fence book kept in memory (``embedding.lane_memory.FenceBook``), for tests and
-benchmarks: the ledger's is ``store/ledger_fence_book.py``."""
+benchmarks: the ledger's is ``store/ledger_fences.py``."""
 
 from dataclasses import dataclass, field
 

@@ -19,7 +19,7 @@ from neo_assets.config.settings import load_settings
 from neo_assets.links.store import link_set, neighbours, repo_links
 from neo_assets.query.one_shot import run_query
 from neo_assets.services.handles import open_ledger, open_store
-from neo_assets.store.links_schema import chunk_links
+from neo_assets.store.ledger_schema import chunk_links
 from neo_assets.tenants.validation import load_tenants
 from neo_assets_tests.gitrepo import GitRepo
 from neo_assets_tests.kb_handles import KbHandles

@@ -127,7 +127,8 @@ def test_evaluate_repo_asks_through_the_query_library(swept: GitRepo) -> None:
     assert result.qualifiedName == "pkg.http.parse_header"
     # Three functions in one small repo: the answer is among the ten results.
     assert result.rank is not None and 1 <= result.rank <= 3
-    assert report.recall_at_10 == 1.0 and report.mrr_at_10 == pytest.approx(1 / result.rank, 1e-3)
+    m = report.metrics
+    assert m.recall_at_10 == 1.0 and m.mrr_at_10 == pytest.approx(1 / result.rank, 1e-3)
     assert report.embedding_generation
 
 

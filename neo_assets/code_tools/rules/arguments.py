@@ -43,17 +43,10 @@ def input_schema(spec: ToolSpec) -> dict[str, Any]:
         p: dict[str, Any] = {"type": a.type, "description": a.description}
         if a.type == "string":
             p |= {"minLength": 1, "maxLength": a.max_length}
-        if a.minimum is not None:
-            p["minimum"] = a.minimum
-        if a.maximum is not None:
-            p["maximum"] = a.maximum
-        if a.enum is not None:
-            p["enum"] = list(a.enum)
-        if a.default is not None:
-            p["default"] = a.default
-        if a.examples:
-            p["examples"] = list(a.examples)
-        props[a.name] = p
+        enum = None if a.enum is None else list(a.enum)
+        bounds = {"minimum": a.minimum, "maximum": a.maximum, "enum": enum, "default": a.default}
+        p |= {k: v for k, v in bounds.items() if v is not None}
+        props[a.name] = p | ({"examples": list(a.examples)} if a.examples else {})
     return {
         "type": "object",
         "properties": props,

@@ -6,6 +6,7 @@ parser's units and the file's text (``file_record``); a repo's index read back
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from neo_assets.code_tools.rules.limits import MAX_LINE_CHARS, SYMBOL_KINDS
@@ -45,6 +46,12 @@ def split_lines(text: str) -> list[str]:
 
 def clip(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + "…"
+
+
+def line_hit(repo: str, path: str, line: int, text: str, unit: "Symbol | None") -> dict[str, Any]:
+    """A result line of find_references and grep: where, its text (cut) and its unit."""
+    at = {"repo": repo, "path": path, "line": line, "text": clip(text)}
+    return {**at, "unit": None if unit is None else unit.unit_json()}
 
 
 def merged_symbols(units: Iterable[Unit]) -> list[tuple[str, str, str, int, int]]:
@@ -139,11 +146,23 @@ class Symbol:
     end_line: int
     signature_line: int
     signature: str = ""
-    # Spellings matching compares, computed once when the index is decoded.
-    bare: str = ""
-    bare_lower: str = ""
-    name_lower: str = ""
-    qualified_lower: str = ""
+
+    # Spellings matching compares, computed once per symbol.
+    @cached_property
+    def bare(self) -> str:
+        return short_name(self.name)
+
+    @cached_property
+    def bare_lower(self) -> str:
+        return self.bare.lower()
+
+    @cached_property
+    def name_lower(self) -> str:
+        return self.name.lower()
+
+    @cached_property
+    def qualified_lower(self) -> str:
+        return self.qualified_name.lower()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -197,29 +216,11 @@ class RepoIndex:
         for path, (blob, language, size, lines, syms, refs) in payload["files"].items():
             files[path] = FileInfo(path, blob, language, size, lines)
             symbols[path] = [
-                Symbol(
-                    repo,
-                    path,
-                    k,
-                    n,
-                    q,
-                    language,
-                    s,
-                    e,
-                    sig,
-                    text,
-                    short_name(n),
-                    short_name(n).lower(),
-                    n.lower(),
-                    q.lower(),
-                )
+                Symbol(repo, path, k, n, q, language, s, e, sig, text)
                 for k, n, q, s, e, sig, text in syms
             ]
             idents[path] = refs
         return cls(repo, payload["revision"], payload["kind"], files, symbols, idents)
-
-    def enclosing(self, path: str, line: int) -> Symbol | None:
-        return enclosing_unit(self.symbols.get(path, ()), line)
 
 
 def enclosing_unit(symbols: Sequence[Symbol], line: int) -> Symbol | None:

@@ -26,15 +26,12 @@ _TIER = {MATCH_EXACT: 0, MATCH_PREFIX: 1, MATCH_FUZZY: 2}
 def _tier(sym: Symbol, query: str, bare_q: str, low: str) -> str | None:
     if query in (sym.name, sym.qualified_name) or sym.qualified_name.endswith("." + query):
         return MATCH_EXACT
-    bare = sym.bare or short_name(sym.name)
-    if "." not in query and bare == bare_q:
+    if "." not in query and sym.bare == bare_q:
         return MATCH_EXACT
     low_q = bare_q.lower()
-    if low_q and (sym.bare_lower or bare.lower()).startswith(low_q):
+    if low_q and sym.bare_lower.startswith(low_q):
         return MATCH_PREFIX
-    if low in (sym.qualified_lower or sym.qualified_name.lower()) or low in (
-        sym.name_lower or sym.name.lower()
-    ):
+    if low in sym.qualified_lower or low in sym.name_lower:
         return MATCH_FUZZY
     return None
 

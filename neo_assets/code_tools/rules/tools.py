@@ -1,6 +1,7 @@
 """The code tools, one declaration each (``TOOLS``): their arguments and their answers'
 JSON schema; ``parse_args`` checks a request against its tool's declaration."""
 
+from dataclasses import replace
 from typing import Any
 
 from neo_assets.code_tools.rules.arguments import Arg, ToolSpec, check_args
@@ -26,12 +27,8 @@ _REPO_OPT = Arg(
     "Only this repo (a slug that list_repos names). Left out: every repo your token may read.",
     examples=("widgets",),
 )
-_REPO_REQ = Arg(
-    "repo",
-    "string",
-    "The repo (a slug that list_repos names).",
-    required=True,
-    examples=("widgets",),
+_REPO_REQ = replace(
+    _REPO_OPT, description="The repo (a slug that list_repos names).", required=True
 )
 
 _UNIT = {
@@ -92,6 +89,23 @@ def _out(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": required}
 
 
+def _searched(hits: str, item: dict[str, Any]) -> dict[str, Any]:
+    """The answer of a search over the caller's repos: its hits, then what it searched."""
+    return _out(
+        {
+            hits: {"type": "array", "items": item},
+            "truncated": {"type": "boolean"},
+            "revisions": _REVISIONS,
+            "notIndexed": _NOT_INDEXED,
+        },
+        [hits, "truncated", "revisions", "notIndexed"],
+    )
+
+
+def _max_results(description: str, default: int, maximum: int) -> Arg:
+    return Arg("max_results", "integer", description, default=default, minimum=1, maximum=maximum)
+
+
 TOOLS: dict[str, ToolSpec] = {
     t.name: t
     for t in (
@@ -118,24 +132,9 @@ TOOLS: dict[str, ToolSpec] = {
                 ),
                 _REPO_OPT,
                 Arg("language", "string", "Only units in this language.", enum=LANGUAGES),
-                Arg(
-                    "max_results",
-                    "integer",
-                    "At most this many hits.",
-                    default=DEFAULT_SYMBOLS,
-                    minimum=1,
-                    maximum=MAX_SYMBOLS,
-                ),
+                _max_results("At most this many hits.", DEFAULT_SYMBOLS, MAX_SYMBOLS),
             ),
-            _out(
-                {
-                    "symbols": {"type": "array", "items": _SYMBOL},
-                    "truncated": {"type": "boolean"},
-                    "revisions": _REVISIONS,
-                    "notIndexed": _NOT_INDEXED,
-                },
-                ["symbols", "truncated", "revisions", "notIndexed"],
-            ),
+            _searched("symbols", _SYMBOL),
         ),
         ToolSpec(
             "find_references",
@@ -152,24 +151,9 @@ TOOLS: dict[str, ToolSpec] = {
                     examples=("retry",),
                 ),
                 _REPO_OPT,
-                Arg(
-                    "max_results",
-                    "integer",
-                    "At most this many uses.",
-                    default=DEFAULT_REFERENCES,
-                    minimum=1,
-                    maximum=MAX_REFERENCES,
-                ),
+                _max_results("At most this many uses.", DEFAULT_REFERENCES, MAX_REFERENCES),
             ),
-            _out(
-                {
-                    "references": {"type": "array", "items": _LINE_HIT},
-                    "truncated": {"type": "boolean"},
-                    "revisions": _REVISIONS,
-                    "notIndexed": _NOT_INDEXED,
-                },
-                ["references", "truncated", "revisions", "notIndexed"],
-            ),
+            _searched("references", _LINE_HIT),
         ),
         ToolSpec(
             "grep",
@@ -200,14 +184,7 @@ TOOLS: dict[str, ToolSpec] = {
                     "Match case exactly (true) or ignore it (false).",
                     default=True,
                 ),
-                Arg(
-                    "max_results",
-                    "integer",
-                    "Stop after this many matching lines.",
-                    default=DEFAULT_GREP,
-                    minimum=1,
-                    maximum=MAX_GREP,
-                ),
+                _max_results("Stop after this many matching lines.", DEFAULT_GREP, MAX_GREP),
             ),
             _out(
                 {
