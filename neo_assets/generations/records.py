@@ -15,16 +15,8 @@ STATE_COMPLETE = "complete"
 
 
 def _record(row: Any) -> GenerationRecord:
-    return GenerationRecord(
-        generation=row.generation,
-        collection_name=row.collection_name,
-        provider=row.provider,
-        model=row.model,
-        base_url=row.base_url,
-        dimensions=row.dimensions,
-        created_at=row.created_at,
-        reclaimed_at=row.reclaimed_at,
-    )
+    """A row of ``embedding_generations``: its columns are the record's fields."""
+    return GenerationRecord(**row._mapping)
 
 
 def generation_records(ledger: Ledger) -> dict[str, GenerationRecord]:

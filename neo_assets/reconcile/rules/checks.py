@@ -13,12 +13,6 @@ from neo_assets.reconcile.rules.declaration import (
     TenantDeclaration,
     generation_complete,
 )
-from neo_assets.reconcile.rules.orphans import (
-    STAMP_PARSER_ID,
-    STAMP_PARSER_VERSION,
-    STAMP_REPO_SLUG,
-    STAMP_TENANT_ID,
-)
 from neo_assets.reconcile.rules.retirement import (
     RETIRED_KINDS,
     RETIRED_REPO,
@@ -241,33 +235,14 @@ def containment(
 
 # ---------------------------------------------------------------------------- residue
 def residue_share(tenant: TenantDeclaration, rows: Iterable[Mapping[str, Any]]) -> float:
-    """Share of the tenant's parser-stamped rows whose ``{parserId, parserVersion}`` is not
-    their repo's declared pair (rows of an undeclared repo count as residue: no declaration
-    stands behind them). Foreign rows and rows without both stamps (or a repoSlug) are in
-    neither numerator nor denominator. 0.0 when no row qualifies."""
-    tenant_id = tenant.tenant_id
-    repos = tenant.repos
-    stamped = residue = 0
-    for row in rows:
-        md = row.get("metadata") if isinstance(row, Mapping) else None
-        if not isinstance(md, Mapping) or md.get(STAMP_TENANT_ID) != tenant_id:
-            continue
-        slug = md.get(STAMP_REPO_SLUG)
-        pid = md.get(STAMP_PARSER_ID)
-        pver = md.get(STAMP_PARSER_VERSION)
-        if type(slug) is not str or type(pid) is not str or type(pver) is not str:
-            continue
-        stamped += 1
-        repo = repos.get(slug)
-        if repo is None or pid != repo.parser_id or pver != repo.parser_version:
-            residue += 1
-    return residue / stamped if stamped else 0.0
+    """``residue(...).share``: the share of residue rows among the parser-stamped ones."""
+    return residue(tenant, list(rows)).share
 
 
 @dataclass(frozen=True)
 class Residue:
-    """``share`` as ``residue_share`` computes it; the residue rows counted per
-    ``"repoSlug parserId@parserVersion"`` with a few example ids."""
+    """The share of the tenant's parser-stamped rows that are residue, those rows counted
+    per ``"repoSlug parserId@parserVersion"``, and a few example ids."""
 
     share: float
     residue_rows: int
@@ -279,12 +254,16 @@ class Residue:
 def residue(
     tenant: TenantDeclaration, rows: list[Mapping[str, Any]], examples: int = DEFAULT_EXAMPLES
 ) -> Residue:
-    """The tenant's generation residue (same qualifying rules as ``residue_share``)."""
+    """The tenant's generation residue: its parser-stamped rows whose ``{parserId,
+    parserVersion}`` is not their repo's declared pair (rows of an undeclared repo count as
+    residue: no declaration stands behind them). Foreign rows and rows without both stamps
+    (or a repoSlug) are in neither numerator nor denominator; the share is 0.0 when no row
+    qualifies."""
     by_pair: Counter[str] = Counter()
     ids: list[str] = []
     stamped = 0
     for row in rows:
-        md = row.get("metadata")
+        md = row.get("metadata") if isinstance(row, Mapping) else None
         if not isinstance(md, Mapping) or md.get("tenantId") != tenant.tenant_id:
             continue
         slug, pid, pver = md.get("repoSlug"), md.get("parserId"), md.get("parserVersion")
@@ -297,9 +276,10 @@ def residue(
             rid = row.get("id")
             if type(rid) is str:
                 ids.append(rid)
+    residue_rows = sum(by_pair.values())
     return Residue(
-        share=residue_share(tenant, rows),
-        residue_rows=sum(by_pair.values()),
+        share=residue_rows / stamped if stamped else 0.0,
+        residue_rows=residue_rows,
         stamped_rows=stamped,
         by_pair=dict(sorted(by_pair.items())),
         examples=tuple(sorted(ids)[:examples]),

@@ -116,38 +116,21 @@ def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
     docs/design/sweep.md#outcomes."""
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
-
-    if not live_rows:
-        return SweepVerdict(
-            outcome=codes.OUTCOME_COMPLETE,
-            cause_code=None,
-            advance_checkpoint=True,
-            reset_failures=True,
-            arms_recovery_episode=False,
-            live_rows=live_rows,
-            fence_rows=fence_rows,
-        )
-
     live_codes = [row_code(row) for row in live_rows]
     failing = [code for code in live_codes if not is_deferrable_code(code)]
-    if failing:
-        return SweepVerdict(
-            outcome=codes.OUTCOME_FAILED,
-            cause_code=pick_cause(failing),
-            advance_checkpoint=False,
-            reset_failures=False,
-            arms_recovery_episode=False,
-            live_rows=live_rows,
-            fence_rows=fence_rows,
-        )
-
-    cause = pick_cause(live_codes)
+    if not live_rows:
+        outcome, cause = codes.OUTCOME_COMPLETE, None
+    elif failing:
+        outcome, cause = codes.OUTCOME_FAILED, pick_cause(failing)
+    else:
+        outcome, cause = codes.OUTCOME_DEFERRED, pick_cause(live_codes)
+    complete = outcome == codes.OUTCOME_COMPLETE
     return SweepVerdict(
-        outcome=codes.OUTCOME_DEFERRED,
+        outcome=outcome,
         cause_code=cause,
-        advance_checkpoint=False,
-        reset_failures=False,
-        arms_recovery_episode=cause in PROVIDER_FAILURE_CODES,
+        advance_checkpoint=complete,
+        reset_failures=complete,
+        arms_recovery_episode=outcome == codes.OUTCOME_DEFERRED and cause in PROVIDER_FAILURE_CODES,
         live_rows=live_rows,
         fence_rows=fence_rows,
     )

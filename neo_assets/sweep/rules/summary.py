@@ -73,9 +73,10 @@ def metric_name(key: str) -> str:
     """The name a count is plotted under in the Dagster UI (``count_<name>``): the old
     spelling, so the plots' history of each count goes on under the same name; a count
     added since has no old spelling and is plotted in snake_case like the others."""
-    old = DEPRECATED_SPELLINGS.get(key)
-    if old is not None:
-        return old
+    return DEPRECATED_SPELLINGS.get(key) or _snake_case(key)
+
+
+def _snake_case(key: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in key).lstrip("_")
 
 
@@ -120,19 +121,10 @@ def read_stored_summary(raw: object) -> StoredSummary:
 
 
 # ------------------------------------------------------------------ the typed summary
-# Each count's attribute, by its JSON key (the lane counts its own in a dict by key).
+# Each count's attribute, by its JSON key (the lane counts its own in a dict by key): its
+# snake_case spelling.
 _FIELD_OF: Mapping[str, str] = {
-    OFFERED: "offered",
-    EMBEDDED: "embedded",
-    ALREADY_FENCED: "already_fenced",
-    FENCED_POISON: "fenced_poison",
-    FENCED_UNDELIVERABLE: "fenced_undeliverable",
-    DEFERRED: "deferred",
-    REQUESTS: "requests",
-    REUSED: "reused",
-    FENCED_SECRET: "fenced_secret",
-    ALREADY_PRESENT: "already_present",
-    CHUNKS: "chunks",
+    key: _snake_case(key) for key in (*LANE_COUNTS, REUSED, FENCED_SECRET, ALREADY_PRESENT, CHUNKS)
 }
 
 
