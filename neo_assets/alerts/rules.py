@@ -2,6 +2,7 @@
 repo, check, severity, at most ``OFFENDING_CAP`` offenders and the run's link
 (``slack_payload`` renders it); and delivery order and cursor rules. Pure."""
 
+import contextlib
 import json
 import math
 import re
@@ -135,16 +136,11 @@ def alert_scope(
     tenant: str | None = None
     repo: str | None = None
     if partition_key:
-        if "/" in partition_key:
-            try:
+        with contextlib.suppress(ValueError):
+            if "/" in partition_key:
                 tenant, repo = parse_partition_key(partition_key)
-            except ValueError:
-                pass
-        else:
-            try:
+            else:
                 tenant, _ = parse_partition_key(f"{partition_key}/x")
-            except ValueError:
-                pass
     md = metadata or {}
     if tenant is None:
         tenant = _first_str(md, _TENANT_KEYS)
@@ -219,8 +215,7 @@ def _maybe_json(text: str) -> Any:
 
 
 def _bounded(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _clip(" ".join(text.split()), limit)
 
 
 def check_summary(metadata: Mapping[str, Any] | None) -> str | None:

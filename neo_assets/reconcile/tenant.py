@@ -267,38 +267,16 @@ def retired_rows(
     }
 
 
-def _orphans(plan: ReconcilePlan) -> dict[str, dict[str, Any]]:
-    return {
-        kind: {
-            "count": plan.counts[kind],
-            "ids": list(plan.ids_by_kind.get(kind, ())[:REPORT_MAX_IDS]),
-            "actionable": kind in ACTIONABLE_KINDS,
-        }
-        for kind in ORPHAN_KINDS
-    }
-
-
 def _plan_counts(plan: ReconcilePlan, done: _Reclaim, restamped: int) -> dict[str, Any]:
-    """The report's figures of the plan and of what was done with it."""
+    """The report's figures of the plan (its telemetry) and of what was done with it."""
     return {
-        "orphans": _orphans(plan),
-        "actionable": len(plan.delete_ids),
-        "pending": len(plan.pending_ids),
-        "restamp": len(plan.restamp_ids),
+        **plan.telemetry(examples=REPORT_MAX_IDS),
         "restamped": restamped,
         "reclaimed": sum(done.by_kind.values()),
         "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
         "unconfirmed": done.unconfirmed,
         "leaseHeld": done.lease_held,
         "deleteBatches": done.batches,
-        "skippedUnstamped": plan.skipped_unstamped,
-        "skippedByStamp": plan.telemetry()["skippedByStamp"],
-        "foreign": plan.foreign,
-        "kept": plan.kept,
-        "newerThanEnvelope": plan.newer_than_envelope,
-        "noEnvelope": plan.no_envelope,
-        "inconsistent": plan.inconsistent,
-        "duplicateRows": plan.duplicate_rows,
     }
 
 

@@ -254,12 +254,10 @@ SWEEP_OUTS = {
 @dg.multi_asset(
     name=SWEEP_STEP,
     outs=SWEEP_OUTS,
+    # Each asset after the one before it: the stages in order, then the quality check.
     internal_asset_deps={
-        "repo_envelope": set(),
-        "chunk_generation": {dg.AssetKey("repo_envelope")},
-        "kb_embeddings": {dg.AssetKey("chunk_generation")},
-        "fence_census": {dg.AssetKey("kb_embeddings")},
-        QUALITY_ASSET: {dg.AssetKey("fence_census")},
+        name: {dg.AssetKey(before)} if before else set()
+        for before, name in zip((None, *SWEEP_OUTS), SWEEP_OUTS, strict=False)
     },
     partitions_def=tenant_repos,
     can_subset=False,
@@ -348,9 +346,7 @@ def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, starte
 sweep_job = dg.define_asset_job(
     "sweep",
     # The four sweep assets are one step (``sweep_repo``); links have their own job.
-    selection=dg.AssetSelection.assets(
-        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", QUALITY_ASSET
-    ),
+    selection=dg.AssetSelection.assets(*SWEEP_OUTS),
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",
     tags={"neo/kind": "sweep"},

@@ -18,9 +18,7 @@ from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.generations.rules import resolved_collection
-from neo_assets.generations.serving import (
-    register_provider_generation,
-)
+from neo_assets.generations.serving import register_provider_generation
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger

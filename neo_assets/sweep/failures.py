@@ -1,5 +1,6 @@
 """What a sweep that did not finish records: its failure, its back-off, the unfinished attempt."""
 
+import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -8,9 +9,7 @@ from typing import Any, NamedTuple
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
-from neo_assets.generations.serving import (
-    configured_generation,
-)
+from neo_assets.generations.serving import configured_generation
 from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
@@ -185,6 +184,4 @@ def failure_recorded(
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True, default=str)

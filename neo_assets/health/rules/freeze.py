@@ -14,6 +14,7 @@ from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
     VECTOR_VERDICTS,
     ProbeOutcome,
+    failure_backoff_s,
     is_healthy,
     probe_doc,
 )
@@ -247,11 +248,9 @@ def frozen_record(
 
 # ------------------------------------------------------------------ re-probe cadence
 def reprobe_backoff_s(attempt: int, policy: FreezePolicy) -> float:
-    """The wait before attempt ``attempt`` (1-based): ``initial × 2^(attempt-1)``, capped."""
-    if attempt < 1:
-        raise ValueError("attempt must be >= 1")
-    exponent = min(attempt - 1, 64)
-    return float(min(policy.reprobe_initial_s * (2.0**exponent), policy.reprobe_max_s))
+    """The wait before attempt ``attempt`` (1-based): ``initial × 2^(attempt-1)``, capped
+    (the canary's own back-off, on the re-probe's bounds)."""
+    return failure_backoff_s(attempt, policy.reprobe_initial_s, policy.reprobe_max_s)
 
 
 def reprobe_decision(record: FreezeRecord | None, now: float, policy: FreezePolicy) -> str:

@@ -10,8 +10,6 @@ from typing import Any
 from neo_assets.core import codes
 from neo_assets.sweep.rules.fence_gate import FENCEABLE_CODES, is_durable_fence
 
-SWEEP_SUMMARY_MALFORMED = codes.SWEEP_SUMMARY_MALFORMED
-
 # Live codes that defer: embed-domain failures a later sweep may finish (the codes a fence
 # may carry, which include the fence codes for malformed fence rows), plus a frozen
 # collection. Everything else fails.
@@ -36,7 +34,7 @@ PROVIDER_FAILURE_CODES: frozenset[str] = frozenset(
 # self-inflicted (abort, yield) last.
 CAUSE_PRIORITY: tuple[str, ...] = (
     # failing
-    SWEEP_SUMMARY_MALFORMED,
+    codes.SWEEP_SUMMARY_MALFORMED,
     codes.CONFIG_INVALID,
     codes.SOURCE_REPO_MISSING,
     codes.SOURCE_UNREADABLE,
@@ -86,12 +84,12 @@ class SweepVerdict:
 
 def row_code(row: object) -> str:
     """The code a live row is classified by: its top-level ``code`` when that is a string,
-    else ``SWEEP_SUMMARY_MALFORMED`` (a row with no readable code cannot be deferred)."""
+    else ``codes.SWEEP_SUMMARY_MALFORMED`` (a row with no readable code cannot be deferred)."""
     if isinstance(row, Mapping):
         code = row.get("code")
         if isinstance(code, str):
             return code
-    return SWEEP_SUMMARY_MALFORMED
+    return codes.SWEEP_SUMMARY_MALFORMED
 
 
 def is_deferrable_code(code: str) -> bool:

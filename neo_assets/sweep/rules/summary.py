@@ -4,7 +4,7 @@ old snake_case spelling is read by ``read_stored_summary`` (README, "Deprecated 
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 OFFERED = "offered"
@@ -78,6 +78,11 @@ def metric_name(key: str) -> str:
 
 def _snake_case(key: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in key).lstrip("_")
+
+
+def _camel_case(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
 
 
 def _count(value: object) -> int:
@@ -166,20 +171,6 @@ class SweepCounts:
         }
 
 
-# Each stage time's JSON key and, for one release, its spelling before camelCase.
-TIMING_KEYS: Mapping[str, str] = {
-    "envelope_s": "envelopeSeconds",
-    "chunks_s": "chunksSeconds",
-    "embed_s": "embedSeconds",
-    "census_s": "censusSeconds",
-    "stages_s": "stagesSeconds",
-    "present_check_s": "presentCheckSeconds",
-    "write_s": "writeSeconds",
-    "embed_total_s": "embedTotalSeconds",
-    "code_index_s": "codeIndexSeconds",
-}
-
-
 @dataclass(frozen=True)
 class SweepTimings:
     """Seconds inside each stage (the sweep's own work, without its caller's event
@@ -202,6 +193,13 @@ class SweepTimings:
             for attr, key in TIMING_KEYS.items()
             if (value := getattr(self, attr)) is not None
         }
+
+
+# Each stage time's JSON key (``envelope_s``: ``envelopeSeconds``) by its attribute, which
+# was its spelling before camelCase (kept for one release).
+TIMING_KEYS: Mapping[str, str] = {
+    f.name: _camel_case(f.name.removesuffix("_s")) + "Seconds" for f in fields(SweepTimings)
+}
 
 
 def with_deprecated_timing_keys(timings: Mapping[str, Any]) -> dict[str, Any]:
