@@ -78,13 +78,13 @@ class Alert:
     tenant_id: str | None
     repo_slug: str | None
     subject: str  # the check name, or the job name of a failed run
-    asset_key: str | None
     partition_key: str | None
     summary: str
-    offending: tuple[str, ...]
-    offending_more: int
     run_id: str
     run_url: str
+    asset_key: str | None = None  # a failed run names no asset, nor offenders
+    offending: tuple[str, ...] = ()
+    offending_more: int = 0
 
     @property
     def title(self) -> str:
@@ -179,9 +179,9 @@ def offending_items(
 
 def _offenders_of(value: Any) -> tuple[list[str], int]:
     if isinstance(value, str):
-        parsed = _maybe_json(value)
-        if parsed is not value:
-            return _offenders_of(parsed)
+        if value.strip()[:1] in "[{":  # a list or a census, as JSON text
+            with contextlib.suppress(ValueError):
+                return _offenders_of(json.loads(value))
         return ([value] if value.strip() else []), 0
     if isinstance(value, Mapping):
         ids = value.get("ids", value.get("paths"))
@@ -202,16 +202,6 @@ def _offenders_of(value: Any) -> tuple[list[str], int]:
                     names.append(label)
         return names, 0
     return [], 0
-
-
-def _maybe_json(text: str) -> Any:
-    stripped = text.strip()
-    if stripped[:1] in "[{":
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            return text
-    return text
 
 
 def _bounded(text: str, limit: int) -> str:
@@ -289,11 +279,8 @@ def alert_from_run_failure(rf: RunFailure, ui_base_url: str | None) -> Alert:
         tenant_id=tenant,
         repo_slug=repo,
         subject=rf.job_name,
-        asset_key=None,
         partition_key=rf.partition_key,
         summary=_bounded(detail, _SUMMARY_MAX),
-        offending=(),
-        offending_more=0,
         run_id=rf.run_id,
         run_url=run_url(ui_base_url, rf.run_id),
     )

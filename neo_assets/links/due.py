@@ -23,6 +23,11 @@ class LinksDue:
         return self.ctx.key
 
 
+def _embedded(last_summary: object) -> int:
+    """Rows the latest sweep wrote (0 when its summary is missing or torn)."""
+    return read_stored_summary(last_summary).count(EMBEDDED)
+
+
 def evaluate_links(ctxs: list[RepoContext], settings: Settings, ledger: Ledger) -> list[LinksDue]:
     params = LinkParams.from_settings(settings).as_dict()
     out = []
@@ -37,8 +42,7 @@ def evaluate_links(ctxs: list[RepoContext], settings: Settings, ledger: Ledger) 
             link_set=stored,
             params=params,
             last_sweep_at=swept_at,
-            # Rows the latest sweep wrote (0 when its summary is missing or torn).
-            last_sweep_embedded=read_stored_summary(state.get("last_summary")).count(EMBEDDED),
+            last_sweep_embedded=_embedded(state.get("last_summary")),
         )
         run_key = links_run_key(
             ctx.key, generation_recorded_at=recorded_at, link_set=stored, last_sweep_at=swept_at

@@ -280,28 +280,6 @@ def _plan_counts(plan: ReconcilePlan, done: _Reclaim, restamped: int) -> dict[st
     }
 
 
-def _reclaim_old_generations(
-    settings: Settings,
-    tenants: TenantsFile,
-    tenant_id: str,
-    base: ChromaStore,
-    ledger: Ledger,
-    write: bool,
-) -> dict[str, Any]:
-    """Other embedding generations' collections, reclaimed whole for this tenant once it
-    no longer uses them (``reconcile.generations``)."""
-    declared = find_tenant(tenants, tenant_id)
-    return reclaim_generations(
-        settings,
-        tenant_id,
-        [r.slug for r in declared.repos] if declared is not None else [],
-        base,
-        ledger,
-        write=write,
-        batch=settings.reconcile.delete_batch,
-    )
-
-
 def reconcile_tenant(
     settings: Settings,
     tenants: TenantsFile,
@@ -342,13 +320,22 @@ def reconcile_tenant(
     done = _Reclaim()
     if blocked is None:
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
-    old_generations = _reclaim_old_generations(settings, tenants, tenant_id, base, ledger, write)
+    declared = find_tenant(tenants, tenant_id)
+    old_generations = reclaim_generations(
+        settings,
+        tenant_id,
+        [r.slug for r in declared.repos] if declared is not None else [],
+        base,
+        ledger,
+        write=write,
+        batch=settings.reconcile.delete_batch,
+    )
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
     retired_now = retired_rows(read_retired(ledger, tenants), tenant_id, snap.rows, remaining)
     report: dict[str, Any] = {
         "tenantId": tenant_id,
-        "declared": find_tenant(tenants, tenant_id) is not None,
+        "declared": declared is not None,
         "enabled": settings.reconcile.enabled,
         "write": write,
         "reclaimBlocked": blocked,

@@ -1,6 +1,7 @@
 """The operator's per-repo snapshot (CLI ``status``, the ``kb_status`` asset)."""
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from neo_assets.config.settings import Settings
@@ -82,14 +83,7 @@ def generation_rows(
 def gate_doc(verdict: GateVerdict | None) -> dict[str, Any] | None:
     if verdict is None:
         return None
-    return {
-        "state": verdict.state,
-        "candidate": verdict.candidate,
-        "serving": verdict.serving,
-        "reason": verdict.reason,
-        "worse": list(verdict.worse),
-        "waiting": list(verdict.waiting),
-    }
+    return {**asdict(verdict), "worse": list(verdict.worse), "waiting": list(verdict.waiting)}
 
 
 def secret_census(

@@ -6,6 +6,7 @@ from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.embedding.rules.lane import LaneSettings
 from neo_assets.generations.serving import lane_geometry
+from neo_assets.sources.revision import current_revision
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.tenants.validation import RepoDecl, Tenant
 
@@ -31,6 +32,13 @@ class RepoContext:
     @property
     def key(self) -> str:
         return f"{self.tenant.id}/{self.repo.slug}"
+
+    def revision(self, settings: Settings) -> str | None:
+        """The repo's revision now, as its envelope would list it (None: unreadable)."""
+        repo = self.repo
+        return current_revision(
+            repo.path, repo.ref, repo.parser.effective_exclude, settings.sweep.max_file_bytes
+        )
 
 
 def lane_settings(settings: Settings) -> LaneSettings:

@@ -71,12 +71,9 @@ def repo_context(
     tenant_id, repo_slug = parse_partition_key(partition_key)
     # With the run's ledger: the declaration in force reads (and records) through it.
     tenants_file = tenants.load(ledger.get() if ledger is not None else None)
-    for tenant in tenants_file.tenants:
-        if tenant.id != tenant_id:
-            continue
-        for repo in tenant.repos:
-            if repo.slug == repo_slug:
-                return RepoContext(tenant=tenant, repo=repo)
+    declared = declared_repos(tenants_file, tenant_id, repo_slug)
+    if declared:
+        return declared[0]
     misdeclared = misdeclared_for(tenants_file, tenant_id, repo_slug)
     if misdeclared is not None and misdeclared.problems:
         raise dg.Failure(

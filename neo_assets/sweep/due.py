@@ -9,7 +9,6 @@ from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.generations.serving import configured_generation
 from neo_assets.health import records as health_store
 from neo_assets.health.rules.freeze import released_by_lift
-from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
@@ -75,12 +74,7 @@ def evaluate(
     policy = retry_policy(settings)
     out = []
     for ctx in ctxs:
-        revision = current_revision(
-            ctx.repo.path,
-            ctx.repo.ref,
-            ctx.repo.parser.effective_exclude,
-            settings.sweep.max_file_bytes,
-        )
+        revision = ctx.revision(settings)
         decl = repo_declaration_digest(ctx.repo.to_plain())
         row = ledger.repo_state(ctx.tenant_id, ctx.repo_slug)
         cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)

@@ -4,7 +4,7 @@ Design: docs/design/reconcile.md#authority"""
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from neo_assets.core import codes
 from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
@@ -46,6 +46,7 @@ def authority_problem(records: RepoRecords) -> str | None:
 
 
 def _without_authority(records: RepoRecords) -> RepoDeclaration:
+    """The repo as declared, with no envelope: what its records say is not taken."""
     return RepoDeclaration(
         repo_slug=records.repo_slug,
         parser_id=records.parser_id,
@@ -71,16 +72,14 @@ def repo_declaration(records: RepoRecords) -> tuple[RepoDeclaration, str | None]
         if ids is None:  # a chunk of a path the envelope does not yield: torn records
             return _without_authority(records), codes.RECONCILE_RECORDS_INCONSISTENT
         ids.add(chunk_id)
-    declaration = RepoDeclaration(
-        repo_slug=records.repo_slug,
-        parser_id=records.parser_id,
-        parser_version=records.parser_version,
+    # The records have authority: the repo with its envelope and declared generation.
+    declaration = replace(
+        _without_authority(records),
         envelope_paths=frozenset(records.envelope_paths),
         yielded_paths=yielded,
         envelope_recorded_at=float(records.envelope_recorded_at or 0.0),
         declared_ids_by_path={path: frozenset(ids) for path, ids in by_path.items()},
         has_complete_envelope=True,
-        held_parser=records.held_parser,
     )
     return declaration, None
 
