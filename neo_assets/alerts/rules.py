@@ -434,9 +434,5 @@ def retry_wait(
 ) -> float | None:
     """How long to wait after the ``failures``-th failed attempt of one alert; None once retries
     are spent or the wait would pass the tick's budget (the next tick starts over)."""
-    if failures < 1 or failures > len(delays):
-        return None
-    wait = delays[failures - 1]
-    if elapsed_s + wait > budget_s:
-        return None
-    return wait
+    wait = delays[failures - 1] if 1 <= failures <= len(delays) else None
+    return None if wait is None or elapsed_s + wait > budget_s else wait

@@ -97,7 +97,7 @@ def repo_generations(ledger: Ledger, tenant_id: str | None = None) -> list[RepoG
     # The record's fields are the row's columns, its state read as ``complete``.
     return [
         RepoGeneration(
-            **{k: v for k, v in row._mapping.items() if k != "state"},
+            **{column: value for column, value in row._mapping.items() if column != "state"},
             complete=row.state == STATE_COMPLETE,
         )
         for row in rows

@@ -188,11 +188,8 @@ def note_circuit(ledger: Ledger, collection: str, opened: bool | None, now: floa
         streak = next_circuit_streak(record.circuit_streak, opened)
         if streak == record.circuit_streak:
             return streak
-        guard = (
-            t.c.circuit_streak.is_(None)
-            if record.circuit_streak is None
-            else t.c.circuit_streak == record.circuit_streak
-        )
+        # The streak as read (IS NULL when it read as unreadable): compare-and-set on it.
+        guard = t.c.circuit_streak.is_not_distinct_from(record.circuit_streak)
         with ledger.engine.begin() as conn:
             done = conn.execute(
                 sa.update(t)

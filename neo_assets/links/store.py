@@ -2,6 +2,7 @@
 stored only while the declared generation they were computed from is still current. Reads
 are scoped by tenant; a torn list reads as unobserved (no neighbour, not a wrong one)."""
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -237,12 +238,9 @@ def _the_set(tenant_id: str, repo_slug: str) -> sa.ColumnElement[bool]:
 
 def _params(raw: object) -> Any:
     """Stored parameters (JSON text) read back; torn, they read as None (unobserved)."""
-    if not isinstance(raw, str):
-        return raw
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return None
+    with contextlib.suppress(ValueError):
+        return json.loads(raw) if isinstance(raw, str) else raw
+    return None
 
 
 def link_set(ledger: Ledger, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:

@@ -204,7 +204,7 @@ def declared_repo_row(
         # and every generation recorded for the repo with its progress.
         "servingGeneration": serving,
         "buildingGeneration": building["generation"] if building else None,
-        "buildingProgress": {k: building[k] for k in ("state", "chunks", "present")}
+        "buildingProgress": {key: building[key] for key in ("state", "chunks", "present")}
         if building
         else None,
         "generations": gens,

@@ -44,19 +44,19 @@ class RepoContext:
 def lane_settings(settings: Settings) -> LaneSettings:
     """The lane's tunables on the generation's geometry (``generations.serving.lane_geometry``:
     the band in force and the call ceiling)."""
-    e = settings.embedding
+    embedding = settings.embedding
     return replace(
         lane_geometry(settings),
-        batch_size=e.resolved_batch_size,
-        max_inflight=e.max_inflight or 2,
-        inflight_from_server=e.max_inflight is None,
-        loading_max_wait_s=e.loading_max_wait_s,
-        unreachable_wait_s=e.unreachable_wait_s,
-        strike_threshold=e.strike_threshold,
-        circuit_threshold=e.circuit_threshold,
-        recovery_initial_s=e.recovery_initial_s,
-        recovery_max_s=e.recovery_max_s,
-        recovery_max_wait_s=e.recovery_max_wait_s,
+        batch_size=embedding.resolved_batch_size,
+        max_inflight=embedding.max_inflight or 2,
+        inflight_from_server=embedding.max_inflight is None,
+        loading_max_wait_s=embedding.loading_max_wait_s,
+        unreachable_wait_s=embedding.unreachable_wait_s,
+        strike_threshold=embedding.strike_threshold,
+        circuit_threshold=embedding.circuit_threshold,
+        recovery_initial_s=embedding.recovery_initial_s,
+        recovery_max_s=embedding.recovery_max_s,
+        recovery_max_wait_s=embedding.recovery_max_wait_s,
     )
 
 

@@ -73,8 +73,7 @@ def plan_embedding(
     generation = record.generation
     store = store.sibling(resolved_collection(settings.store.collection_name, record, generation))
     ids = chunks.chunk_ids()
-    lookup = store.present_ids
-    present = lookup(ids)
+    present = store.present_ids(ids)
     # Rows present at another generation (the input format or geometry changed since)
     # are embedded again and rewritten in place.
     stale = stale_rows(ctx, store, ledger, present, generation)

@@ -13,7 +13,7 @@ def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
     if row is None:
         return None
     # The state's fields are the ledger's columns, one for one.
-    return RepoState(**{f.name: row.get(f.name) for f in fields(RepoState)})
+    return RepoState(**{column.name: row.get(column.name) for column in fields(RepoState)})
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

@@ -92,11 +92,6 @@ def row_code(row: object) -> str:
     return codes.SWEEP_SUMMARY_MALFORMED
 
 
-def is_deferrable_code(code: str) -> bool:
-    """True when a live row with this code defers the sweep instead of failing it."""
-    return code in DEFERRABLE_CODES
-
-
 def pick_cause(candidate_codes: list[str]) -> str:
     """The most frequent code; ties by ``CAUSE_PRIORITY``, then lexicographically."""
     if not candidate_codes:
@@ -115,7 +110,7 @@ def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
     live_codes = [row_code(row) for row in live_rows]
-    failing = [code for code in live_codes if not is_deferrable_code(code)]
+    failing = [code for code in live_codes if code not in DEFERRABLE_CODES]
     if not live_rows:
         outcome, cause = codes.OUTCOME_COMPLETE, None
     elif failing:

@@ -85,10 +85,6 @@ def _camel_case(name: str) -> str:
     return first + "".join(word.title() for word in rest)
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
-
-
 @dataclass(frozen=True)
 class StoredSummary:
     """A sweep summary as the ledger's ``last_summary`` holds it, read either spelling."""
@@ -98,7 +94,8 @@ class StoredSummary:
 
     def count(self, key: str) -> int:
         """The count ``key`` (this release's spelling); 0 when absent or not a count."""
-        return _count(self.counts.get(key))
+        value = self.counts.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     def first_error_line(self) -> str | None:
         """The first line of the first error's message (None: no error, or unreadable)."""
@@ -198,7 +195,8 @@ class SweepTimings:
 # Each stage time's JSON key (``envelope_s``: ``envelopeSeconds``) by its attribute, which
 # was its spelling before camelCase (kept for one release).
 TIMING_KEYS: Mapping[str, str] = {
-    f.name: _camel_case(f.name.removesuffix("_s")) + "Seconds" for f in fields(SweepTimings)
+    timing.name: _camel_case(timing.name.removesuffix("_s")) + "Seconds"
+    for timing in fields(SweepTimings)
 }
 
 
