@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from neo_assets.config.settings import load_settings
+from neo_assets.core.codes import KIND_SUPERSEDED_GENERATION, KIND_SUPERSEDED_PENDING
 from neo_assets.query.one_shot import run_query
-from neo_assets.reconcile.rules.plan import KIND_SUPERSEDED_GENERATION, KIND_SUPERSEDED_PENDING
 from neo_assets_tests.fakes.fault_server import marker
 from neo_assets_tests.fakes.supervisor import FaultServerSupervisor
 

@@ -19,10 +19,10 @@ import pytest
 from neo_assets.cli.launch import QUIET_CONSOLE, run_reconciliation
 from neo_assets.config.settings import load_settings
 from neo_assets.core import codes
+from neo_assets.core.codes import KIND_MANIFEST_ORPHAN, KIND_MANIFEST_ORPHAN_PENDING
 from neo_assets.defs.partition_sync import apply_requests
 from neo_assets.defs.resources import default_resources
 from neo_assets.query.one_shot import run_query
-from neo_assets.reconcile.rules.plan import KIND_MANIFEST_ORPHAN, KIND_MANIFEST_ORPHAN_PENDING
 from neo_assets.store.leases import release, try_acquire
 from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.tenants.validation import load_tenants

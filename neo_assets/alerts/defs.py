@@ -34,14 +34,9 @@ TENANT_TAG = "neo/tenant"
 
 def plain_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     """Dagster MetadataValues as plain JSON-ready values (text, numbers, lists, dicts)."""
-    out: dict[str, Any] = {}
-    for key, value in metadata.items():
-        raw = getattr(value, "value", value)
-        if isinstance(raw, str | int | float | bool | list | dict) or raw is None:
-            out[key] = raw
-        else:
-            out[key] = str(raw)
-    return out
+    raws = {key: getattr(value, "value", value) for key, value in metadata.items()}
+    plain = str | int | float | bool | list | dict | None
+    return {key: raw if isinstance(raw, plain) else str(raw) for key, raw in raws.items()}
 
 
 def _check_records(

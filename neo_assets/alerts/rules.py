@@ -2,6 +2,7 @@
 repo, check, severity, at most ``OFFENDING_CAP`` offenders and the run's link
 (``slack_payload`` renders it); and delivery order and cursor rules. Pure."""
 
+import contextlib
 import json
 import math
 import re
@@ -77,13 +78,13 @@ class Alert:
     tenant_id: str | None
     repo_slug: str | None
     subject: str  # the check name, or the job name of a failed run
-    asset_key: str | None
     partition_key: str | None
     summary: str
-    offending: tuple[str, ...]
-    offending_more: int
     run_id: str
     run_url: str
+    asset_key: str | None = None  # a failed run names no asset, nor offenders
+    offending: tuple[str, ...] = ()
+    offending_more: int = 0
 
     @property
     def title(self) -> str:
@@ -135,16 +136,11 @@ def alert_scope(
     tenant: str | None = None
     repo: str | None = None
     if partition_key:
-        if "/" in partition_key:
-            try:
+        with contextlib.suppress(ValueError):
+            if "/" in partition_key:
                 tenant, repo = parse_partition_key(partition_key)
-            except ValueError:
-                pass
-        else:
-            try:
+            else:
                 tenant, _ = parse_partition_key(f"{partition_key}/x")
-            except ValueError:
-                pass
     md = metadata or {}
     if tenant is None:
         tenant = _first_str(md, _TENANT_KEYS)
@@ -183,9 +179,9 @@ def offending_items(
 
 def _offenders_of(value: Any) -> tuple[list[str], int]:
     if isinstance(value, str):
-        parsed = _maybe_json(value)
-        if parsed is not value:
-            return _offenders_of(parsed)
+        if value.strip()[:1] in "[{":  # a list or a census, as JSON text
+            with contextlib.suppress(ValueError):
+                return _offenders_of(json.loads(value))
         return ([value] if value.strip() else []), 0
     if isinstance(value, Mapping):
         ids = value.get("ids", value.get("paths"))
@@ -208,19 +204,8 @@ def _offenders_of(value: Any) -> tuple[list[str], int]:
     return [], 0
 
 
-def _maybe_json(text: str) -> Any:
-    stripped = text.strip()
-    if stripped[:1] in "[{":
-        try:
-            return json.loads(stripped)
-        except ValueError:
-            return text
-    return text
-
-
 def _bounded(text: str, limit: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return _clip(" ".join(text.split()), limit)
 
 
 def check_summary(metadata: Mapping[str, Any] | None) -> str | None:
@@ -294,11 +279,8 @@ def alert_from_run_failure(rf: RunFailure, ui_base_url: str | None) -> Alert:
         tenant_id=tenant,
         repo_slug=repo,
         subject=rf.job_name,
-        asset_key=None,
         partition_key=rf.partition_key,
         summary=_bounded(detail, _SUMMARY_MAX),
-        offending=(),
-        offending_more=0,
         run_id=rf.run_id,
         run_url=run_url(ui_base_url, rf.run_id),
     )
@@ -452,9 +434,5 @@ def retry_wait(
 ) -> float | None:
     """How long to wait after the ``failures``-th failed attempt of one alert; None once retries
     are spent or the wait would pass the tick's budget (the next tick starts over)."""
-    if failures < 1 or failures > len(delays):
-        return None
-    wait = delays[failures - 1]
-    if elapsed_s + wait > budget_s:
-        return None
-    return wait
+    wait = delays[failures - 1] if 1 <= failures <= len(delays) else None
+    return None if wait is None or elapsed_s + wait > budget_s else wait

@@ -82,14 +82,15 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-class _Journaled:
-    """The ids a journal recorded, read once per sink (one sink serves one tick)."""
+class _DeliversOnce:
+    """A sink that delivers each alert once: the ids its journal recorded, read once per
+    sink (one sink serves one tick), are never sent again; ``_send`` delivers one."""
 
     def __init__(self, journal: Path) -> None:
         self.journal = Path(journal)
         self._seen: set[str] | None = None
 
-    def seen(self, alert_id: str) -> bool:
+    def deliver(self, alert: Alert) -> bool:
         """Raises DeliveryError when the journal cannot be read: without it, a repeat
         cannot be ruled out, so nothing is sent."""
         if self._seen is None:
@@ -97,35 +98,34 @@ class _Journaled:
                 self._seen = recent_alert_ids(self.journal)
             except OSError as exc:
                 raise DeliveryError(f"cannot read the journal {self.journal}: {exc}") from exc
-        return alert_id in self._seen
+        if alert.alert_id in self._seen:
+            return False
+        self._send(alert)
+        self._seen.add(alert.alert_id)
+        return True
 
-    def remember(self, alert_id: str) -> None:
-        if self._seen is not None:
-            self._seen.add(alert_id)
+    def _send(self, alert: Alert) -> None:
+        raise NotImplementedError
 
 
-class JsonlSink:
+class JsonlSink(_DeliversOnce):
     """Appends each alert as one line of ``path`` (the file is its own journal)."""
 
     name = "jsonl"
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.time) -> None:
+        super().__init__(path)
         self.path = Path(path)
         self.clock = clock
-        self._journal = _Journaled(self.path)
 
-    def deliver(self, alert: Alert) -> bool:
-        if self._journal.seen(alert.alert_id):
-            return False
+    def _send(self, alert: Alert) -> None:
         try:
             append_line(self.path, {**alert.to_record(), "deliveredAt": self.clock()})
         except OSError as exc:
             raise DeliveryError(f"cannot append to {self.path}: {exc}") from exc
-        self._journal.remember(alert.alert_id)
-        return True
 
 
-class WebhookSink:
+class WebhookSink(_DeliversOnce):
     """POSTs the Slack-shaped payload; any 2xx answer is a delivery."""
 
     name = "webhook"
@@ -138,15 +138,12 @@ class WebhookSink:
         timeout_s: float = WEBHOOK_TIMEOUT_S,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__(journal)
         self.url = url
-        self.journal = Path(journal)
         self.timeout_s = timeout_s
         self.clock = clock
-        self._journal = _Journaled(self.journal)
 
-    def deliver(self, alert: Alert) -> bool:
-        if self._journal.seen(alert.alert_id):
-            return False
+    def _send(self, alert: Alert) -> None:
         try:
             response = httpx.post(self.url, json=slack_payload(alert), timeout=self.timeout_s)
         except httpx.HTTPError as exc:
@@ -162,8 +159,6 @@ class WebhookSink:
             )
         except OSError:
             pass  # delivered; the cursor still advances, only the restart guard is weaker
-        self._journal.remember(alert.alert_id)
-        return True
 
 
 def sink_from_settings(settings: Settings) -> AlertSink:

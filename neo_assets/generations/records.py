@@ -15,31 +15,14 @@ STATE_COMPLETE = "complete"
 
 
 def _record(row: Any) -> GenerationRecord:
-    return GenerationRecord(
-        generation=row.generation,
-        collection_name=row.collection_name,
-        provider=row.provider,
-        model=row.model,
-        base_url=row.base_url,
-        dimensions=row.dimensions,
-        created_at=row.created_at,
-        reclaimed_at=row.reclaimed_at,
-    )
+    """A row of ``embedding_generations``: its columns are the record's fields."""
+    return GenerationRecord(**row._mapping)
 
 
 def generation_records(ledger: Ledger) -> dict[str, GenerationRecord]:
     with ledger.engine.connect() as conn:
         rows = conn.execute(sa.select(t.embedding_generations)).all()
     return {r.generation: _record(r) for r in rows}
-
-
-def generation_record(ledger: Ledger, generation: str) -> GenerationRecord | None:
-    g = t.embedding_generations.c
-    with ledger.engine.connect() as conn:
-        row = conn.execute(
-            sa.select(t.embedding_generations).where(g.generation == generation)
-        ).first()
-    return None if row is None else _record(row)
 
 
 def register_generation(
@@ -86,7 +69,7 @@ def register_generation(
             # Another repo's sweep recorded it first (sweeps of a first run go in
             # parallel): it is recorded now, so the second attempt updates it.
             continue
-    record = generation_record(ledger, generation)
+    record = generation_records(ledger).get(generation)
     assert record is not None
     return record
 
@@ -111,16 +94,11 @@ def repo_generations(ledger: Ledger, tenant_id: str | None = None) -> list[RepoG
         query = query.where(r.tenant_id == tenant_id)
     with ledger.engine.connect() as conn:
         rows = conn.execute(query).all()
+    # The record's fields are the row's columns, its state read as ``complete``.
     return [
         RepoGeneration(
-            tenant_id=row.tenant_id,
-            repo_slug=row.repo_slug,
-            generation=row.generation,
+            **{column: value for column, value in row._mapping.items() if column != "state"},
             complete=row.state == STATE_COMPLETE,
-            chunks=row.chunks,
-            present=row.present,
-            completed_at=row.completed_at,
-            updated_at=row.updated_at,
         )
         for row in rows
     ]

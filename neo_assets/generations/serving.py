@@ -69,15 +69,10 @@ def configured_generation(settings: Settings) -> str:
 
 
 # ------------------------------------------------------------------ generations side by side
-def generation_collection(settings: Settings, ledger: Ledger, generation: str) -> str:
+def collection_of(settings: Settings, records: dict[str, GenerationRecord], generation: str) -> str:
     """The collection name holding ``generation``'s rows (legacy: the prefix itself). A
     generation not recorded yet is where its first sweep will put it: the prefix itself
     while no generation is recorded (the knowledge base's first), else its own name."""
-    return collection_of(settings, generation_records(ledger), generation)
-
-
-def collection_of(settings: Settings, records: dict[str, GenerationRecord], generation: str) -> str:
-    """``generation_collection`` over records already read."""
     prefix = settings.store.collection_name
     if generation not in records and not records:
         return prefix
@@ -88,7 +83,7 @@ def generation_store(
     settings: Settings, ledger: Ledger, store: "ChromaStore", generation: str
 ) -> "ChromaStore":
     """``generation``'s collection, on ``store``'s client (closed with it)."""
-    return store.sibling(generation_collection(settings, ledger, generation))
+    return store.sibling(collection_of(settings, generation_records(ledger), generation))
 
 
 def register_provider_generation(

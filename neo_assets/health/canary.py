@@ -11,7 +11,6 @@ from typing import Any
 
 from neo_assets.config.settings import Settings, load_settings
 from neo_assets.embedding.cancel import CancelScope
-from neo_assets.embedding.provider import EmbeddingProvider
 from neo_assets.generations.serving import generation_for
 from neo_assets.health import records as store
 from neo_assets.health.probe import CANARY_DEADLINE_LEAF, probe_and_close
@@ -37,24 +36,6 @@ def ledger_for(settings: Settings, ledger: Ledger | None) -> Iterator[Ledger]:
         yield own
 
 
-def canary_policy(settings: Settings) -> CanaryPolicy:
-    return CanaryPolicy(
-        ttl_s=settings.health.canary_ttl_s,
-        backoff_initial_s=settings.health.canary_backoff_initial_s,
-        backoff_max_s=settings.health.canary_backoff_max_s,
-    )
-
-
-def provider_identity(settings: Settings, provider: EmbeddingProvider) -> ProviderIdentity:
-    """Provider, model, endpoint and the collection's dimension (never the API key)."""
-    return ProviderIdentity(
-        provider=provider.name,
-        model=provider.model,
-        endpoint=settings.embedding.base_url,
-        dimension=settings.embedding.dimensions,
-    )
-
-
 @dataclass(frozen=True)
 class CanaryResult:
     record: CanaryRecord
@@ -77,9 +58,19 @@ async def canary_async(
     """Serve the latest record when it answers for now (``health.rules.canary.reusable``),
     else probe once and record the result (committed before it is returned)."""
     provider = build_provider(settings)
-    identity = provider_identity(settings, provider)
+    # Provider, model, endpoint and the collection's dimension (never the API key).
+    identity = ProviderIdentity(
+        provider=provider.name,
+        model=provider.model,
+        endpoint=settings.embedding.base_url,
+        dimension=settings.embedding.dimensions,
+    )
     generation = generation_for(settings, provider.name, provider.model, provider.dimensions)
-    policy = canary_policy(settings)
+    policy = CanaryPolicy(
+        ttl_s=settings.health.canary_ttl_s,
+        backoff_initial_s=settings.health.canary_backoff_initial_s,
+        backoff_max_s=settings.health.canary_backoff_max_s,
+    )
     latest = store.latest_canary(ledger)
     if not force and reusable(latest, identity, clock(), policy):
         await provider.aclose()

@@ -21,11 +21,6 @@ REPROBE_DEADLINE_LEAF: DeadlineLeaf = "recovery_freeze_reprobe_timeout_ms"
 _MAX_LABEL = 120
 
 
-def read_deadline_ms(leaf: DeadlineLeaf) -> int:
-    """The probe deadline, read from the environment now (``load_settings()`` at use)."""
-    return int(getattr(load_settings().health, leaf))
-
-
 def vector_facts(raw: Any) -> VectorFacts | None:
     """What an answer looks like (``None`` when it is not a numeric matrix)."""
     try:
@@ -55,7 +50,7 @@ async def probe(
     Never raises for a provider failure, deadline or upstream abort (they are the outcome's
     codes); the awaiting task's ``CancelledError`` propagates after cancelling the request."""
     label = bounded(operation_label, _MAX_LABEL)
-    timeout_ms = read_deadline_ms(deadline_leaf)
+    timeout_ms = int(getattr(load_settings().health, deadline_leaf))  # the environment now
     scope = upstream.child(label) if upstream is not None else CancelScope(label=label)
     loop = asyncio.get_running_loop()
     started = time.monotonic()

@@ -2,6 +2,7 @@
 returning; freeze writes are compare-and-set on ``version``, so two deciders never both act
 on one state. Torn values read as ``None``."""
 
+import dataclasses
 import json
 import math
 from collections.abc import Mapping
@@ -52,26 +53,8 @@ def record_canary(ledger: Ledger, record: CanaryRecord) -> None:
     """Append one canary record (committed) and prune the oldest beyond the kept count."""
     t = canary_records
     with ledger.engine.begin() as conn:
-        conn.execute(
-            sa.insert(t).values(
-                observed_at=record.observed_at,
-                healthy=record.healthy,
-                code=record.code,
-                failure_code=record.failure_code,
-                cause_code=record.cause_code,
-                operation_label=record.operation_label,
-                timeout_ms=record.timeout_ms,
-                elapsed_ms=record.elapsed_ms,
-                dimension=record.dimension,
-                expected_dimension=record.expected_dimension,
-                provider=record.provider,
-                model=record.model,
-                endpoint=record.endpoint,
-                consecutive_failures=record.consecutive_failures,
-                retry_at=record.retry_at,
-                detail=record.detail,
-            )
-        )
+        # The record's fields are the table's columns, one for one.
+        conn.execute(sa.insert(t).values(**dataclasses.asdict(record)))
         keep = sa.select(t.c.id).order_by(t.c.id.desc()).limit(CANARY_RECORDS_KEPT).subquery()
         conn.execute(sa.delete(t).where(t.c.id.not_in(sa.select(keep.c.id))))
 
@@ -205,11 +188,8 @@ def note_circuit(ledger: Ledger, collection: str, opened: bool | None, now: floa
         streak = next_circuit_streak(record.circuit_streak, opened)
         if streak == record.circuit_streak:
             return streak
-        guard = (
-            t.c.circuit_streak.is_(None)
-            if record.circuit_streak is None
-            else t.c.circuit_streak == record.circuit_streak
-        )
+        # The streak as read (IS NULL when it read as unreadable): compare-and-set on it.
+        guard = t.c.circuit_streak.is_not_distinct_from(record.circuit_streak)
         with ledger.engine.begin() as conn:
             done = conn.execute(
                 sa.update(t)

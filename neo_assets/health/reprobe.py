@@ -63,18 +63,22 @@ async def reprobe_async(
     record = store.freeze_record(ledger, collection)
     now = clock()
     decision = reprobe_decision(record, now, policy)
+
+    def raced(outcome: ProbeOutcome | None = None) -> ReprobeReport:
+        """Another writer moved the record first: theirs holds, as read now."""
+        fresh = store.freeze_record(ledger, collection)
+        return ReprobeReport(DECISION_RACED, outcome is not None, False, fresh, outcome)
+
     if decision == DECISION_CONTAIN and record is not None:
         held = contained(record, now)
         if not store.write_freeze(ledger, held, record.version):
-            return ReprobeReport(
-                DECISION_RACED, False, False, store.freeze_record(ledger, collection)
-            )
+            return raced()
         return ReprobeReport(decision, False, False, held)
     if decision != DECISION_PROBE or record is None:
         return ReprobeReport(decision, False, False, record)
     claimed = claim_reprobe(record, now, policy)
     if not store.write_freeze(ledger, claimed, record.version):
-        return ReprobeReport(DECISION_RACED, False, False, store.freeze_record(ledger, collection))
+        return raced()
     outcome = await probe_and_close(
         build_provider(settings),
         deadline_leaf=REPROBE_DEADLINE_LEAF,
@@ -86,13 +90,7 @@ async def reprobe_async(
     lifted = settled.state == FREEZE_CLEAR
     if not store.write_freeze(ledger, settled, claimed.version, reset_streak=lifted):
         # An operator (or another writer) moved the record while the probe ran: theirs holds.
-        return ReprobeReport(
-            DECISION_RACED,
-            True,
-            False,
-            store.freeze_record(ledger, collection),
-            outcome,
-        )
+        return raced(outcome)
     return ReprobeReport(decision, True, lifted, settled, outcome)
 
 

@@ -20,6 +20,7 @@ from neo_assets.generations.serving import configured_generation, generation_sto
 from neo_assets.links.due import evaluate_links
 from neo_assets.links.link_repo import LinkReport, link_repo
 from neo_assets.links.params import LinkParams
+from neo_assets.links.rules.passes import LinkStats
 from neo_assets.links.rules.records import LINK_KINDS
 from neo_assets.sweep.defs import OWNERS, repo_context
 from neo_assets.sweep.due import declared_repos
@@ -48,10 +49,8 @@ def links_metadata(report: LinkReport) -> dict[str, Any]:
     }
     table = []
     for kind in LINK_KINDS:
-        stats = report.per_kind.get(kind)
-        links = stats.links if stats else 0
-        linked = stats.linked_chunks if stats else 0
-        most = stats.max_links_per_chunk if stats else 0
+        stats = report.per_kind.get(kind) or LinkStats(0, 0, 0, 0)
+        links, linked, most = stats.links, stats.linked_chunks, stats.max_links_per_chunk
         meta[f"{kind}_links"] = links
         meta[f"{kind}_linked_chunks"] = linked
         meta[f"{kind}_max_per_chunk"] = most

@@ -153,8 +153,6 @@ def run_incremental(
 ) -> Outcome:
     """The links over ``rows`` from the snapshot's stored links over its rows: only the
     lists the change can reach are recomputed (``links.rules.incremental``)."""
-    assert snapshot.lists is not None and snapshot.kinds is not None
-    assert snapshot.times is not None
     maps = _row_maps(snapshot, rows)
     semantic, replaced_s, recomputed = _semantic(snapshot, rows, maps, params)
     temporal, replaced_t = _temporal(snapshot, rows, times, maps, params)

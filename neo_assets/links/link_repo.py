@@ -7,7 +7,7 @@ Design: docs/design/links.md#incremental-runs"""
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +34,7 @@ from neo_assets.links.snapshot import (
 from neo_assets.links.store import (
     LinkSetMoved,
     link_set,
+    link_set_values,
     replace_links,
     same_link_set,
     update_links,
@@ -186,36 +187,28 @@ def _store_lists(
     lists: dict[str, LinkLists],
     outcome: Outcome | None,
     previous: Mapping[str, Any] | None,
-    store_args: dict[str, Any],
+    counts: dict[str, int],
+    facts: dict[str, Any],
 ) -> _Stored:
-    """Write only the changed rows (incremental) or the whole link set (full)."""
-    counts = store_args["counts"]
-    args = {k: v for k, v in store_args.items() if k != "counts"}
+    """Write only the changed rows (incremental) or the whole link set (full); ``facts``:
+    the set's revision, generation time, chunks, parameters and time."""
     if outcome is not None:
         assert previous is not None
         try:
+            changed = outcome.changed
             stored = update_links(
-                ledger,
-                tenant_id,
-                repo_slug,
-                outcome.changed,
-                expected=previous,
-                counts=counts,
-                **args,
+                ledger, tenant_id, repo_slug, changed, expected=previous, counts=counts, **facts
             )
-            rows_written = sum(len(by_chunk) for by_chunk in outcome.changed.values())
-            return _Stored(stored, rows_written, outcome)
+            return _Stored(stored, sum(len(by_chunk) for by_chunk in changed.values()), outcome)
         except LinkSetMoved:
             # Another run stored links meanwhile. These lists are still the full result over
             # these rows (they follow from the snapshot's, a full result over its rows), so
             # they are stored whole.
-            moved = True
-    else:
-        moved = False
+            pass
     by_kind = {kind: lists[kind].as_links(rows.ids) for kind in LINK_KINDS}
-    stored = replace_links(ledger, tenant_id, repo_slug, by_kind, **args)
+    stored = replace_links(ledger, tenant_id, repo_slug, by_kind, **facts)
     rows_written = sum(int(np.count_nonzero(lists[k].lengths())) for k in LINK_KINDS)
-    return _Stored(stored, rows_written, None, moved)
+    return _Stored(stored, rows_written, None, moved=outcome is not None)
 
 
 def _save(
@@ -245,20 +238,6 @@ def _save(
     )
 
 
-def _link_set_now(
-    generation: Mapping[str, Any], now: float, n: int, counts: Mapping[str, int], params: LinkParams
-) -> dict[str, Any]:
-    return {
-        "revision": generation["revision"],
-        "generation_recorded_at": float(generation["recorded_at"]),
-        "computed_at": float(now),
-        "chunks": n,
-        "temporal_links": counts[LINK_TEMPORAL],
-        "semantic_links": counts[LINK_SEMANTIC],
-        "params": params.as_dict(),
-    }
-
-
 def _report(
     base: LinkReport,
     rows: RepoRows,
@@ -267,11 +246,8 @@ def _report(
     **facts: Any,
 ) -> LinkReport:
     per_chunk = lists[LINK_SEMANTIC].lengths() + lists[LINK_TEMPORAL].lengths()
-    return LinkReport(
-        tenant_id=base.tenant_id,
-        repo_slug=base.repo_slug,
-        revision=base.revision,
-        stored=base.stored,
+    return replace(
+        base,
         rows=len(rows.ids),
         undated_rows=sum(1 for at in times if math.isnan(at)),
         generations=len(set(rows.generations)),
@@ -330,21 +306,22 @@ def link_repo(
     if progress is not None:
         progress(STAGE_STORE, n, n)
     counts = {kind: int(lists[kind].lengths().sum()) for kind in LINK_KINDS}
-    store_args: dict[str, Any] = {
+    facts: dict[str, Any] = {
         "revision": generation["revision"],
         "generation_recorded_at": generation["recorded_at"],
         "chunks": n,
         "params": params.as_dict(),
         "now": now,
-        "counts": counts,
     }
-    done = _store_lists(ledger, tenant_id, repo_slug, rows, lists, outcome, previous, store_args)
+    done = _store_lists(ledger, tenant_id, repo_slug, rows, lists, outcome, previous, counts, facts)
     if done.moved:
         full_reason = "the link set moved during the run"
     stored = done.stored
     if path is not None and (stored or snapshot is None or snapshot.link_set is None):
-        link_set_now = _link_set_now(generation, now, n, counts, params) if stored else None
-        _save(path, tenant_id, repo_slug, rows, times, lists, link_set_now)
+        link_set_now = link_set_values(
+            generation["revision"], generation["recorded_at"], now, n, counts, params.as_dict()
+        )
+        _save(path, tenant_id, repo_slug, rows, times, lists, link_set_now if stored else None)
 
     return _report(
         LinkReport(tenant_id, repo_slug, generation["revision"], stored),

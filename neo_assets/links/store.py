@@ -2,6 +2,7 @@
 stored only while the declared generation they were computed from is still current. Reads
 are scoped by tenant; a torn list reads as unobserved (no neighbour, not a wrong one)."""
 
+import contextlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -18,7 +19,6 @@ from neo_assets.links.rules.records import (
     Neighbour,
     check_link_kind,
     iter_kept_lists,
-    kept_lists,
     link_records,
     strongest_neighbours,
 )
@@ -81,7 +81,7 @@ def _link_row(
     }
 
 
-def _set_values(
+def link_set_values(
     revision: str,
     generation_recorded_at: float,
     now: float,
@@ -89,16 +89,22 @@ def _set_values(
     counts: Mapping[str, int],
     params: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """A link set row's values (what ``same_link_set`` compares)."""
+    """A link set as ``link_set`` reads it back (what ``same_link_set`` compares)."""
     return {
         "revision": revision,
         "generation_recorded_at": float(generation_recorded_at),
-        "computed_at": now,
+        "computed_at": float(now),
         "chunks": chunks,
         "temporal_links": int(counts.get(LINK_TEMPORAL, 0)),
         "semantic_links": int(counts.get(LINK_SEMANTIC, 0)),
-        "params": json.dumps(dict(params), sort_keys=True),
+        "params": dict(params),
     }
+
+
+def _set_row(*values: Any) -> dict[str, Any]:
+    """``link_set_values`` as the row stores it (its parameters as JSON)."""
+    row = link_set_values(*values)
+    return {**row, "params": json.dumps(row["params"], sort_keys=True)}
 
 
 def replace_links(
@@ -128,9 +134,7 @@ def replace_links(
                 yield _link_row(tenant_id, repo_slug, chunk_id, kind, kept)
 
     key_links = (chunk_links.c.tenant_id == tenant_id) & (chunk_links.c.repo_slug == repo_slug)
-    key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
-        chunk_link_sets.c.repo_slug == repo_slug
-    )
+    key_sets = _the_set(tenant_id, repo_slug)
     with ledger.engine.begin() as conn:
         if not _generation_still(conn, tenant_id, repo_slug, generation_recorded_at):
             return False
@@ -143,7 +147,7 @@ def replace_links(
             sa.insert(chunk_link_sets).values(
                 tenant_id=tenant_id,
                 repo_slug=repo_slug,
-                **_set_values(revision, generation_recorded_at, now, chunks, counts, params),
+                **_set_row(revision, generation_recorded_at, now, chunks, counts, params),
             )
         )
     return True
@@ -175,11 +179,9 @@ def update_links(
     cleared: dict[str, list[str]] = {}
     for kind, by_chunk in changed.items():
         cleared[kind] = list(by_chunk)
-        for chunk_id, kept in kept_lists(kind, by_chunk):
+        for chunk_id, kept in iter_kept_lists(kind, by_chunk):
             rows.append(_link_row(tenant_id, repo_slug, chunk_id, kind, kept))
-    key_sets = (chunk_link_sets.c.tenant_id == tenant_id) & (
-        chunk_link_sets.c.repo_slug == repo_slug
-    )
+    key_sets = _the_set(tenant_id, repo_slug)
     c = chunk_links.c
     with ledger.engine.begin() as conn:
         if not _generation_still(conn, tenant_id, repo_slug, generation_recorded_at):
@@ -203,7 +205,7 @@ def update_links(
         conn.execute(
             sa.update(chunk_link_sets)
             .where(key_sets)
-            .values(**_set_values(revision, generation_recorded_at, now, chunks, counts, params))
+            .values(**_set_row(revision, generation_recorded_at, now, chunks, counts, params))
         )
     return True
 
@@ -215,45 +217,38 @@ def same_link_set(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 
 
 def _set_fields(row: Mapping[str, Any]) -> tuple[Any, ...]:
-    params = row.get("params")
-    if isinstance(params, str):
-        try:
-            params = json.loads(params)
-        except ValueError:
-            params = None
+    def seconds(key: str) -> float | None:
+        return None if row.get(key) is None else float(row[key])
+
     return (
         row.get("revision"),
-        float(row["generation_recorded_at"])
-        if row.get("generation_recorded_at") is not None
-        else None,
-        float(row["computed_at"]) if row.get("computed_at") is not None else None,
+        seconds("generation_recorded_at"),
+        seconds("computed_at"),
         row.get("chunks"),
         row.get("temporal_links"),
         row.get("semantic_links"),
-        json.dumps(params, sort_keys=True),
+        json.dumps(_params(row.get("params")), sort_keys=True),
     )
+
+
+def _the_set(tenant_id: str, repo_slug: str) -> sa.ColumnElement[bool]:
+    """The repo's row of ``chunk_link_sets``."""
+    return (chunk_link_sets.c.tenant_id == tenant_id) & (chunk_link_sets.c.repo_slug == repo_slug)
+
+
+def _params(raw: object) -> Any:
+    """Stored parameters (JSON text) read back; torn, they read as None (unobserved)."""
+    with contextlib.suppress(ValueError):
+        return json.loads(raw) if isinstance(raw, str) else raw
+    return None
 
 
 def link_set(ledger: Ledger, tenant_id: str, repo_slug: str) -> dict[str, Any] | None:
     """The repo's stored link set (revision, counts, params), or None when never computed."""
+    query = sa.select(chunk_link_sets).where(_the_set(tenant_id, repo_slug))
     with ledger.engine.connect() as conn:
-        row = (
-            conn.execute(
-                sa.select(chunk_link_sets).where(
-                    chunk_link_sets.c.tenant_id == tenant_id,
-                    chunk_link_sets.c.repo_slug == repo_slug,
-                )
-            )
-            .mappings()
-            .first()
-        )
-    if row is None:
-        return None
-    try:
-        params = json.loads(row["params"]) if row["params"] is not None else None
-    except ValueError:
-        params = None  # torn: unobserved
-    return {**dict(row), "params": params}
+        row = conn.execute(query).mappings().first()
+    return None if row is None else {**dict(row), "params": _params(row["params"])}
 
 
 def repo_links(ledger: Ledger, tenant_id: str, repo_slug: str) -> list[LinkRecord]:

@@ -164,7 +164,7 @@ def tenant_containment(
             query_counts = dict(Counter(query_counts or {}) + Counter(counts))
     query_foreign = foreign_count(tenant_id, query_counts or {})
     offending = sorted({rid for ids in judged.examples.values() for rid in ids})
-    offending_paths = sorted({p for paths in judged.example_paths.values() for p in paths})
+    offending_paths = {p for paths in judged.example_paths.values() for p in paths}
     breach = judged.violating_rows != 0 or plan_foreign != 0 or query_foreign != 0
     lines = [
         f"**{tenant_id}**: {sum(judged.rows_by_tenant.values())} rows in the collection, "
@@ -192,7 +192,7 @@ def tenant_containment(
         warn=not breach and judged.retired_rows > 0,
         metadata={
             "offending_ids": {"count": judged.violating_rows, "ids": offending[:MAX_NAMED]},
-            "offending_paths": {"count": len(offending_paths), "ids": offending_paths[:MAX_NAMED]},
+            "offending_paths": _named(offending_paths),
             "violations": judged.violations,
             "violating_rows": judged.violating_rows,
             "retired": judged.retired,

@@ -33,14 +33,15 @@ def repo_records(
     """The repo's declaration now and its ledger records (chunks read only when the
     headers agree, since only then are they used). ``serving_parser``: the parser whose
     chunks serve the repo, when recorded (a different one than declared is held)."""
-    envelope = ledger.envelope(tenant_id, repo.slug)
-    generation = ledger.declared_generation(tenant_id, repo.slug)
+    # Never recorded: read as empty, so each record below is None.
+    envelope = ledger.envelope(tenant_id, repo.slug) or {}
+    generation = ledger.declared_generation(tenant_id, repo.slug) or {}
     digest = repo.declaration_digest()
     declared = (repo.parser.id, repo.parser.version)
     chunks: list[tuple[str, str]] = []
     if (
-        envelope is not None
-        and generation is not None
+        envelope
+        and generation
         and generation.get("revision") == envelope.get("revision")
         and generation.get("declaration_digest") == digest
     ):
@@ -50,15 +51,11 @@ def repo_records(
         parser_id=repo.parser.id,
         parser_version=repo.parser.version,
         declaration_digest=digest,
-        envelope_revision=None if envelope is None else envelope.get("revision"),
-        envelope_recorded_at=None if envelope is None else envelope.get("recorded_at"),
-        envelope_paths={}
-        if envelope is None
-        else {p["path"]: bool(p["yielded"]) for p in envelope["paths"]},
-        generation_revision=None if generation is None else generation.get("revision"),
-        generation_declaration_digest=None
-        if generation is None
-        else generation.get("declaration_digest"),
+        envelope_revision=envelope.get("revision"),
+        envelope_recorded_at=envelope.get("recorded_at"),
+        envelope_paths={p["path"]: bool(p["yielded"]) for p in envelope.get("paths", ())},
+        generation_revision=generation.get("revision"),
+        generation_declaration_digest=generation.get("declaration_digest"),
         declared_chunks=chunks,
         held_parser=None if serving_parser == declared else serving_parser,
     )

@@ -267,61 +267,17 @@ def retired_rows(
     }
 
 
-def _orphans(plan: ReconcilePlan) -> dict[str, dict[str, Any]]:
-    return {
-        kind: {
-            "count": plan.counts[kind],
-            "ids": list(plan.ids_by_kind.get(kind, ())[:REPORT_MAX_IDS]),
-            "actionable": kind in ACTIONABLE_KINDS,
-        }
-        for kind in ORPHAN_KINDS
-    }
-
-
 def _plan_counts(plan: ReconcilePlan, done: _Reclaim, restamped: int) -> dict[str, Any]:
-    """The report's figures of the plan and of what was done with it."""
+    """The report's figures of the plan (its telemetry) and of what was done with it."""
     return {
-        "orphans": _orphans(plan),
-        "actionable": len(plan.delete_ids),
-        "pending": len(plan.pending_ids),
-        "restamp": len(plan.restamp_ids),
+        **plan.telemetry(examples=REPORT_MAX_IDS),
         "restamped": restamped,
         "reclaimed": sum(done.by_kind.values()),
         "reclaimedByKind": {kind: done.by_kind.get(kind, 0) for kind in ORPHAN_KINDS},
         "unconfirmed": done.unconfirmed,
         "leaseHeld": done.lease_held,
         "deleteBatches": done.batches,
-        "skippedUnstamped": plan.skipped_unstamped,
-        "skippedByStamp": plan.telemetry()["skippedByStamp"],
-        "foreign": plan.foreign,
-        "kept": plan.kept,
-        "newerThanEnvelope": plan.newer_than_envelope,
-        "noEnvelope": plan.no_envelope,
-        "inconsistent": plan.inconsistent,
-        "duplicateRows": plan.duplicate_rows,
     }
-
-
-def _reclaim_old_generations(
-    settings: Settings,
-    tenants: TenantsFile,
-    tenant_id: str,
-    base: ChromaStore,
-    ledger: Ledger,
-    write: bool,
-) -> dict[str, Any]:
-    """Other embedding generations' collections, reclaimed whole for this tenant once it
-    no longer uses them (``reconcile.generations``)."""
-    declared = find_tenant(tenants, tenant_id)
-    return reclaim_generations(
-        settings,
-        tenant_id,
-        [r.slug for r in declared.repos] if declared is not None else [],
-        base,
-        ledger,
-        write=write,
-        batch=settings.reconcile.delete_batch,
-    )
 
 
 def reconcile_tenant(
@@ -364,13 +320,22 @@ def reconcile_tenant(
     done = _Reclaim()
     if blocked is None:
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
-    old_generations = _reclaim_old_generations(settings, tenants, tenant_id, base, ledger, write)
+    declared = find_tenant(tenants, tenant_id)
+    old_generations = reclaim_generations(
+        settings,
+        tenant_id,
+        [r.slug for r in declared.repos] if declared is not None else [],
+        base,
+        ledger,
+        write=write,
+        batch=settings.reconcile.delete_batch,
+    )
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
     retired_now = retired_rows(read_retired(ledger, tenants), tenant_id, snap.rows, remaining)
     report: dict[str, Any] = {
         "tenantId": tenant_id,
-        "declared": find_tenant(tenants, tenant_id) is not None,
+        "declared": declared is not None,
         "enabled": settings.reconcile.enabled,
         "write": write,
         "reclaimBlocked": blocked,

@@ -1,6 +1,7 @@
 """The operator's per-repo snapshot (CLI ``status``, the ``kb_status`` asset)."""
 
 import time
+from dataclasses import asdict
 from typing import Any
 
 from neo_assets.config.settings import Settings
@@ -25,10 +26,8 @@ from neo_assets.secrets.rules import secret_locations
 from neo_assets.status.rules import STATE_RETIRED, behind_line, repo_state_line
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
-from neo_assets.sweep.due import declared_repos, evaluate
-from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
+from neo_assets.sweep.due import DueRepo, declared_repos, evaluate
 from neo_assets.sweep.rules.censuses import decode_census
-from neo_assets.sweep.rules.scheduling import Observed, retry_due_at
 from neo_assets.sweep.rules.summary import read_stored_summary
 from neo_assets.tenants.validation import TenantsFile
 
@@ -84,27 +83,16 @@ def generation_rows(
 def gate_doc(verdict: GateVerdict | None) -> dict[str, Any] | None:
     if verdict is None:
         return None
-    return {
-        "state": verdict.state,
-        "candidate": verdict.candidate,
-        "serving": verdict.serving,
-        "reason": verdict.reason,
-        "worse": list(verdict.worse),
-        "waiting": list(verdict.waiting),
-    }
-
-
-def progress_of(gen: dict[str, Any]) -> dict[str, Any]:
-    return {"state": gen["state"], "chunks": gen["chunks"], "present": gen["present"]}
+    return {**asdict(verdict), "worse": list(verdict.worse), "waiting": list(verdict.waiting)}
 
 
 def secret_census(
-    row: dict[str, Any] | None, fence_records: list[dict[str, Any]]
+    row: dict[str, Any], fence_records: list[dict[str, Any]]
 ) -> dict[str, Any] | None:
     """The repo's ``secret`` census as its last sweep recorded it, with where each secret
     is (path, line, rule: from the fences' receipts, never the secret); None when never
     observed (a sweep before this release)."""
-    census = decode_census((row or {}).get("secret_census"))
+    census = decode_census(row.get("secret_census"))
     if census is None:
         return None
     # The census's own ids: a fence of a chunk the repo no longer declares is not shown.
@@ -135,6 +123,7 @@ def build_status(
         )
         at = repo_generations(ledger, tenant.id)
         for repo in tenant.repos:
+            found = dues.get(partition_key(tenant.id, repo.slug))
             entry = declared_repo_row(
                 settings,
                 ledger,
@@ -144,8 +133,8 @@ def build_status(
                 choice,
                 [g for g in at if g.repo_slug == repo.slug],
                 records,
+                found,
             )
-            found = dues.get(partition_key(tenant.id, repo.slug))
             # The quality gate's verdict on the declared parser replacing the serving one.
             entry["parserGate"] = gate_doc(parser_gates.get(repo.slug))
             repos.append(entry | due_fields(found, entry["lastIngestedRev"]))
@@ -175,17 +164,12 @@ def declared_repo_row(
     choice: Any,
     at: list[Any],
     records: dict[str, Any],
+    found: DueRepo | None,
 ) -> dict[str, Any]:
     """A declared repo's status row (before its due fields): its last sweep as recorded,
     its censuses, strikes, served rows and generations."""
-    row = ledger.repo_state(tenant_id, repo.slug)
-    state = repo_state_from_row(row)
-    cadence_s = 60.0 * (repo.cadence_minutes or settings.sweep.default_cadence_minutes)
-    key = partition_key(tenant_id, repo.slug)
-    due = retry_due_at(
-        state, Observed(repo_key=key, cadence_seconds=cadence_s), retry_policy(settings)
-    )
-    generation = (row or {}).get("embedding_generation")
+    row = ledger.repo_state(tenant_id, repo.slug) or {}  # never swept: every field None
+    generation = row.get("embedding_generation")
     fence_records = ledger.fences(tenant_id, repo.slug, generation) if generation else []
     strikes = strike_rows(ledger, tenant_id, repo.slug, generation, fence_records, settings)
     serving = choice.generation
@@ -198,21 +182,21 @@ def declared_repo_row(
     return {
         "tenantId": tenant_id,
         "repoSlug": repo.slug,
-        "outcome": (row or {}).get("last_outcome"),
-        "lastIngestedRev": (row or {}).get("last_ingested_rev"),
-        "consecutiveFailures": (row or {}).get("consecutive_failures"),
-        "deferredCauseCode": (row or {}).get("deferred_cause_code"),
-        "nextDueAt": due,
-        "lastAttemptAt": (row or {}).get("last_attempt_at"),
+        "outcome": row.get("last_outcome"),
+        "lastIngestedRev": row.get("last_ingested_rev"),
+        "consecutiveFailures": row.get("consecutive_failures"),
+        "deferredCauseCode": row.get("deferred_cause_code"),
+        "nextDueAt": found.retry_at if found else None,
+        "lastAttemptAt": row.get("last_attempt_at"),
         "embeddingGeneration": generation,
-        "contentPoisonChunks": decode_census((row or {}).get("content_poison_census")),
-        "undeliverableChunks": decode_census((row or {}).get("undeliverable_census")),
+        "contentPoisonChunks": decode_census(row.get("content_poison_census")),
+        "undeliverableChunks": decode_census(row.get("undeliverable_census")),
         "secretChunks": secret_census(row, fence_records),
         "strikes": strikes,
         "rows": rows,
-        "error": read_stored_summary((row or {}).get("last_summary")).first_error_line()
-        if (row or {}).get("last_outcome") == OUTCOME_FAILED
-        or (row or {}).get("deferred_cause_code") == PROVIDER_UNREACHABLE
+        "error": read_stored_summary(row.get("last_summary")).first_error_line()
+        if row.get("last_outcome") == OUTCOME_FAILED
+        or row.get("deferred_cause_code") == PROVIDER_UNREACHABLE
         else None,
         "retired": False,
         # Generations side by side: which one answers this tenant's queries,
@@ -220,7 +204,9 @@ def declared_repo_row(
         # and every generation recorded for the repo with its progress.
         "servingGeneration": serving,
         "buildingGeneration": building["generation"] if building else None,
-        "buildingProgress": progress_of(building) if building else None,
+        "buildingProgress": {key: building[key] for key in ("state", "chunks", "present")}
+        if building
+        else None,
         "generations": gens,
         # The quality gate's verdict on the configured generation taking over.
         "qualityGate": gate_doc(choice.gate),
@@ -253,7 +239,7 @@ def strike_rows(
     ]
 
 
-def due_fields(found: Any, last_ingested_rev: str | None) -> dict[str, Any]:
+def due_fields(found: DueRepo | None, last_ingested_rev: str | None) -> dict[str, Any]:
     """Whether the repo is due and how far behind its head it is (sweep.due's verdict)."""
     behind, behind_reason = behind_line(
         found.reason if found else None,

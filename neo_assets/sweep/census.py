@@ -32,11 +32,10 @@ def census_step(
     previous = ledger.repo_state(ctx.tenant_id, ctx.repo_slug) or {}
     failures = 0 if verdict.reset_failures else int(previous.get("consecutive_failures") or 0) + 1
     censuses = build_censuses(verdict.fence_rows)
-    next_due = None
-    if verdict.outcome != codes.OUTCOME_COMPLETE:
-        next_due = backoff_due_at(ctx, settings, failures, now)
+    complete = verdict.outcome == codes.OUTCOME_COMPLETE
+    next_due = None if complete else backoff_due_at(ctx, settings, failures, now)
     episode = previous.get("recovery_episode_opened_at")
-    if verdict.outcome == codes.OUTCOME_COMPLETE:
+    if complete:
         episode = None
     elif verdict.arms_recovery_episode and episode is None:
         episode = now
@@ -71,7 +70,7 @@ def census_step(
             ctx.tenant_id,
             ctx.repo_slug,
             summary.generation,
-            complete=verdict.outcome == codes.OUTCOME_COMPLETE,
+            complete=complete,
             chunks=counts.chunks,
             present=(counts.already_present or 0) + counts.embedded,
             now=now,

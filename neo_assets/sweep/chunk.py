@@ -2,7 +2,7 @@
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import Any
 
 from neo_assets.code_tools.index_store import ParsedFile, build_index
 from neo_assets.code_tools.rules.index import Unit
@@ -57,33 +57,9 @@ def parsed_chunks(rows: list[Row], blob_of: Mapping[str, str]) -> list[DeclaredC
     """The parser's rows (``sources/parsing.Row``) as the
     sweep's chunks, each with its file's blob: the one conversion, at that boundary."""
     return [
-        DeclaredChunk(
-            chunk_id=chunk_id,
-            source_path=path,
-            kind=kind,
-            name=name,
-            blob=blob_of.get(path),
-            content=content,
-            start_line=start,
-            end_line=end,
-            language=language,
-            qualified_name=qualified_name,
-            parent=parent,
-            fallback_reason=reason,
-        )
-        for (
-            chunk_id,
-            path,
-            kind,
-            name,
-            start,
-            end,
-            content,
-            language,
-            qualified_name,
-            parent,
-            reason,
-        ) in rows
+        DeclaredChunk(chunk_id, path, kind, name, blob_of.get(path), content, start, end, *parse)
+        # parse: language, qualified name, parent, fallback reason (in the chunk's own order)
+        for chunk_id, path, kind, name, start, end, content, *parse in rows
     ]
 
 
@@ -231,40 +207,20 @@ class ChunkPlan:
         return set(self.recorded) - set(self.reused)
 
 
-class RecordedGeneration(NamedTuple):
-    """The repo's recorded generation: its head row (None when never declared) and its
-    chunks, by path, when they were cut with the current chunking identity (else none)."""
-
-    previous: dict[str, Any] | None
-    by_path: dict[str, list[DeclaredChunk]]
-
-    def chunk_ids(self) -> list[str]:
-        return [dc.chunk_id for chunks in self.by_path.values() for dc in chunks]
-
-
-def recorded_generation(ctx: RepoContext, settings: Settings, ledger: Ledger) -> RecordedGeneration:
-    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
-    by_path: dict[str, list[DeclaredChunk]] = {}
-    if previous is not None and previous.get("chunking") == chunking_identity(ctx, settings):
-        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
-            by_path.setdefault(dc.source_path, []).append(dc)
-    return RecordedGeneration(previous, by_path)
-
-
 def plan_chunks(
-    ctx: RepoContext,
-    settings: Settings,
-    ledger: Ledger,
-    envelope: EnvelopeResult,
-    recorded_as_read: RecordedGeneration | None = None,
+    ctx: RepoContext, settings: Settings, ledger: Ledger, envelope: EnvelopeResult
 ) -> ChunkPlan:
-    """``recorded_as_read``: the recorded generation, when the caller read it already
-    (it cannot change while the run holds the repo's lease)."""
+    """The recorded generation (its head row, None when never declared, and its chunks by
+    path when they were cut with the current chunking identity) against the envelope."""
     env = envelope.listing
     yielded = env.yielded_paths()
     blob_of = {e.path: e.blob for e in env.entries if e.yielded}
     chunking = chunking_identity(ctx, settings)
-    previous, recorded = recorded_as_read or recorded_generation(ctx, settings, ledger)
+    previous = ledger.declared_generation(ctx.tenant_id, ctx.repo_slug)
+    recorded: dict[str, list[DeclaredChunk]] = {}
+    if previous is not None and previous.get("chunking") == chunking:
+        for dc in ledger.declared_chunks(ctx.tenant_id, ctx.repo_slug):
+            recorded.setdefault(dc.source_path, []).append(dc)
     reused = {
         p: recorded[p]
         for p in yielded

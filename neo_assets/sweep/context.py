@@ -1,12 +1,12 @@
 """The repo a sweep works on, its lane settings and the parser check every stage relies on."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.embedding.band import band_for
-from neo_assets.embedding.rules.band import Band
 from neo_assets.embedding.rules.lane import LaneSettings
+from neo_assets.generations.serving import lane_geometry
+from neo_assets.sources.revision import current_revision
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 from neo_assets.tenants.validation import RepoDecl, Tenant
 
@@ -33,25 +33,30 @@ class RepoContext:
     def key(self) -> str:
         return f"{self.tenant.id}/{self.repo.slug}"
 
+    def revision(self, settings: Settings) -> str | None:
+        """The repo's revision now, as its envelope would list it (None: unreadable)."""
+        repo = self.repo
+        return current_revision(
+            repo.path, repo.ref, repo.parser.effective_exclude, settings.sweep.max_file_bytes
+        )
 
-def lane_settings(settings: Settings, band: Band | None = None) -> LaneSettings:
-    """The lane's tunables; its admission band is the band in force (``band_for``)."""
-    band = band or band_for(settings)
-    return LaneSettings(
-        batch_size=settings.embedding.resolved_batch_size,
-        max_inflight=settings.embedding.max_inflight or 2,
-        inflight_from_server=settings.embedding.max_inflight is None,
-        loading_max_wait_s=settings.embedding.loading_max_wait_s,
-        unreachable_wait_s=settings.embedding.unreachable_wait_s,
-        strike_threshold=settings.embedding.strike_threshold,
-        circuit_threshold=settings.embedding.circuit_threshold,
-        recovery_initial_s=settings.embedding.recovery_initial_s,
-        recovery_max_s=settings.embedding.recovery_max_s,
-        recovery_max_wait_s=settings.embedding.recovery_max_wait_s,
-        context_tokens=band.limit_tokens,
-        admission_safety_factor=band.safety,
-        chars_per_token=band.chars_per_token,
-        call_ceiling_ms=settings.embedding.call_ceiling_ms,
+
+def lane_settings(settings: Settings) -> LaneSettings:
+    """The lane's tunables on the generation's geometry (``generations.serving.lane_geometry``:
+    the band in force and the call ceiling)."""
+    embedding = settings.embedding
+    return replace(
+        lane_geometry(settings),
+        batch_size=embedding.resolved_batch_size,
+        max_inflight=embedding.max_inflight or 2,
+        inflight_from_server=embedding.max_inflight is None,
+        loading_max_wait_s=embedding.loading_max_wait_s,
+        unreachable_wait_s=embedding.unreachable_wait_s,
+        strike_threshold=embedding.strike_threshold,
+        circuit_threshold=embedding.circuit_threshold,
+        recovery_initial_s=embedding.recovery_initial_s,
+        recovery_max_s=embedding.recovery_max_s,
+        recovery_max_wait_s=embedding.recovery_max_wait_s,
     )
 
 

@@ -71,12 +71,9 @@ def repo_context(
     tenant_id, repo_slug = parse_partition_key(partition_key)
     # With the run's ledger: the declaration in force reads (and records) through it.
     tenants_file = tenants.load(ledger.get() if ledger is not None else None)
-    for tenant in tenants_file.tenants:
-        if tenant.id != tenant_id:
-            continue
-        for repo in tenant.repos:
-            if repo.slug == repo_slug:
-                return RepoContext(tenant=tenant, repo=repo)
+    declared = declared_repos(tenants_file, tenant_id, repo_slug)
+    if declared:
+        return declared[0]
     misdeclared = misdeclared_for(tenants_file, tenant_id, repo_slug)
     if misdeclared is not None and misdeclared.problems:
         raise dg.Failure(
@@ -254,12 +251,10 @@ SWEEP_OUTS = {
 @dg.multi_asset(
     name=SWEEP_STEP,
     outs=SWEEP_OUTS,
+    # Each asset after the one before it: the stages in order, then the quality check.
     internal_asset_deps={
-        "repo_envelope": set(),
-        "chunk_generation": {dg.AssetKey("repo_envelope")},
-        "kb_embeddings": {dg.AssetKey("chunk_generation")},
-        "fence_census": {dg.AssetKey("kb_embeddings")},
-        QUALITY_ASSET: {dg.AssetKey("fence_census")},
+        name: {dg.AssetKey(before)} if before else set()
+        for before, name in zip((None, *SWEEP_OUTS), SWEEP_OUTS, strict=False)
     },
     partitions_def=tenant_repos,
     can_subset=False,
@@ -348,9 +343,7 @@ def _progress_logger(context: dg.AssetExecutionContext, ctx: RepoContext, starte
 sweep_job = dg.define_asset_job(
     "sweep",
     # The four sweep assets are one step (``sweep_repo``); links have their own job.
-    selection=dg.AssetSelection.assets(
-        "repo_envelope", "chunk_generation", "kb_embeddings", "fence_census", QUALITY_ASSET
-    ),
+    selection=dg.AssetSelection.assets(*SWEEP_OUTS),
     partitions_def=tenant_repos,
     description="Sweep one tenant repo: envelope, chunks, embeddings, census.",
     tags={"neo/kind": "sweep"},

@@ -1,7 +1,6 @@
 """Which declared repos are due now, and the run key that makes a request idempotent."""
 
 from dataclasses import dataclass
-from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
@@ -10,7 +9,6 @@ from neo_assets.core.ids.partition_keys import partition_key
 from neo_assets.generations.serving import configured_generation
 from neo_assets.health import records as health_store
 from neo_assets.health.rules.freeze import released_by_lift
-from neo_assets.sources.revision import current_revision
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.repo_state import repo_state_from_row, retry_policy
@@ -45,6 +43,8 @@ class DueRepo:
     run_key: str
     # Set when the last sweep failed (due or not), so a caller can say so.
     last_failure: LastFailure | None = None
+    # When the backoff lets a deferred or failed repo be retried (None: not retrying).
+    retry_at: float | None = None
 
     @property
     def key(self) -> str:
@@ -71,14 +71,10 @@ def evaluate(
     # sighting ends recovery episodes; a lifted freeze releases repos it deferred.
     healthy_at = health_store.latest_healthy_at(ledger)
     freeze = health_store.freeze_record(ledger, settings.store.collection_name)
+    policy = retry_policy(settings)
     out = []
     for ctx in ctxs:
-        revision = current_revision(
-            ctx.repo.path,
-            ctx.repo.ref,
-            ctx.repo.parser.effective_exclude,
-            settings.sweep.max_file_bytes,
-        )
+        revision = ctx.revision(settings)
         decl = repo_declaration_digest(ctx.repo.to_plain())
         row = ledger.repo_state(ctx.tenant_id, ctx.repo_slug)
         cadence_s = 60.0 * (ctx.repo.cadence_minutes or settings.sweep.default_cadence_minutes)
@@ -91,7 +87,7 @@ def evaluate(
             recovery_healthy_at=healthy_at,
         )
         state = repo_state_from_row(row)
-        policy = retry_policy(settings)
+        retry_at = retry_due_at(state, observed, policy)
         reason = DUE_FORCED if force else due_reason(state, observed, now, policy)
         if reason is None and released_by_lift(
             (row or {}).get("last_outcome"),
@@ -108,8 +104,8 @@ def evaluate(
         if row is not None and row.get("last_outcome") == codes.OUTCOME_FAILED:
             last_failure = LastFailure(
                 cause=row.get("deferred_cause_code") or None,
-                error=first_error_line(row.get("last_summary")),
-                retry_at=retry_due_at(state, observed, policy),
+                error=read_stored_summary(row.get("last_summary")).first_error_line(),
+                retry_at=retry_at,
             )
         out.append(
             DueRepo(
@@ -118,12 +114,7 @@ def evaluate(
                 revision=revision,
                 run_key=run_key,
                 last_failure=last_failure,
+                retry_at=retry_at,
             )
         )
     return out
-
-
-def first_error_line(last_summary: Any) -> str | None:
-    """The first line of the first error a recorded sweep summary holds (None: none, or
-    the summary cannot be read)."""
-    return read_stored_summary(last_summary).first_error_line()

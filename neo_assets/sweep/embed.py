@@ -87,16 +87,12 @@ def _embed_and_write(
 
     def write_sent(batch: list[LaneItem], vectors: np.ndarray) -> None:
         """A sent batch, and the chunks with the same inputs (they take its vectors)."""
-        rows = [
-            n
-            for n, item in enumerate(batch)
-            for _ in (item, *reuse.followers.get(item.chunk_id, ()))
-        ]
-        ids_out = [
-            cid
-            for item in batch
-            for cid in (item.chunk_id, *reuse.followers.get(item.chunk_id, ()))
-        ]
+        rows: list[int] = []  # the sent row each written id takes its vector from
+        ids_out: list[str] = []
+        for n, item in enumerate(batch):
+            for cid in (item.chunk_id, *reuse.followers.get(item.chunk_id, ())):
+                rows.append(n)
+                ids_out.append(cid)
         write_batch([LaneItem(cid, "") for cid in ids_out], vectors[rows])
         copied[0] += len(ids_out) - len(batch)
 

@@ -18,9 +18,7 @@ from neo_assets.embedding.rules.lane import LaneItem
 from neo_assets.embedding.rules.reuse import ReusePlan, embedding_input_digest, plan_reuse
 from neo_assets.embedding.server_tokens import CountUnavailable
 from neo_assets.generations.rules import resolved_collection
-from neo_assets.generations.serving import (
-    register_provider_generation,
-)
+from neo_assets.generations.serving import register_provider_generation
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -75,8 +73,7 @@ def plan_embedding(
     generation = record.generation
     store = store.sibling(resolved_collection(settings.store.collection_name, record, generation))
     ids = chunks.chunk_ids()
-    lookup = store.present_ids
-    present = lookup(ids)
+    present = store.present_ids(ids)
     # Rows present at another generation (the input format or geometry changed since)
     # are embedded again and rewritten in place.
     stale = stale_rows(ctx, store, ledger, present, generation)

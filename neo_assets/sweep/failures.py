@@ -1,5 +1,6 @@
 """What a sweep that did not finish records: its failure, its back-off, the unfinished attempt."""
 
+import json
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
@@ -8,10 +9,7 @@ from typing import Any, NamedTuple
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
 from neo_assets.core.ids.config_digest import repo_declaration_digest
-from neo_assets.generations.serving import (
-    configured_generation,
-)
-from neo_assets.sources.revision import current_revision
+from neo_assets.generations.serving import configured_generation
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.envelope import EnvelopeResult
@@ -51,12 +49,7 @@ def record_failed_sweep(
         revision = envelope.revision
     else:
         with suppress(Exception):  # unreadable in any way: seen as None, still recorded
-            revision = current_revision(
-                ctx.repo.path,
-                ctx.repo.ref,
-                ctx.repo.parser.effective_exclude,
-                settings.sweep.max_file_bytes,
-            )
+            revision = ctx.revision(settings)
     record_unfinished_attempt(
         ctx,
         settings,
@@ -185,6 +178,4 @@ def failure_recorded(
 
 
 def _json(value: Any) -> str:
-    import json
-
     return json.dumps(value, sort_keys=True, default=str)

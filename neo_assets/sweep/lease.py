@@ -1,6 +1,6 @@
 """The per-repo sweep lease, as the sweep's step uses it: held from before the first ledger
 write to after the census; a run without it writes nothing more (``skipped``,
-``SWEEP_LEASE_HELD``). Design: docs/design/sweep.md#lease"""
+``codes.SWEEP_LEASE_HELD``). Design: docs/design/sweep.md#lease"""
 
 from collections.abc import Mapping
 from typing import Any
@@ -12,8 +12,6 @@ from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.rules.leases import sweep_lease_key
 from neo_assets.sweep.rules.report import SweepReport
-
-SWEEP_LEASE_HELD = codes.SWEEP_LEASE_HELD
 
 
 class SweepLease:
@@ -37,7 +35,22 @@ class SweepLease:
 
     @property
     def info(self) -> dict[str, Any]:
-        return lease_info(self.keeper)
+        """What the next step (and the sweep's result) needs to know about the lease."""
+        keeper = self.keeper
+        seen = keeper.seen
+        other = seen.holder if seen is not None and seen.holder != keeper.holder else None
+        return {
+            "key": keeper.key,
+            "held": keeper.held and not keeper.lost,
+            "holder": keeper.holder,
+            "epoch": keeper.epoch,
+            "waitedS": round(keeper.waited_s, 3),
+            # The other holder found on the first attempt (it held the key, or left it to expire).
+            "otherHolder": other,
+            "otherEpoch": seen.epoch if other is not None and seen is not None else None,
+            "reason": keeper.reason,
+            "code": None if keeper.held and not keeper.lost else codes.SWEEP_LEASE_HELD,
+        }
 
     def check(self) -> None:
         """Raise ``LeaseLostError`` unless the step may still write (before each write)."""
@@ -53,24 +66,6 @@ class SweepLease:
             self.keeper.__exit__(exc_type, exc, tb)
 
 
-def lease_info(keeper: LeaseKeeper) -> dict[str, Any]:
-    """What the next step (and the sweep's result) needs to know about the lease."""
-    seen = keeper.seen
-    other = seen.holder if seen is not None and seen.holder != keeper.holder else None
-    return {
-        "key": keeper.key,
-        "held": keeper.held and not keeper.lost,
-        "holder": keeper.holder,
-        "epoch": keeper.epoch,
-        "waitedS": round(keeper.waited_s, 3),
-        # The other holder found on the first attempt (it held the key, or left it to expire).
-        "otherHolder": other,
-        "otherEpoch": seen.epoch if other is not None and seen is not None else None,
-        "reason": keeper.reason,
-        "code": None if keeper.held and not keeper.lost else SWEEP_LEASE_HELD,
-    }
-
-
 def skipped_result(ctx: RepoContext, info: Mapping[str, Any]) -> SweepReport:
     """The sweep's result when another sweep of the repo holds the lease."""
     return SweepReport(
@@ -78,7 +73,7 @@ def skipped_result(ctx: RepoContext, info: Mapping[str, Any]) -> SweepReport:
         repo_slug=ctx.repo_slug,
         outcome=codes.OUTCOME_SKIPPED,
         revision=None,
-        deferred_cause_code=SWEEP_LEASE_HELD,
+        deferred_cause_code=codes.SWEEP_LEASE_HELD,
         lease=dict(info),
     )
 
@@ -92,5 +87,5 @@ def lease_metadata(info: Mapping[str, Any]) -> dict[str, Any]:
             if info.get("reason") != "lost"
             else "lost to another sweep"
         ),
-        "deferred_cause_code": SWEEP_LEASE_HELD,
+        "deferred_cause_code": codes.SWEEP_LEASE_HELD,
     }

@@ -1,6 +1,7 @@
 """A repo's scheduling state read from its ledger row, and the retry policy from the
 settings: what the due check (``sweep.due``) and the status snapshot both read."""
 
+from dataclasses import fields
 from typing import Any
 
 from neo_assets.config.settings import Settings
@@ -11,17 +12,8 @@ def repo_state_from_row(row: dict[str, Any] | None) -> RepoState | None:
     """The scheduling view of a ledger row (None when the repo was never swept)."""
     if row is None:
         return None
-    return RepoState(
-        last_outcome=row.get("last_outcome"),
-        last_ingested_rev=row.get("last_ingested_rev"),
-        last_attempted_rev=row.get("last_attempted_rev"),
-        declaration_digest=row.get("declaration_digest"),
-        embedding_generation=row.get("embedding_generation"),
-        consecutive_failures=row.get("consecutive_failures"),
-        last_attempt_at=row.get("last_attempt_at"),
-        recovery_episode_opened_at=row.get("recovery_episode_opened_at"),
-        attempt_inputs_at=row.get("attempt_inputs_at"),
-    )
+    # The state's fields are the ledger's columns, one for one.
+    return RepoState(**{column.name: row.get(column.name) for column in fields(RepoState)})
 
 
 def retry_policy(settings: Settings) -> RetryPolicy:

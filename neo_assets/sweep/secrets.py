@@ -43,19 +43,8 @@ def fence_secrets(
             or dict(record.receipt) != receipt
         )
         observed_at = clock() if fresh else record.observed_at  # type: ignore[union-attr]
+        fence = (codes.DISPOSITION_SECRET, codes.KB_CHUNK_SECRET, receipt, observed_at)
         if fresh:
-            fence = FenceRecord(
-                chunk_id, codes.DISPOSITION_SECRET, codes.KB_CHUNK_SECRET, receipt, observed_at
-            )
-            fence_book.record_fence(generation, fence)
-        rows.append(
-            fence_row(
-                chunk_id,
-                codes.DISPOSITION_SECRET,
-                codes.KB_CHUNK_SECRET,
-                receipt,
-                observed_at,
-                recorded_this_sweep=fresh,
-            )
-        )
+            fence_book.record_fence(generation, FenceRecord(chunk_id, *fence))
+        rows.append(fence_row(chunk_id, *fence, recorded_this_sweep=fresh))
     return secret, rows

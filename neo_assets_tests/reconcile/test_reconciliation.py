@@ -28,13 +28,7 @@ import pytest
 
 from neo_assets.cli.launch import run_reconciliation, run_sweeps
 from neo_assets.config.settings import load_settings
-from neo_assets.core.ids.stamps import tenant_filter
-from neo_assets.defs.resources import default_resources
-from neo_assets.reconcile.defs import (
-    nightly_reconciliation_schedule,
-    reconciliation_sensor,
-)
-from neo_assets.reconcile.rules.plan import (
+from neo_assets.core.codes import (
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
     KIND_STALE_CONTENT,
@@ -42,9 +36,16 @@ from neo_assets.reconcile.rules.plan import (
     KIND_SUPERSEDED_PENDING,
     KIND_UNDECLARED_REPO,
     KIND_UNYIELDED_PATH,
-    ORPHAN_KINDS,
+    RECONCILE_CLASSIFY_ONLY,
+    RECONCILE_DISABLED,
 )
-from neo_assets.reconcile.rules.reclaim_gate import RECONCILE_CLASSIFY_ONLY, RECONCILE_DISABLED
+from neo_assets.core.ids.stamps import tenant_filter
+from neo_assets.defs.resources import default_resources
+from neo_assets.reconcile.defs import (
+    nightly_reconciliation_schedule,
+    reconciliation_sensor,
+)
+from neo_assets.reconcile.rules.plan import ORPHAN_KINDS
 from neo_assets.reconcile.tenant import plan_containment, reconcile_tenant
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.tenants.validation import load_tenants

@@ -59,13 +59,11 @@ class VectorFacts:
     nonzero: bool
 
 
-def judge_vectors(
-    facts: VectorFacts | None, expected_dimension: int, expected_count: int = 1
-) -> str:
-    """The verdict on an answer; ``None`` facts are ``malformed``."""
+def judge_vectors(facts: VectorFacts | None, expected_dimension: int) -> str:
+    """The verdict on an answer to one text; ``None`` facts are ``malformed``."""
     if facts is None:
         return VECTORS_MALFORMED
-    if facts.count != expected_count:
+    if facts.count != 1:
         return VECTORS_WRONG_COUNT
     if facts.count and set(facts.dimensions) != {expected_dimension}:
         return VECTORS_DIMENSION_MISMATCH
@@ -242,7 +240,7 @@ class CanaryRecord:
 def failure_backoff_s(consecutive_failures: int, initial_s: float, max_s: float) -> float:
     """``initial_s × 2^(n-1)`` for the n-th consecutive failure, capped at ``max_s``."""
     if consecutive_failures < 1:
-        raise ValueError("consecutive_failures must be >= 1")
+        raise ValueError(f"the failure (or attempt) count must be >= 1, got {consecutive_failures}")
     if initial_s < 0 or max_s < 0:
         raise ValueError("back-off bounds must be >= 0")
     exponent = min(consecutive_failures - 1, 64)  # past 2^64 the cap has long been hit
@@ -332,9 +330,7 @@ def record_from_mapping(row: Mapping[str, Any]) -> CanaryRecord | None:
         expected = row["expected_dimension"]
         failures = row["consecutive_failures"]
         provider, model = row["provider"], row["model"]
-        if not isinstance(healthy, bool) or not isinstance(provider, str):
-            return None
-        if not isinstance(model, str):
+        if not (isinstance(healthy, bool) and isinstance(provider, str) and isinstance(model, str)):
             return None
         if not all(
             isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)

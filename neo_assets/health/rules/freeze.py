@@ -14,6 +14,7 @@ from neo_assets.health.rules.canary import (
     CORRUPTING_VERDICTS,
     VECTOR_VERDICTS,
     ProbeOutcome,
+    failure_backoff_s,
     is_healthy,
     probe_doc,
 )
@@ -126,11 +127,7 @@ def frozen_summary(
     fence rows (the fence gate reads them as settled, the censuses stay observed)."""
     deferred: list[str] = []
     fence_rows: list[dict[str, Any]] = []
-    seen: set[str] = set()
-    for chunk_id in missing_ids:
-        if chunk_id in seen:
-            continue
-        seen.add(chunk_id)
+    for chunk_id in dict.fromkeys(missing_ids):  # each chunk once, in order
         fence = fences.get(chunk_id)
         row = fence_row_from_record(fence, recorded_this_sweep=False) if fence else None
         if row is not None:
@@ -228,10 +225,10 @@ def frozen_record(
     if previous is not None and blocks_writes(previous):
         return previous
     base = previous or FreezeRecord(collection=collection, state=FREEZE_CLEAR)
-    return replace(
+    return _moved(
         base,
+        now,
         state=FREEZE_FROZEN,
-        version=base.version + 1,
         frozen_at=now,
         trigger=trigger.code,
         trigger_detail=dict(trigger.detail),
@@ -241,17 +238,14 @@ def frozen_record(
         last_probe=None,
         lifted_at=None,
         lifted_by=None,
-        updated_at=now,
     )
 
 
 # ------------------------------------------------------------------ re-probe cadence
 def reprobe_backoff_s(attempt: int, policy: FreezePolicy) -> float:
-    """The wait before attempt ``attempt`` (1-based): ``initial × 2^(attempt-1)``, capped."""
-    if attempt < 1:
-        raise ValueError("attempt must be >= 1")
-    exponent = min(attempt - 1, 64)
-    return float(min(policy.reprobe_initial_s * (2.0**exponent), policy.reprobe_max_s))
+    """The wait before attempt ``attempt`` (1-based): ``initial × 2^(attempt-1)``, capped
+    (the canary's own back-off, on the re-probe's bounds)."""
+    return failure_backoff_s(attempt, policy.reprobe_initial_s, policy.reprobe_max_s)
 
 
 def reprobe_decision(record: FreezeRecord | None, now: float, policy: FreezePolicy) -> str:
@@ -270,26 +264,19 @@ def reprobe_decision(record: FreezeRecord | None, now: float, policy: FreezePoli
 
 def contained(record: FreezeRecord, now: float) -> FreezeRecord:
     """The record once its attempts are spent: no more probes, an operator decides."""
-    return replace(
-        record,
-        state=FREEZE_CONTAINED,
-        version=record.version + 1,
-        next_probe_at=None,
-        updated_at=now,
-    )
+    return _moved(record, now, state=FREEZE_CONTAINED, next_probe_at=None)
 
 
 def claim_reprobe(record: FreezeRecord, now: float, policy: FreezePolicy) -> FreezeRecord:
     """Count the attempt and push the next probe back BEFORE probing (committed first)."""
     attempts = (record.attempts if _count(record.attempts) else 0) + 1
-    return replace(
+    return _moved(
         record,
+        now,
         state=FREEZE_FROZEN,
-        version=record.version + 1,
         attempts=attempts,
         next_probe_at=now + reprobe_backoff_s(attempts, policy),
         last_probe_at=now,
-        updated_at=now,
     )
 
 
@@ -311,7 +298,7 @@ def settle_reprobe(
     last = probe_doc(outcome, expected_dimension, now)
     if reprobe_lifts(outcome, expected_dimension):
         return _lifted(claimed, now, LIFTED_BY_REPROBE, last_probe=last)
-    settled = replace(claimed, version=claimed.version + 1, last_probe=last, updated_at=now)
+    settled = _moved(claimed, now, last_probe=last)
     if not _count(claimed.attempts) or claimed.attempts >= policy.max_attempts:
         return contained(settled, now)
     return settled
@@ -326,17 +313,21 @@ def operator_unfreeze(record: FreezeRecord | None, now: float) -> FreezeRecord |
 
 def _lifted(record: FreezeRecord, now: float, by: str, **changes: Any) -> FreezeRecord:
     """``record`` lifted ``by`` a re-probe or an operator at ``now``: clear, streak reset."""
-    return replace(
+    return _moved(
         record,
+        now,
         state=FREEZE_CLEAR,
-        version=record.version + 1,
         circuit_streak=0,
         next_probe_at=None,
         lifted_at=now,
         lifted_by=by,
-        updated_at=now,
         **changes,
     )
+
+
+def _moved(record: FreezeRecord, now: float, **changes: Any) -> FreezeRecord:
+    """``record`` changed at ``now``: its version moves on (writes compare-and-set on it)."""
+    return replace(record, version=record.version + 1, updated_at=now, **changes)
 
 
 # ------------------------------------------------------------------ after a lift

@@ -29,15 +29,6 @@ def _best(sims: np.ndarray, threshold: float, top_k: int) -> list[list[tuple[int
     return out
 
 
-def _check_semantic_args(
-    names: Sequence[str], vectors: np.ndarray, threshold: float, top_k: int, block_rows: int
-) -> np.ndarray:
-    matrix = check_semantic_args(names, vectors, threshold, top_k, block_rows)
-    if len(set(names)) != len(names):
-        raise ValueError("row ids must be distinct")
-    return matrix
-
-
 @dataclass(frozen=True)
 class SemanticUpdate:
     """Rows whose list may differ from the previous one, with their new list (row indices);
@@ -170,7 +161,9 @@ def semantic_update(
     """``semantic_links`` over ``names``/``vectors`` from the previous pass's lists: ``previous``
     holds each non-added row's list with neighbours as row indices here (-1: gone). The
     parameters must be those of the previous pass."""
-    matrix = _check_semantic_args(names, vectors, threshold, top_k, block_rows)
+    matrix = check_semantic_args(names, vectors, threshold, top_k, block_rows)
+    if len(set(names)) != len(names):
+        raise ValueError("row ids must be distinct")
     n = len(names)
     added = np.asarray(added, dtype=bool)
     if added.shape != (n,) or previous.rows != n:

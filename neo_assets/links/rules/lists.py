@@ -76,11 +76,8 @@ class LinkLists:
 
     def row(self, i: int) -> IndexLinks:
         start, stop = int(self.offsets[i]), int(self.offsets[i + 1])
-        return list(
-            zip(
-                self.neighbours[start:stop].tolist(), self.weights[start:stop].tolist(), strict=True
-            )
-        )
+        neighbours, weights = self.neighbours[start:stop], self.weights[start:stop]
+        return list(zip(neighbours.tolist(), weights.tolist(), strict=True))
 
     def to_links(self, ids: Sequence[str]) -> Links:
         return dict(self.as_links(ids).lists())

@@ -114,14 +114,6 @@ def _check_temporal_args(window_seconds: float, candidate_window: int) -> None:
         raise ValueError(f"candidate_window must be >= 0, got {candidate_window!r}")
 
 
-def _check_per_chunk(per_chunk: int, candidate_window: int) -> None:
-    if not 0 <= per_chunk <= candidate_window:
-        raise ValueError(
-            f"need 0 <= per_chunk <= candidate_window, got {per_chunk!r} > {candidate_window!r}:"
-            " a narrower candidate window could miss a chunk's best links"
-        )
-
-
 def _temporal_candidates(
     items: Sequence[tuple[str, str, float]],
     window_seconds: float,
@@ -230,7 +222,11 @@ def temporal_pairs(
     links over their indices (``LinkPairs``). What a repo-sized run uses: no tuple per
     link."""
     _check_temporal_args(window_seconds, candidate_window)
-    _check_per_chunk(per_chunk, candidate_window)
+    if not 0 <= per_chunk <= candidate_window:
+        raise ValueError(
+            f"need 0 <= per_chunk <= candidate_window, got {per_chunk!r} > {candidate_window!r}:"
+            " a narrower candidate window could miss a chunk's best links"
+        )
     cands = _temporal_candidates(items, window_seconds, candidate_window)
     weight = np.maximum(TEMPORAL_WEIGHT_FLOOR, 1.0 - cands.gap / window_seconds)
     # lexsort: last key is primary. Per chunk: weight desc, gap asc, neighbour id asc.

@@ -57,14 +57,6 @@ def generation_groups(rows: Iterable[tuple[str, str | None]]) -> dict[str | None
     return groups
 
 
-def kept_lists(
-    link_kind: str, links: Mapping[str, Sequence[tuple[str, float]]]
-) -> list[tuple[str, list[tuple[str, float]]]]:
-    """A pass's output as the ledger keeps it: one best-first list per chunk that has a
-    link (a chunk without links has no record). Refuses an unknown kind and a self link."""
-    return list(iter_kept_lists(link_kind, links))
-
-
 def check_link_kind(link_kind: str) -> None:
     """Refuse a link kind the ledger does not keep."""
     if link_kind not in LINK_KINDS:
@@ -74,8 +66,10 @@ def check_link_kind(link_kind: str) -> None:
 def iter_kept_lists(
     link_kind: str, links: Mapping[str, Sequence[tuple[str, float]]]
 ) -> Iterator[tuple[str, list[tuple[str, float]]]]:
-    """``kept_lists`` one chunk at a time (a repo's lists are written in batches, not held
-    whole); the kind is refused before the first."""
+    """A pass's output as the ledger keeps it, one chunk at a time (a repo's lists are
+    written in batches, not held whole): one best-first list per chunk that has a link (a
+    chunk without links has no record). Refuses an unknown kind (before the first) and a
+    self link."""
     check_link_kind(link_kind)
     return _kept(links)
 
@@ -97,7 +91,7 @@ def link_records(
     """A pass's output (best first per chunk) as flat records ranked per chunk."""
     return [
         LinkRecord(chunk_id, link_kind, neighbour_id, weight, rank)
-        for chunk_id, kept in kept_lists(link_kind, links)
+        for chunk_id, kept in iter_kept_lists(link_kind, links)
         for rank, (neighbour_id, weight) in enumerate(kept)
     ]
 

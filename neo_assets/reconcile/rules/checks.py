@@ -13,12 +13,6 @@ from neo_assets.reconcile.rules.declaration import (
     TenantDeclaration,
     generation_complete,
 )
-from neo_assets.reconcile.rules.orphans import (
-    STAMP_PARSER_ID,
-    STAMP_PARSER_VERSION,
-    STAMP_REPO_SLUG,
-    STAMP_TENANT_ID,
-)
 from neo_assets.reconcile.rules.retirement import (
     RETIRED_KINDS,
     RETIRED_REPO,
@@ -188,52 +182,50 @@ def containment(
     and ``retired``; ``focus`` is the tenant whose check this is (None: every tenant's
     retired rows are counted as the focus's)."""
     by_tenant: Counter[str] = Counter()
-    bad: dict[str, list[str]] = {reason: [] for reason in CONTAINMENT_REASONS}
-    bad_paths: dict[str, set[str]] = {reason: set() for reason in CONTAINMENT_REASONS}
-    gone: dict[str, list[str]] = {kind: [] for kind in RETIRED_KINDS}
-    gone_paths: dict[str, set[str]] = {kind: set() for kind in RETIRED_KINDS}
+    # Per containment reason and per retired kind: the rows' ids and ``slug:path`` labels.
+    ids: dict[str, list[str]] = {key: [] for key in (*CONTAINMENT_REASONS, *RETIRED_KINDS)}
+    paths: dict[str, set[str]] = {key: set() for key in ids}
     scopes: Counter[str] = Counter()
     others = 0
     for row in rows:
         md = row.get("metadata")
         md = md if isinstance(md, Mapping) else {}
         rid = row.get("id")
-        label = rid if type(rid) is str else repr(rid)
         tid = md.get("tenantId")
         by_tenant[tenant_key(md)] += 1
-        reason: str | None = None
         if type(tid) is not str or _TENANT_ID.fullmatch(tid) is None:
-            reason = CONTAINMENT_UNSTAMPED_TENANT
+            key = CONTAINMENT_UNSTAMPED_TENANT
         elif (tid not in owners or md.get("repoSlug") not in owners[tid]) and (
             kind := retired.kind(tid, md.get("repoSlug"))
         ):
             if focus is not None and tid != focus:
                 others += 1
                 continue
-            gone[kind].append(label)
-            where = _row_label(md)
-            if where is not None:
-                gone_paths[kind].add(where)
+            key = kind
             slug = str(md.get("repoSlug")) if kind == RETIRED_REPO else None
             scopes[scope_label(tid, slug)] += 1
-            continue
         elif tid not in owners:
-            reason = CONTAINMENT_UNDECLARED_TENANT
+            key = CONTAINMENT_UNDECLARED_TENANT
         elif md.get("repoSlug") not in owners[tid]:
-            reason = CONTAINMENT_UNOWNED_REPO
-        if reason is not None:
-            bad[reason].append(label)
-            where = _row_label(md)
-            if where is not None:
-                bad_paths[reason].add(where)
+            key = CONTAINMENT_UNOWNED_REPO
+        else:
+            continue
+        ids[key].append(rid if type(rid) is str else repr(rid))
+        where = _row_label(md)
+        if where is not None:
+            paths[key].add(where)
+
+    def firsts(found: Iterable[str]) -> tuple[str, ...]:
+        return tuple(sorted(found)[:examples])
+
     return Containment(
         rows_by_tenant=dict(sorted(by_tenant.items())),
-        violations={reason: len(ids) for reason, ids in bad.items()},
-        examples={reason: tuple(sorted(ids)[:examples]) for reason, ids in bad.items()},
-        example_paths={r: tuple(sorted(p)[:examples]) for r, p in bad_paths.items()},
-        retired={kind: len(ids) for kind, ids in gone.items()},
-        retired_examples={kind: tuple(sorted(ids)[:examples]) for kind, ids in gone.items()},
-        retired_paths={kind: tuple(sorted(p)[:examples]) for kind, p in gone_paths.items()},
+        violations={reason: len(ids[reason]) for reason in CONTAINMENT_REASONS},
+        examples={reason: firsts(ids[reason]) for reason in CONTAINMENT_REASONS},
+        example_paths={reason: firsts(paths[reason]) for reason in CONTAINMENT_REASONS},
+        retired={kind: len(ids[kind]) for kind in RETIRED_KINDS},
+        retired_examples={kind: firsts(ids[kind]) for kind in RETIRED_KINDS},
+        retired_paths={kind: firsts(paths[kind]) for kind in RETIRED_KINDS},
         retired_by_scope=dict(sorted(scopes.items())),
         others_retired=others,
     )
@@ -241,33 +233,14 @@ def containment(
 
 # ---------------------------------------------------------------------------- residue
 def residue_share(tenant: TenantDeclaration, rows: Iterable[Mapping[str, Any]]) -> float:
-    """Share of the tenant's parser-stamped rows whose ``{parserId, parserVersion}`` is not
-    their repo's declared pair (rows of an undeclared repo count as residue: no declaration
-    stands behind them). Foreign rows and rows without both stamps (or a repoSlug) are in
-    neither numerator nor denominator. 0.0 when no row qualifies."""
-    tenant_id = tenant.tenant_id
-    repos = tenant.repos
-    stamped = residue = 0
-    for row in rows:
-        md = row.get("metadata") if isinstance(row, Mapping) else None
-        if not isinstance(md, Mapping) or md.get(STAMP_TENANT_ID) != tenant_id:
-            continue
-        slug = md.get(STAMP_REPO_SLUG)
-        pid = md.get(STAMP_PARSER_ID)
-        pver = md.get(STAMP_PARSER_VERSION)
-        if type(slug) is not str or type(pid) is not str or type(pver) is not str:
-            continue
-        stamped += 1
-        repo = repos.get(slug)
-        if repo is None or pid != repo.parser_id or pver != repo.parser_version:
-            residue += 1
-    return residue / stamped if stamped else 0.0
+    """``residue(...).share``: the share of residue rows among the parser-stamped ones."""
+    return residue(tenant, list(rows)).share
 
 
 @dataclass(frozen=True)
 class Residue:
-    """``share`` as ``residue_share`` computes it; the residue rows counted per
-    ``"repoSlug parserId@parserVersion"`` with a few example ids."""
+    """The share of the tenant's parser-stamped rows that are residue, those rows counted
+    per ``"repoSlug parserId@parserVersion"``, and a few example ids."""
 
     share: float
     residue_rows: int
@@ -279,12 +252,16 @@ class Residue:
 def residue(
     tenant: TenantDeclaration, rows: list[Mapping[str, Any]], examples: int = DEFAULT_EXAMPLES
 ) -> Residue:
-    """The tenant's generation residue (same qualifying rules as ``residue_share``)."""
+    """The tenant's generation residue: its parser-stamped rows whose ``{parserId,
+    parserVersion}`` is not their repo's declared pair (rows of an undeclared repo count as
+    residue: no declaration stands behind them). Foreign rows and rows without both stamps
+    (or a repoSlug) are in neither numerator nor denominator; the share is 0.0 when no row
+    qualifies."""
     by_pair: Counter[str] = Counter()
     ids: list[str] = []
     stamped = 0
     for row in rows:
-        md = row.get("metadata")
+        md = row.get("metadata") if isinstance(row, Mapping) else None
         if not isinstance(md, Mapping) or md.get("tenantId") != tenant.tenant_id:
             continue
         slug, pid, pver = md.get("repoSlug"), md.get("parserId"), md.get("parserVersion")
@@ -297,9 +274,10 @@ def residue(
             rid = row.get("id")
             if type(rid) is str:
                 ids.append(rid)
+    residue_rows = sum(by_pair.values())
     return Residue(
-        share=residue_share(tenant, rows),
-        residue_rows=sum(by_pair.values()),
+        share=residue_rows / stamped if stamped else 0.0,
+        residue_rows=residue_rows,
         stamped_rows=stamped,
         by_pair=dict(sorted(by_pair.items())),
         examples=tuple(sorted(ids)[:examples]),

@@ -4,17 +4,10 @@ Design: docs/design/reconcile.md#authority"""
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from neo_assets.core import codes
 from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
-
-# Why a repo's records have no authority (telemetry; never an error by themselves).
-RECONCILE_NO_ENVELOPE = codes.RECONCILE_NO_ENVELOPE
-RECONCILE_NO_GENERATION = codes.RECONCILE_NO_GENERATION
-RECONCILE_GENERATION_REVISION_MISMATCH = codes.RECONCILE_GENERATION_REVISION_MISMATCH
-RECONCILE_DECLARATION_MOVED = codes.RECONCILE_DECLARATION_MOVED
-RECONCILE_RECORDS_INCONSISTENT = codes.RECONCILE_RECORDS_INCONSISTENT
 
 
 @dataclass(frozen=True)
@@ -39,20 +32,21 @@ def authority_problem(records: RepoRecords) -> str | None:
     """None when the records may speak for the repo, else why not (a RECONCILE_* code).
     Checks only the headers; ``repo_declaration`` also checks the chunks' consistency."""
     if records.envelope_revision is None or records.envelope_recorded_at is None:
-        return RECONCILE_NO_ENVELOPE
+        return codes.RECONCILE_NO_ENVELOPE
     if records.generation_revision is None:
-        return RECONCILE_NO_GENERATION
+        return codes.RECONCILE_NO_GENERATION
     if records.generation_revision != records.envelope_revision:
-        return RECONCILE_GENERATION_REVISION_MISMATCH
+        return codes.RECONCILE_GENERATION_REVISION_MISMATCH
     if records.generation_declaration_digest != records.declaration_digest:
-        return RECONCILE_DECLARATION_MOVED
+        return codes.RECONCILE_DECLARATION_MOVED
     at = records.envelope_recorded_at
     if type(at) not in (int, float) or not math.isfinite(at):
-        return RECONCILE_RECORDS_INCONSISTENT
+        return codes.RECONCILE_RECORDS_INCONSISTENT
     return None
 
 
 def _without_authority(records: RepoRecords) -> RepoDeclaration:
+    """The repo as declared, with no envelope: what its records say is not taken."""
     return RepoDeclaration(
         repo_slug=records.repo_slug,
         parser_id=records.parser_id,
@@ -76,18 +70,16 @@ def repo_declaration(records: RepoRecords) -> tuple[RepoDeclaration, str | None]
     for chunk_id, source_path in records.declared_chunks:
         ids = by_path.get(source_path)
         if ids is None:  # a chunk of a path the envelope does not yield: torn records
-            return _without_authority(records), RECONCILE_RECORDS_INCONSISTENT
+            return _without_authority(records), codes.RECONCILE_RECORDS_INCONSISTENT
         ids.add(chunk_id)
-    declaration = RepoDeclaration(
-        repo_slug=records.repo_slug,
-        parser_id=records.parser_id,
-        parser_version=records.parser_version,
+    # The records have authority: the repo with its envelope and declared generation.
+    declaration = replace(
+        _without_authority(records),
         envelope_paths=frozenset(records.envelope_paths),
         yielded_paths=yielded,
         envelope_recorded_at=float(records.envelope_recorded_at or 0.0),
         declared_ids_by_path={path: frozenset(ids) for path, ids in by_path.items()},
         has_complete_envelope=True,
-        held_parser=records.held_parser,
     )
     return declaration, None
 

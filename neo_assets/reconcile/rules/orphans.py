@@ -9,14 +9,7 @@ from itertools import chain
 from operator import itemgetter
 from typing import Any
 
-from neo_assets.reconcile.rules.declaration import (
-    RepoDeclaration,
-    TenantDeclaration,
-    generation_complete,
-    replacement_complete,
-)
-from neo_assets.reconcile.rules.plan import (
-    ACTIONABLE_KINDS,
+from neo_assets.core.codes import (
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
     KIND_MANIFEST_ORPHAN_PENDING,
@@ -26,6 +19,15 @@ from neo_assets.reconcile.rules.plan import (
     KIND_SUPERSEDED_PENDING,
     KIND_UNDECLARED_REPO,
     KIND_UNYIELDED_PATH,
+)
+from neo_assets.reconcile.rules.declaration import (
+    RepoDeclaration,
+    TenantDeclaration,
+    generation_complete,
+    replacement_complete,
+)
+from neo_assets.reconcile.rules.plan import (
+    ACTIONABLE_KINDS,
     ORPHAN_KINDS,
     PENDING_KINDS,
     ReconcilePlan,

@@ -8,37 +8,32 @@ from typing import Any
 
 from neo_assets.core import codes
 
-KIND_MANIFEST_ORPHAN = codes.KIND_MANIFEST_ORPHAN
-KIND_MANIFEST_ORPHAN_PENDING = codes.KIND_MANIFEST_ORPHAN_PENDING
-KIND_UNDECLARED_REPO = codes.KIND_UNDECLARED_REPO
-KIND_UNYIELDED_PATH = codes.KIND_UNYIELDED_PATH
-KIND_SUPERSEDED_GENERATION = codes.KIND_SUPERSEDED_GENERATION
-KIND_SUPERSEDED_PENDING = codes.KIND_SUPERSEDED_PENDING
-KIND_STALE_CONTENT = codes.KIND_STALE_CONTENT
-KIND_STALE_CONTENT_PENDING = codes.KIND_STALE_CONTENT_PENDING
-KIND_CONFIG_STALE = codes.KIND_CONFIG_STALE
 ORPHAN_KINDS = (
-    KIND_MANIFEST_ORPHAN,
-    KIND_UNDECLARED_REPO,
-    KIND_UNYIELDED_PATH,
-    KIND_SUPERSEDED_GENERATION,
-    KIND_SUPERSEDED_PENDING,
-    KIND_STALE_CONTENT,
-    KIND_STALE_CONTENT_PENDING,
-    KIND_CONFIG_STALE,
-    KIND_MANIFEST_ORPHAN_PENDING,
+    codes.KIND_MANIFEST_ORPHAN,
+    codes.KIND_UNDECLARED_REPO,
+    codes.KIND_UNYIELDED_PATH,
+    codes.KIND_SUPERSEDED_GENERATION,
+    codes.KIND_SUPERSEDED_PENDING,
+    codes.KIND_STALE_CONTENT,
+    codes.KIND_STALE_CONTENT_PENDING,
+    codes.KIND_CONFIG_STALE,
+    codes.KIND_MANIFEST_ORPHAN_PENDING,
 )
 ACTIONABLE_KINDS = frozenset(
     {
-        KIND_MANIFEST_ORPHAN,
-        KIND_UNDECLARED_REPO,
-        KIND_UNYIELDED_PATH,
-        KIND_SUPERSEDED_GENERATION,
-        KIND_STALE_CONTENT,
+        codes.KIND_MANIFEST_ORPHAN,
+        codes.KIND_UNDECLARED_REPO,
+        codes.KIND_UNYIELDED_PATH,
+        codes.KIND_SUPERSEDED_GENERATION,
+        codes.KIND_STALE_CONTENT,
     }
 )
 PENDING_KINDS = frozenset(
-    {KIND_SUPERSEDED_PENDING, KIND_STALE_CONTENT_PENDING, KIND_MANIFEST_ORPHAN_PENDING}
+    {
+        codes.KIND_SUPERSEDED_PENDING,
+        codes.KIND_STALE_CONTENT_PENDING,
+        codes.KIND_MANIFEST_ORPHAN_PENDING,
+    }
 )
 
 TELEMETRY_EXAMPLE_IDS = 5
@@ -70,15 +65,15 @@ class ReconcilePlan:
             self, "counts", {kind: len(self.ids_by_kind.get(kind, ())) for kind in ORPHAN_KINDS}
         )
 
-    def telemetry(self) -> dict[str, Any]:
-        """Each kind under its own key with its count and a few example ids, so one kind can
-        never be read as another; the skip and containment counters beside them."""
+    def telemetry(self, examples: int = TELEMETRY_EXAMPLE_IDS) -> dict[str, Any]:
+        """Each kind under its own key with its count and ``examples`` example ids, so one
+        kind can never be read as another; the skip and containment counters beside them."""
         return {
             "tenantId": self.tenant_id,
             "orphans": {
                 kind: {
                     "count": self.counts[kind],
-                    "ids": list(self.ids_by_kind.get(kind, ())[:TELEMETRY_EXAMPLE_IDS]),
+                    "ids": list(self.ids_by_kind.get(kind, ())[:examples]),
                     "actionable": kind in ACTIONABLE_KINDS,
                 }
                 for kind in ORPHAN_KINDS

@@ -83,15 +83,11 @@ def encode_census(census: Census | None, cap: int = CENSUS_MAX_IDS) -> str:
     )
 
 
-class _DuplicateKey(ValueError):
-    pass
-
-
 def _reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     keys = [key for key, _ in pairs]
     if len(set(keys)) != len(keys):
         # json.loads would silently keep the last value: a record that says two things is torn.
-        raise _DuplicateKey("duplicate key")
+        raise ValueError("duplicate key")
     return dict(pairs)
 
 

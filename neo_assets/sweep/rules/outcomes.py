@@ -10,8 +10,6 @@ from typing import Any
 from neo_assets.core import codes
 from neo_assets.sweep.rules.fence_gate import FENCEABLE_CODES, is_durable_fence
 
-SWEEP_SUMMARY_MALFORMED = codes.SWEEP_SUMMARY_MALFORMED
-
 # Live codes that defer: embed-domain failures a later sweep may finish (the codes a fence
 # may carry, which include the fence codes for malformed fence rows), plus a frozen
 # collection. Everything else fails.
@@ -36,7 +34,7 @@ PROVIDER_FAILURE_CODES: frozenset[str] = frozenset(
 # self-inflicted (abort, yield) last.
 CAUSE_PRIORITY: tuple[str, ...] = (
     # failing
-    SWEEP_SUMMARY_MALFORMED,
+    codes.SWEEP_SUMMARY_MALFORMED,
     codes.CONFIG_INVALID,
     codes.SOURCE_REPO_MISSING,
     codes.SOURCE_UNREADABLE,
@@ -86,17 +84,12 @@ class SweepVerdict:
 
 def row_code(row: object) -> str:
     """The code a live row is classified by: its top-level ``code`` when that is a string,
-    else ``SWEEP_SUMMARY_MALFORMED`` (a row with no readable code cannot be deferred)."""
+    else ``codes.SWEEP_SUMMARY_MALFORMED`` (a row with no readable code cannot be deferred)."""
     if isinstance(row, Mapping):
         code = row.get("code")
         if isinstance(code, str):
             return code
-    return SWEEP_SUMMARY_MALFORMED
-
-
-def is_deferrable_code(code: str) -> bool:
-    """True when a live row with this code defers the sweep instead of failing it."""
-    return code in DEFERRABLE_CODES
+    return codes.SWEEP_SUMMARY_MALFORMED
 
 
 def pick_cause(candidate_codes: list[str]) -> str:
@@ -116,38 +109,21 @@ def classify_sweep_outcome(rows: Sequence[object]) -> SweepVerdict:
     docs/design/sweep.md#outcomes."""
     fence_rows = tuple(row for row in rows if is_durable_fence(row))
     live_rows = tuple(row for row in rows if not is_durable_fence(row))
-
-    if not live_rows:
-        return SweepVerdict(
-            outcome=codes.OUTCOME_COMPLETE,
-            cause_code=None,
-            advance_checkpoint=True,
-            reset_failures=True,
-            arms_recovery_episode=False,
-            live_rows=live_rows,
-            fence_rows=fence_rows,
-        )
-
     live_codes = [row_code(row) for row in live_rows]
-    failing = [code for code in live_codes if not is_deferrable_code(code)]
-    if failing:
-        return SweepVerdict(
-            outcome=codes.OUTCOME_FAILED,
-            cause_code=pick_cause(failing),
-            advance_checkpoint=False,
-            reset_failures=False,
-            arms_recovery_episode=False,
-            live_rows=live_rows,
-            fence_rows=fence_rows,
-        )
-
-    cause = pick_cause(live_codes)
+    failing = [code for code in live_codes if code not in DEFERRABLE_CODES]
+    if not live_rows:
+        outcome, cause = codes.OUTCOME_COMPLETE, None
+    elif failing:
+        outcome, cause = codes.OUTCOME_FAILED, pick_cause(failing)
+    else:
+        outcome, cause = codes.OUTCOME_DEFERRED, pick_cause(live_codes)
+    complete = outcome == codes.OUTCOME_COMPLETE
     return SweepVerdict(
-        outcome=codes.OUTCOME_DEFERRED,
+        outcome=outcome,
         cause_code=cause,
-        advance_checkpoint=False,
-        reset_failures=False,
-        arms_recovery_episode=cause in PROVIDER_FAILURE_CODES,
+        advance_checkpoint=complete,
+        reset_failures=complete,
+        arms_recovery_episode=outcome == codes.OUTCOME_DEFERRED and cause in PROVIDER_FAILURE_CODES,
         live_rows=live_rows,
         fence_rows=fence_rows,
     )

@@ -98,11 +98,7 @@ def backoff_seconds(cadence_seconds: float, consecutive_failures: int, cap_secon
     ``ValueError`` for negative or non-finite inputs."""
     _check_non_negative("cadence_seconds", cadence_seconds)
     _check_non_negative("cap_seconds", cap_seconds)
-    if (
-        isinstance(consecutive_failures, bool)
-        or not isinstance(consecutive_failures, int)
-        or consecutive_failures < 0
-    ):
+    if not _is_count(consecutive_failures):
         raise ValueError(f"consecutive_failures must be an int >= 0, got {consecutive_failures!r}")
     try:
         raw = math.ldexp(float(cadence_seconds), min(consecutive_failures, _MAX_EXPONENT))
@@ -149,9 +145,8 @@ def _is_finite_number(value: object) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _readable_failures(state: RepoState) -> bool:
-    failures = state.consecutive_failures
-    return isinstance(failures, int) and not isinstance(failures, bool) and failures >= 0
+def _is_count(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _is_unobserved(state: RepoState) -> bool:
@@ -164,7 +159,7 @@ def _is_unobserved(state: RepoState) -> bool:
             or state.declaration_digest is None
             or state.embedding_generation is None
         )
-    if not (_is_finite_number(state.last_attempt_at) and _readable_failures(state)):
+    if not (_is_finite_number(state.last_attempt_at) and _is_count(state.consecutive_failures)):
         return True
     if state.last_outcome == codes.OUTCOME_FAILED:
         return not (

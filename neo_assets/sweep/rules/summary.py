@@ -4,7 +4,7 @@ old snake_case spelling is read by ``read_stored_summary`` (README, "Deprecated 
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 OFFERED = "offered"
@@ -73,14 +73,16 @@ def metric_name(key: str) -> str:
     """The name a count is plotted under in the Dagster UI (``count_<name>``): the old
     spelling, so the plots' history of each count goes on under the same name; a count
     added since has no old spelling and is plotted in snake_case like the others."""
-    old = DEPRECATED_SPELLINGS.get(key)
-    if old is not None:
-        return old
+    return DEPRECATED_SPELLINGS.get(key) or _snake_case(key)
+
+
+def _snake_case(key: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in key).lstrip("_")
 
 
-def _count(value: object) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+def _camel_case(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.title() for word in rest)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,8 @@ class StoredSummary:
 
     def count(self, key: str) -> int:
         """The count ``key`` (this release's spelling); 0 when absent or not a count."""
-        return _count(self.counts.get(key))
+        value = self.counts.get(key)
+        return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
     def first_error_line(self) -> str | None:
         """The first line of the first error's message (None: no error, or unreadable)."""
@@ -120,19 +123,10 @@ def read_stored_summary(raw: object) -> StoredSummary:
 
 
 # ------------------------------------------------------------------ the typed summary
-# Each count's attribute, by its JSON key (the lane counts its own in a dict by key).
+# Each count's attribute, by its JSON key (the lane counts its own in a dict by key): its
+# snake_case spelling.
 _FIELD_OF: Mapping[str, str] = {
-    OFFERED: "offered",
-    EMBEDDED: "embedded",
-    ALREADY_FENCED: "already_fenced",
-    FENCED_POISON: "fenced_poison",
-    FENCED_UNDELIVERABLE: "fenced_undeliverable",
-    DEFERRED: "deferred",
-    REQUESTS: "requests",
-    REUSED: "reused",
-    FENCED_SECRET: "fenced_secret",
-    ALREADY_PRESENT: "already_present",
-    CHUNKS: "chunks",
+    key: _snake_case(key) for key in (*LANE_COUNTS, REUSED, FENCED_SECRET, ALREADY_PRESENT, CHUNKS)
 }
 
 
@@ -174,20 +168,6 @@ class SweepCounts:
         }
 
 
-# Each stage time's JSON key and, for one release, its spelling before camelCase.
-TIMING_KEYS: Mapping[str, str] = {
-    "envelope_s": "envelopeSeconds",
-    "chunks_s": "chunksSeconds",
-    "embed_s": "embedSeconds",
-    "census_s": "censusSeconds",
-    "stages_s": "stagesSeconds",
-    "present_check_s": "presentCheckSeconds",
-    "write_s": "writeSeconds",
-    "embed_total_s": "embedTotalSeconds",
-    "code_index_s": "codeIndexSeconds",
-}
-
-
 @dataclass(frozen=True)
 class SweepTimings:
     """Seconds inside each stage (the sweep's own work, without its caller's event
@@ -210,6 +190,14 @@ class SweepTimings:
             for attr, key in TIMING_KEYS.items()
             if (value := getattr(self, attr)) is not None
         }
+
+
+# Each stage time's JSON key (``envelope_s``: ``envelopeSeconds``) by its attribute, which
+# was its spelling before camelCase (kept for one release).
+TIMING_KEYS: Mapping[str, str] = {
+    timing.name: _camel_case(timing.name.removesuffix("_s")) + "Seconds"
+    for timing in fields(SweepTimings)
+}
 
 
 def with_deprecated_timing_keys(timings: Mapping[str, Any]) -> dict[str, Any]:

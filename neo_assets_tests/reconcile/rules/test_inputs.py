@@ -8,12 +8,16 @@ from typing import Any
 import pytest
 
 from neo_assets.core import codes
-from neo_assets.reconcile.rules.inputs import (
+from neo_assets.core.codes import (
+    KIND_SUPERSEDED_PENDING,
+    KIND_UNYIELDED_PATH,
     RECONCILE_DECLARATION_MOVED,
     RECONCILE_GENERATION_REVISION_MISMATCH,
     RECONCILE_NO_ENVELOPE,
     RECONCILE_NO_GENERATION,
     RECONCILE_RECORDS_INCONSISTENT,
+)
+from neo_assets.reconcile.rules.inputs import (
     RepoRecords,
     authority_problem,
     repo_declaration,
@@ -21,7 +25,6 @@ from neo_assets.reconcile.rules.inputs import (
     tenant_declaration,
 )
 from neo_assets.reconcile.rules.orphans import classify_orphans
-from neo_assets.reconcile.rules.plan import KIND_SUPERSEDED_PENDING, KIND_UNYIELDED_PATH
 
 DIGEST = "d" * 64
 OTHER_DIGEST = "e" * 64

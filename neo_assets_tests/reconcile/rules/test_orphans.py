@@ -9,13 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neo_assets.core.ids.chunk_ids import chunk_id
-from neo_assets.reconcile.rules.checks import residue_share
-from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
-from neo_assets.reconcile.rules.no_hole import plan_keeps_complete_sets, reverify_before_delete
-from neo_assets.reconcile.rules.orphans import classify_orphans
-from neo_assets.reconcile.rules.plan import (
-    ACTIONABLE_KINDS,
+from neo_assets.core.codes import (
     KIND_CONFIG_STALE,
     KIND_MANIFEST_ORPHAN,
     KIND_MANIFEST_ORPHAN_PENDING,
@@ -25,6 +19,14 @@ from neo_assets.reconcile.rules.plan import (
     KIND_SUPERSEDED_PENDING,
     KIND_UNDECLARED_REPO,
     KIND_UNYIELDED_PATH,
+)
+from neo_assets.core.ids.chunk_ids import chunk_id
+from neo_assets.reconcile.rules.checks import residue_share
+from neo_assets.reconcile.rules.declaration import RepoDeclaration, TenantDeclaration
+from neo_assets.reconcile.rules.no_hole import plan_keeps_complete_sets, reverify_before_delete
+from neo_assets.reconcile.rules.orphans import classify_orphans
+from neo_assets.reconcile.rules.plan import (
+    ACTIONABLE_KINDS,
     ORPHAN_KINDS,
     PENDING_KINDS,
     ReconcilePlan,

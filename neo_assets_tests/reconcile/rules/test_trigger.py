@@ -5,14 +5,14 @@ from typing import Any
 
 import pytest
 
-from neo_assets.reconcile.rules.reclaim_gate import (
+from neo_assets.core.codes import (
     RECONCILE_CLASSIFY_ONLY,
     RECONCILE_DISABLED,
     RECONCILE_NOTHING_TO_RECLAIM,
     RECONCILE_PLAN_FOREIGN_ROWS,
     RECONCILE_PLAN_OPENS_HOLE,
-    reclaim_blocked,
 )
+from neo_assets.reconcile.rules.reclaim_gate import reclaim_blocked
 from neo_assets.reconcile.rules.trigger import after_sweep_run_key, nightly_run_key, tenant_of_sweep
 
 DECLARED = ["acme", "globex"]

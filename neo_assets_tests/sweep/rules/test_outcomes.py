@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from neo_assets.core import codes
+from neo_assets.core.codes import SWEEP_SUMMARY_MALFORMED
 from neo_assets.sweep.rules.outcomes import (
     CAUSE_PRIORITY,
     DEFERRABLE_CODES,
     PROVIDER_FAILURE_CODES,
-    SWEEP_SUMMARY_MALFORMED,
     SweepVerdict,
     classify_sweep_outcome,
     pick_cause,
