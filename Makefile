@@ -55,9 +55,20 @@ run: $(READY)
 # fixtures start once), then the few marked `solo` alone: they time the machine
 # (calibrated ceilings, kill -9 points) and must not share the CPU with another test.
 # Both passes always run; either failing fails the target.
+# Their temporary files (every test's NEO_HOME: Dagster's SQLite storage, Chroma, git)
+# go to a fresh directory under TEST_TMPDIR when it has TEST_TMP_MIN_KB free, removed
+# after: on a memory file system (/dev/shm) no SQLite commit waits for the disk.
+# TEST_TMPDIR= (empty) keeps the system's temporary directory.
+TEST_TMPDIR ?= /dev/shm
+TEST_TMP_MIN_KB ?= 4194304
 test: $(READY)
 	@$(BIN)/python -c 'import xdist' 2>/dev/null || { echo "make test runs on pytest-xdist, missing from $(VENV): install the dev extra (pip install -e '.[dev]'), or drop SKIP_INSTALL=1" >&2; exit 2; }
-	status=0; \
+	status=0; tmp=; \
+	free=$$(df -Pk '$(TEST_TMPDIR)' 2>/dev/null | awk 'NR == 2 {print $$4}'); \
+	if [ -n '$(TEST_TMPDIR)' ] && [ -w '$(TEST_TMPDIR)' ] && [ "$${free:-0}" -ge $(TEST_TMP_MIN_KB) ]; then \
+		tmp=$$(mktemp -d '$(TEST_TMPDIR)/neo-assets-test.XXXXXX') && chmod 1777 "$$tmp" && export TMPDIR="$$tmp"; \
+		trap 'rm -rf "$$tmp"' EXIT; trap 'exit 130' INT TERM; \
+	fi; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not solo" || status=$$?; \
 	$(BIN)/python -m pytest -m solo || status=$$((status ? status : $$?)); \
 	exit $$status

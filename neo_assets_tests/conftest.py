@@ -30,6 +30,13 @@ LONGEST_FIRST = (
     "test_make_run_e2e.py",
     "drills/test_simulation.py",
     "embedding/test_real_servers.py",
+    "serve/test_fresh_answers_e2e.py",
+    "store/test_postgres_ledger.py",
+    "test_sweep_e2e.py",
+    "test_failure_backoff.py",
+    "test_parser_migration_e2e.py",
+    "test_generation_switch_e2e.py",
+    "test_concurrency.py",
 )
 
 

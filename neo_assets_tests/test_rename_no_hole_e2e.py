@@ -46,6 +46,8 @@ def env(
     for name, value in made.env_vars().items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
+    # A port refused before the provider answered is waited for apart (a server starting).
+    monkeypatch.setenv("NEO_EMBEDDING_UNREACHABLE_WAIT_S", "0.3")
     monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
     yield made
     made.close()

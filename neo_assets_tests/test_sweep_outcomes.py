@@ -572,6 +572,8 @@ def test_backoff_doubles_per_deferral_up_to_the_cap_and_a_success_resets_it(
 ) -> None:
     env = make_env({"good.txt": GOOD, "other.txt": text_file("another healthy chunk")})
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
+    # A port refused before the provider answered is waited for apart (a server starting).
+    monkeypatch.setenv("NEO_EMBEDDING_UNREACHABLE_WAIT_S", "0.3")
     env.server.refuse()
     cadence, cap = 60.0 * CADENCE_MINUTES, 60.0 * BACKOFF_CAP_MINUTES
     expected = [min(cadence * 2**n, cap) for n in (1, 2, 3)]

@@ -55,7 +55,7 @@ def call(tools: CodeTools, tool: str, **body: Any) -> dict[str, Any]:
 
 
 def test_the_tools_answer_at_the_served_revision_until_a_sweep_completes(
-    env: SweepEnv, server_module: FaultServerSupervisor
+    env: SweepEnv, server_module: FaultServerSupervisor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     assert env.sweep(force=True)["outcome"] == codes.OUTCOME_COMPLETE
     first = env.head()
@@ -66,6 +66,8 @@ def test_the_tools_answer_at_the_served_revision_until_a_sweep_completes(
 
     second = env.commit({"app.py": "def second_handler():\n    return 2\n"})
     server_module.refuse()  # the provider is down: the sweep cannot complete
+    # Not waited for as a server that may be starting: that wait is not this test's subject.
+    monkeypatch.setenv("NEO_EMBEDDING_UNREACHABLE_WAIT_S", "0.3")
     try:
         deferred = env.sweep(force=True)
     finally:

@@ -202,6 +202,8 @@ def test_exclusion_and_parser_bump_reclaim_with_no_hole_and_no_further_bump(
     for name, value in sweep_env_vars(server).items():
         monkeypatch.setenv(name, value)
     monkeypatch.setenv("NEO_EMBEDDING_RECOVERY_MAX_WAIT_S", "0.3")
+    # A port refused before the provider answered is waited for apart (a server starting).
+    monkeypatch.setenv("NEO_EMBEDDING_UNREACHABLE_WAIT_S", "0.3")
     monkeypatch.setenv("NEO_RECONCILIATION_ENABLED", "true")
     # Reclamation path by path while the bump is partial; with the quality gate on (the
     # default) the old parser's rows serve until the new one is evaluated
