@@ -56,8 +56,9 @@ run: $(READY)
 # (calibrated ceilings, kill -9 points) and must not share the CPU with another test.
 # Both passes always run; either failing fails the target.
 # Their temporary files (every test's NEO_HOME: Dagster's SQLite storage, Chroma, git)
-# go to a fresh directory under TEST_TMPDIR when it has TEST_TMP_MIN_KB free, removed
-# after: on a memory file system (/dev/shm) no SQLite commit waits for the disk.
+# go to a fresh directory under TEST_TMPDIR when it has TEST_TMP_MIN_KB free and runs
+# programs (tests start scripts they write), removed after: on a memory file system
+# (/dev/shm) no SQLite commit waits for the disk.
 # TEST_TMPDIR= (empty) keeps the system's temporary directory.
 TEST_TMPDIR ?= /dev/shm
 TEST_TMP_MIN_KB ?= 4194304
@@ -66,8 +67,10 @@ test: $(READY)
 	status=0; tmp=; \
 	free=$$(df -Pk '$(TEST_TMPDIR)' 2>/dev/null | awk 'NR == 2 {print $$4}'); \
 	if [ -n '$(TEST_TMPDIR)' ] && [ -w '$(TEST_TMPDIR)' ] && [ "$${free:-0}" -ge $(TEST_TMP_MIN_KB) ]; then \
-		tmp=$$(mktemp -d '$(TEST_TMPDIR)/neo-assets-test.XXXXXX') && chmod 1777 "$$tmp" && export TMPDIR="$$tmp"; \
+		tmp=$$(mktemp -d '$(TEST_TMPDIR)/neo-assets-test.XXXXXX') && chmod 1777 "$$tmp"; \
 		trap 'rm -rf "$$tmp"' EXIT; trap 'exit 130' INT TERM; \
+		printf '#!/bin/sh\n' > "$$tmp/x" && chmod +x "$$tmp/x"; \
+		if "$$tmp/x" 2>/dev/null; then rm -f "$$tmp/x"; export TMPDIR="$$tmp"; fi; \
 	fi; \
 	$(BIN)/python -m pytest -n 2 --dist loadfile -m "not solo" || status=$$?; \
 	$(BIN)/python -m pytest -m solo || status=$$((status ? status : $$?)); \
