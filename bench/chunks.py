@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from neo_assets.sources.parsers.grammars import language_for
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file_result, split_lines
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file_result
+from neo_assets.sources.parsers.neo_code_v1 import split_lines
 from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
 from neo_assets.sources.rules.path_rules import decode_text, looks_binary
 

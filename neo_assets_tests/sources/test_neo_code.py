@@ -5,11 +5,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id
-from neo_assets.sources.parsers.neo_code import (
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sources.parsers.neo_code_v1 import (
     CHUNK_KINDS,
-    PARSER_ID,
     ParsedChunk,
-    chunk_file,
     module_name,
     parse_file,
     split_lines,

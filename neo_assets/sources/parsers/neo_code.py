@@ -5,41 +5,10 @@ version is part of each chunk id, so a version bump re-identifies every chunk.""
 
 from dataclasses import dataclass
 
-from neo_assets.sources.parsers.neo_code_v1 import (
-    CHUNK_KINDS,
-    KIND_CLASS,
-    KIND_FUNCTION,
-    KIND_METHOD,
-    KIND_MODULE,
-    KIND_SECTION,
-    KIND_TEXT,
-    PARSER_ID,
-    ParsedChunk,
-    module_name,
-    parse_file,
-    split_lines,
-)
+from neo_assets.sources.parsers.neo_code_v1 import PARSER_ID, parse_file
 from neo_assets.sources.parsers.neo_code_v2 import parse_file_v2
 from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks, make_chunk
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
-
-__all__ = [
-    "CHUNK_KINDS",
-    "KIND_CLASS",
-    "KIND_FUNCTION",
-    "KIND_METHOD",
-    "KIND_MODULE",
-    "KIND_SECTION",
-    "KIND_TEXT",
-    "PARSER_ID",
-    "ChunkedFile",
-    "ParsedChunk",
-    "chunk_file",
-    "chunk_file_result",
-    "module_name",
-    "parse_file",
-    "split_lines",
-]
 
 
 @dataclass(frozen=True)

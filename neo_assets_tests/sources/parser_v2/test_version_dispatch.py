@@ -6,7 +6,8 @@ import pytest
 
 from neo_assets.core.ids.chunk_ids import chunk_id
 from neo_assets.sources.parsers import grammars
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file, chunk_file_result, parse_file
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file, chunk_file_result
+from neo_assets.sources.parsers.neo_code_v1 import parse_file
 from neo_assets_tests.sources.parser_v2 import samples
 
 FILES = [
