@@ -146,7 +146,7 @@ def _sweep_each(
     if dues:
         ensure_pool(instance)
     results: list[dict[str, Any]] = []
-    progress = _sweep_progress(console)
+    progress = _progress(console)
     task = progress.add_task("sweeping", total=len(dues))
     # Inside a repo: the embedding step's batches (reported in process, see sweep.progress).
     batches = progress.add_task("  embedding", total=None, visible=False)
@@ -174,19 +174,25 @@ def _sweep_each(
     ]
     if swept:
         refresh_links(settings, swept, instance, console=console)
-    if swept:
-        defs.resolve_job_def("status").execute_in_process(
-            instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
-        )
+        _refresh_status(instance)
     return results
 
 
-def _sweep_progress(console: Console | None) -> Progress:
-    """The sweep's progress bars, on stderr unless a console is given."""
+def _refresh_status(instance: Any) -> None:
+    """The status snapshot the UI shows, after the runs that change it."""
+    from neo_assets.definitions import defs
+
+    defs.resolve_job_def("status").execute_in_process(
+        instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
+    )
+
+
+def _progress(console: Console | None, counted: str = "") -> Progress:
+    """Progress bars (``counted``: what the count counts), on stderr unless a console is given."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.completed}/{task.total}" + counted),
         TimeElapsedColumn(),
         console=console or Console(stderr=True, soft_wrap=True),
         transient=False,
@@ -300,14 +306,7 @@ def refresh_links(
         dues = [d for d in evaluate_links(ctxs, settings, ledger) if d.reason is not None]
     if not dues:
         return out
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} rows"),
-        TimeElapsedColumn(),
-        console=console or Console(stderr=True, soft_wrap=True),
-        transient=False,
-    )
+    bar = _progress(console, " rows")
     # The links run's stages (rows read, temporal pass, each semantic block, storing),
     # reported in process like the embedding batches.
     task = bar.add_task("links", total=None, visible=False)
@@ -390,9 +389,7 @@ def run_reconciliation(
     with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
         reports = [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
         if tenant_ids:  # the snapshot the UI shows follows every reconciliation
-            defs.resolve_job_def("status").execute_in_process(
-                instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
-            )
+            _refresh_status(instance)
         return reports
 
 
