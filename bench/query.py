@@ -454,7 +454,7 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                 for rel, text in corpus(path, spec)
                                 for ch in chunk_file(
                                     "bench", name, rel, text, PARSER_ID, PARSER_VERSION
-                                )
+                                ).chunks
                             ]
                             started = time.perf_counter()
                             # Rows embedded as bench/retrieval.py does: an input over the

@@ -31,35 +31,10 @@ def chunk_file(
     *,
     max_chunk_chars: int = 6000,
     window_lines: int = 60,
-) -> list[Chunk]:
-    """The file's chunks with contract ids; identical chunks (same kind, name and
-    content) collapse to the first. The declared version picks the parser: 1.x neo_code_v1's,
-    2.x neo_code_v2's."""
-    return chunk_file_result(
-        tenant_id,
-        repo_slug,
-        source_path,
-        text,
-        parser_id,
-        parser_version,
-        max_chunk_chars=max_chunk_chars,
-        window_lines=window_lines,
-    ).chunks
-
-
-def chunk_file_result(
-    tenant_id: str,
-    repo_slug: str,
-    source_path: str,
-    text: str,
-    parser_id: str,
-    parser_version: str,
-    *,
-    max_chunk_chars: int = 6000,
-    window_lines: int = 60,
 ) -> ChunkedFile:
-    """``chunk_file`` with the file's language and fallback reason, for callers that
-    count windowed files."""
+    """The file's chunks with contract ids (identical chunks, same kind, name and content,
+    collapse to the first), its language and fallback reason. The declared version picks
+    the parser: 1.x neo_code_v1's, 2.x neo_code_v2's."""
     if parser_id != PARSER_ID:
         raise ValueError(f"chunk_file of {PARSER_ID!r} cannot produce chunks for {parser_id!r}")
     if parser_generation(parser_version) == GENERATION_UNITS:
