@@ -18,6 +18,7 @@ from neo_assets.sources.rules.chunk_kinds import (
     KIND_SECTION,
     KIND_TEXT,
 )
+from neo_assets.sources.rules.doc_headings import heading_paths
 from neo_assets.sources.rules.parser_versions import NEO_CODE
 
 PARSER_ID = NEO_CODE  # declared in the parser registry (sources/rules/parser_versions.py)
@@ -201,14 +202,9 @@ def _markdown_pieces(source_path: str, lines: Sequence[str]) -> list[_Piece]:
     first = headings[0][0] if headings else len(lines)
     if first > 0:
         pieces.append(_Piece(KIND_SECTION, source_path, tuple(range(1, first + 1))))
-    stack: list[tuple[int, str]] = []
-    for n, (start, level, title) in enumerate(headings):
+    for n, ((start, _, _), path) in enumerate(zip(headings, heading_paths(headings), strict=True)):
         end = headings[n + 1][0] if n + 1 < len(headings) else len(lines)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        name = " > ".join(t for _, t in stack)
-        pieces.append(_Piece(KIND_SECTION, name, tuple(range(start + 1, end + 1))))
+        pieces.append(_Piece(KIND_SECTION, " > ".join(path), tuple(range(start + 1, end + 1))))
     return pieces
 
 
