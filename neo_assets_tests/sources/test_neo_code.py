@@ -13,7 +13,7 @@ from neo_assets.sources.parsers.neo_code_v1 import (
     parse_file,
     split_lines,
 )
-from neo_assets.sources.rules.chunks import dedupe_chunks, make_chunk
+from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks
 
 PY = textwrap.dedent(
     '''\
@@ -383,7 +383,7 @@ def test_identical_chunks_collapse_to_the_first() -> None:
 
 def test_dedupe_chunks_keeps_order_and_first_occurrence() -> None:
     def mk(content: str, line: int) -> object:
-        return make_chunk(
+        return Chunk(
             tenant_id="t",
             repo_slug="r",
             source_path="p",

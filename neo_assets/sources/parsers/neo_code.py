@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from neo_assets.sources.parsers.neo_code_v1 import PARSER_ID, parse_file
 from neo_assets.sources.parsers.neo_code_v2 import parse_file_v2
-from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks, make_chunk
+from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
 
 
@@ -48,7 +48,7 @@ def chunk_file(
         )
         language, reason = "", None  # 1.x names no language and never falls back by choice
     chunks = dedupe_chunks(
-        make_chunk(
+        Chunk(
             tenant_id=tenant_id,
             repo_slug=repo_slug,
             source_path=source_path,
