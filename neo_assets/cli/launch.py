@@ -15,8 +15,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
-from neo_assets.reconcile.retirement import apply_retirement
+from neo_assets.defs.partition_sync import sync_partitions
+from neo_assets.reconcile.retirement import apply_retirement, retired_tenant_ids
 from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.defs import EMBEDDING_POOL, SWEEP_STEP
@@ -119,7 +119,7 @@ def run_sweeps(
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
 
     with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
-        sync_partitions(instance, tenants, retained_tenants(ledger, tenants))
+        sync_partitions(instance, tenants, retired_tenant_ids(ledger, tenants))
         apply_retirement(ledger, tenants, time.time())
         return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
@@ -381,7 +381,7 @@ def run_reconciliation(
     from neo_assets.reconcile.defs import RECONCILE_JOB
 
     with open_ledger(settings) as ledger:
-        retired = retained_tenants(ledger, tenants)
+        retired = retired_tenant_ids(ledger, tenants)
     known = [t.id for t in tenants.tenants] + retired
     tenant_ids = [t for t in known if tenant is None or t == tenant]
     sync_partitions(instance, tenants, retired)
