@@ -285,7 +285,6 @@ def query(
                         repo=repo,
                         k=k,
                         expand=expand,
-                        repo_slugs=[r.slug for r in declared.repos],
                         filters=filters,
                     )
                 )

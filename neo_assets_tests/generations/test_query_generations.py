@@ -29,7 +29,7 @@ def query() -> dict:
     with open_ledger(settings) as ledger, open_store(settings) as store:
         return asyncio.run(
             run_query(
-                settings, store, ledger, "render", tenant="acme", repo=None, k=10, repo_slugs=["w"]
+                settings, store, ledger, "render", tenant="acme", repo=None, k=10
             )
         )
 
