@@ -48,7 +48,7 @@ def _chunks(repo: Path) -> list[str]:
             text=text,
             parser_id="neo-code",
             parser_version="2.0.0",
-        ):
+        ).chunks:
             texts.append(
                 embedding_input(
                     c.content,

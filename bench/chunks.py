@@ -40,7 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from neo_assets.sources.parsers.grammars import language_for
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file_result, split_lines
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sources.parsers.neo_code_v1 import split_lines
 from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
 from neo_assets.sources.rules.path_rules import decode_text, looks_binary
 
@@ -191,9 +192,7 @@ def read_files(root: Path) -> list[tuple[str, str]]:
 
 def measure(files: list[tuple[str, str]], version: str) -> dict[str, Any]:
     started = time.perf_counter()
-    results = [
-        chunk_file_result("bench", "repo", path, text, PARSER_ID, version) for path, text in files
-    ]
+    results = [chunk_file("bench", "repo", path, text, PARSER_ID, version) for path, text in files]
     elapsed = time.perf_counter() - started
     code_chunks = unit_chunks = whole = parts = 0
     functions = cut = in_parts = 0

@@ -146,7 +146,7 @@ def main() -> int:
         env = build_envelope(repo, max_file_bytes=current["settings"].sweep.max_file_bytes)
         docs = []
         for path, text in read_texts(env, env.yielded_paths()):
-            for ch in chunk_file("bench", "gen", path, text, "neo-code", "1.0.0"):
+            for ch in chunk_file("bench", "gen", path, text, "neo-code", "1.0.0").chunks:
                 docs.append(Document(page_content=ch.content, metadata={"source": path}))
         return docs
 

@@ -148,7 +148,7 @@ def seed(
 
 def synthetic_chunks(tenant: str, slug: str, n: int, rng: random.Random) -> list[Any]:
     """``n`` function-sized chunks, ten per file, with code-like names and text."""
-    from neo_assets.sources.rules.chunks import make_chunk
+    from neo_assets.sources.rules.chunks import Chunk
 
     out = []
     for i in range(n):
@@ -159,7 +159,7 @@ def synthetic_chunks(tenant: str, slug: str, n: int, rng: random.Random) -> list
             f'def {name}({c}):\n    """{a} the {b} of a {c}."""\n    # {body}\n    return {c}\n'
         )
         out.append(
-            make_chunk(
+            Chunk(
                 tenant_id=tenant,
                 repo_slug=slug,
                 source_path=f"pkg{i // 1000}/mod{i // 10}.py",
@@ -454,7 +454,7 @@ def recall_case(repos: dict[str, Path]) -> dict[str, Any]:
                                 for rel, text in corpus(path, spec)
                                 for ch in chunk_file(
                                     "bench", name, rel, text, PARSER_ID, PARSER_VERSION
-                                )
+                                ).chunks
                             ]
                             started = time.perf_counter()
                             # Rows embedded as bench/retrieval.py does: an input over the

@@ -73,7 +73,7 @@ def chunk_inputs(files: list[tuple[str, str]], variant: str) -> list[tuple[Any, 
     )
     out = []
     for path, text in files:
-        for ch in chunk_file("bench", "retrieval", path, text, PARSER_ID, version):
+        for ch in chunk_file("bench", "retrieval", path, text, PARSER_ID, version).chunks:
             given = embedding_input(
                 ch.content,
                 kind=ch.kind,

@@ -197,7 +197,7 @@ class SweepEnv:
             PARSER_VERSION,
             max_chunk_chars=settings.sweep.max_chunk_chars,
             window_lines=settings.sweep.window_lines,
-        )
+        ).chunks
         return only.chunk_id
 
     def row_ids(self) -> set[str]:

@@ -21,7 +21,7 @@ from neo_assets_tests.kb_handles import sweep_once
 from neo_assets_tests.tenantfiles import repo_entry, write_tenants
 
 
-def query(repo_slugs: list[str]) -> dict:
+def query() -> dict:
     settings = load_settings()
     with open_ledger(settings) as ledger, open_store(settings) as store:
         return asyncio.run(
@@ -33,7 +33,6 @@ def query(repo_slugs: list[str]) -> dict:
                 tenant="acme",
                 repo=None,
                 k=20,
-                repo_slugs=repo_slugs,
             )
         )
 
@@ -75,7 +74,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
         assert record.generation == legacy and record.collection_name is None
         [at] = repo_generations(ledger, "acme")
         assert at.generation == legacy and at.complete
-    answered = query(["w"])
+    answered = query()
     assert answered["embeddingGeneration"] == legacy and answered["results"]
     assert {h["metadata"]["embeddingGeneration"] for h in answered["results"]} == {legacy}
     # Unchanged configuration: the legacy collection is this generation's; nothing sent.
@@ -89,7 +88,7 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     assert new != legacy
     switched = sweep_once(ctx)
     assert switched["outcome"] == "complete" and switched["embeddingGeneration"] == new
-    after = query(["w"])
+    after = query()
     assert after["embeddingGeneration"] == new
     assert {h["metadata"]["embeddingGeneration"] for h in after["results"]} == {new}
     with open_ledger(load_settings()) as ledger:
@@ -98,5 +97,5 @@ def test_a_pre_generation_knowledge_base_keeps_answering_and_migrates_by_the_swi
     assert records[legacy].collection_name is None
     # Switching back before reclamation is instant: the legacy generation is complete.
     monkeypatch.delenv("NEO_EMBEDDING_DIMENSIONS")
-    back = query(["w"])
+    back = query()
     assert back["embeddingGeneration"] == legacy

@@ -88,18 +88,12 @@ def run_sweep_command(tenant: str | None, repo: str | None, force: bool, as_json
 
 def check_sweep_run_set(tenants, tenant: str | None, repo: str | None, withheld: list) -> None:
     """A usage error for a tenant or repo the file does not declare (nor withholds)."""
-    if tenant and not withheld and not any(t.id == tenant for t in tenants.tenants):
+    if withheld:
+        return
+    if tenant and tenants.tenant(tenant) is None:
         raise UsageError(f"no tenant {tenant!r} in {tenants.path}")
-    if (
-        repo
-        and not withheld
-        and not any(
-            r.slug == repo
-            for t in tenants.tenants
-            for r in t.repos
-            if tenant is None or t.id == tenant
-        )
-    ):
+    selected = [r.slug for t, r in tenants.iter_repos() if tenant is None or t.id == tenant]
+    if repo and repo not in selected:
         raise UsageError(f"no repo {repo!r} declared in {tenants.path}")
 
 
@@ -284,7 +278,6 @@ def query(
                         repo=repo,
                         k=k,
                         expand=expand,
-                        repo_slugs=[r.slug for r in declared.repos],
                         filters=filters,
                     )
                 )

@@ -34,11 +34,11 @@ def emit(doc: dict[str, Any], as_json: bool) -> None:
         sys.stdout.flush()
 
 
-def load_settings_or_usage():  # noqa: ANN201 - Settings
+def load_settings_or_usage(**overrides: object):  # noqa: ANN201 - Settings
     from neo_assets.config.settings import SettingsError, load_settings
 
     try:
-        return load_settings()
+        return load_settings(**overrides)
     except SettingsError as exc:
         raise UsageError(str(exc)) from None
 
@@ -48,14 +48,13 @@ def load_config():  # noqa: ANN201 - (settings, tenants)
     file gets wrong is told on stderr, one warning per problem: a misdeclared tenant or
     repo keeps its last good declaration, and the others run as usual. Only a file that
     gives no tenant, with no last good declaration to stand in, is a usage error."""
-    from neo_assets.config.settings import SettingsError, load_settings
     from neo_assets.declaration.in_force import load_declaration, warning_lines
     from neo_assets.tenants.validation import TenantsConfigError
 
+    settings = load_settings_or_usage()
     try:
-        settings = load_settings()
         tenants = load_declaration(settings)
-    except (SettingsError, TenantsConfigError) as exc:
+    except TenantsConfigError as exc:
         raise UsageError(str(exc)) from None
     for line in warning_lines(tenants):
         err.print(f"[yellow]warning:[/yellow] {line}", markup=True, highlight=False, soft_wrap=True)
@@ -68,14 +67,11 @@ def run(fn: Callable[[], int], as_json: bool) -> None:
 
     try:
         code = fn()
-    except UsageError as exc:
+    except (UsageError, StoreUnreachable) as exc:  # unreachable: nothing was written
+        usage = isinstance(exc, UsageError)
+        failure = codes.CONFIG_INVALID if usage else codes.STORE_FAILED
         err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
         if as_json:
-            emit({"error": str(exc), "code": codes.CONFIG_INVALID}, True)
-        raise typer.Exit(EXIT_USAGE) from None
-    except StoreUnreachable as exc:  # nothing was written: the store was never reached
-        err.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
-        if as_json:
-            emit({"error": str(exc), "code": codes.STORE_FAILED}, True)
-        raise typer.Exit(EXIT_FAILED) from None
+            emit({"error": str(exc), "code": failure}, True)
+        raise typer.Exit(EXIT_USAGE if usage else EXIT_FAILED) from None
     raise typer.Exit(code)

@@ -15,8 +15,8 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from neo_assets.config.settings import Settings
 from neo_assets.core import codes
-from neo_assets.defs.partition_sync import retained_tenants, sync_partitions
-from neo_assets.reconcile.retirement import apply_retirement
+from neo_assets.defs.partition_sync import sync_partitions
+from neo_assets.reconcile.retirement import apply_retirement, retired_tenant_ids
 from neo_assets.services.handles import open_ledger, store_kept_open
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.defs import EMBEDDING_POOL, SWEEP_STEP
@@ -119,7 +119,7 @@ def run_sweeps(
     """Sweep every due (or, with force, every) selected repo, one Dagster run each."""
 
     with open_ledger(settings) as ledger, contextlib.ExitStack() as held:
-        sync_partitions(instance, tenants, retained_tenants(ledger, tenants))
+        sync_partitions(instance, tenants, retired_tenant_ids(ledger, tenants))
         apply_retirement(ledger, tenants, time.time())
         return _sweep_each(settings, tenants, instance, ledger, held, tenant, repo, force, console)
 
@@ -146,7 +146,7 @@ def _sweep_each(
     if dues:
         ensure_pool(instance)
     results: list[dict[str, Any]] = []
-    progress = _sweep_progress(console)
+    progress = _progress(console)
     task = progress.add_task("sweeping", total=len(dues))
     # Inside a repo: the embedding step's batches (reported in process, see sweep.progress).
     batches = progress.add_task("  embedding", total=None, visible=False)
@@ -174,19 +174,25 @@ def _sweep_each(
     ]
     if swept:
         refresh_links(settings, swept, instance, console=console)
-    if swept:
-        defs.resolve_job_def("status").execute_in_process(
-            instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
-        )
+        _refresh_status(instance)
     return results
 
 
-def _sweep_progress(console: Console | None) -> Progress:
-    """The sweep's progress bars, on stderr unless a console is given."""
+def _refresh_status(instance: Any) -> None:
+    """The status snapshot the UI shows, after the runs that change it."""
+    from neo_assets.definitions import defs
+
+    defs.resolve_job_def("status").execute_in_process(
+        instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
+    )
+
+
+def _progress(console: Console | None, counted: str = "") -> Progress:
+    """Progress bars (``counted``: what the count counts), on stderr unless a console is given."""
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
-        TextColumn("{task.completed}/{task.total}"),
+        TextColumn("{task.completed}/{task.total}" + counted),
         TimeElapsedColumn(),
         console=console or Console(stderr=True, soft_wrap=True),
         transient=False,
@@ -300,14 +306,7 @@ def refresh_links(
         dues = [d for d in evaluate_links(ctxs, settings, ledger) if d.reason is not None]
     if not dues:
         return out
-    bar = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} rows"),
-        TimeElapsedColumn(),
-        console=console or Console(stderr=True, soft_wrap=True),
-        transient=False,
-    )
+    bar = _progress(console, " rows")
     # The links run's stages (rows read, temporal pass, each semantic block, storing),
     # reported in process like the embedding batches.
     task = bar.add_task("links", total=None, visible=False)
@@ -382,7 +381,7 @@ def run_reconciliation(
     from neo_assets.reconcile.defs import RECONCILE_JOB
 
     with open_ledger(settings) as ledger:
-        retired = retained_tenants(ledger, tenants)
+        retired = retired_tenant_ids(ledger, tenants)
     known = [t.id for t in tenants.tenants] + retired
     tenant_ids = [t for t in known if tenant is None or t == tenant]
     sync_partitions(instance, tenants, retired)
@@ -390,9 +389,7 @@ def run_reconciliation(
     with store_kept_open(settings) if tenant_ids else contextlib.nullcontext():
         reports = [_reconcile_one(settings, instance, job, t, apply) for t in tenant_ids]
         if tenant_ids:  # the snapshot the UI shows follows every reconciliation
-            defs.resolve_job_def("status").execute_in_process(
-                instance=instance, run_config=QUIET_CONSOLE, raise_on_error=False
-            )
+            _refresh_status(instance)
         return reports
 
 

@@ -3,7 +3,7 @@ default and NEO_* name. Read from the environment when used, so an operator who 
 leaf between two runs is heard on the second."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Literal
 
@@ -104,10 +104,8 @@ class StoreSettings(_Section):
 CALIBRATED_CHARS_PER_TOKEN = 2.3
 
 
-class EmbeddingSettings(_Section):
+class EmbeddingSettings(_Section, env_prefix="NEO_EMBEDDING_"):
     """The embedding provider and the lane's limits (NEO_EMBEDDING_*)."""
-
-    model_config = SettingsConfigDict(env_prefix="NEO_EMBEDDING_", extra="ignore", frozen=True)
 
     provider: ProviderKind = "hashing"
     base_url: str | None = None
@@ -218,10 +216,8 @@ class SweepSettings(_Section):
     sweep_lease_wait_s: float = Field(150.0, ge=0)
 
 
-class ReconcileSettings(_Section):
+class ReconcileSettings(_Section, env_prefix="NEO_RECONCILIATION_"):
     """Reconciliation (NEO_RECONCILIATION_*): classification always, deletion when enabled."""
-
-    model_config = SettingsConfigDict(env_prefix="NEO_RECONCILIATION_", extra="ignore", frozen=True)
 
     enabled: bool = False
     stale_gap: int = Field(2, ge=1)
@@ -249,10 +245,8 @@ class HealthSettings(_Section):
     recovery_freeze_reprobe_max_attempts: int = Field(12, ge=1)
 
 
-class LinksSettings(_Section):
+class LinksSettings(_Section, env_prefix="NEO_LINKS_"):
     """Related-chunk links (NEO_LINKS_*)."""
-
-    model_config = SettingsConfigDict(env_prefix="NEO_LINKS_", extra="ignore", frozen=True)
 
     semantic_threshold: float = Field(0.7, ge=-1, le=1)
     top_k: int = Field(20, ge=1)
@@ -267,10 +261,8 @@ class AlertsSettings(_Section):
     ui_base_url: str = "http://127.0.0.1:3000"  # the Dagster UI, for run links in alerts
 
 
-class ServeSettings(_Section):
+class ServeSettings(_Section, env_prefix="NEO_SERVE_"):
     """The agents' query service (NEO_SERVE_*): limits per request and per token."""
-
-    model_config = SettingsConfigDict(env_prefix="NEO_SERVE_", extra="ignore", frozen=True)
 
     host: str = "127.0.0.1"
     port: int = Field(8765, ge=1, le=65535)
@@ -310,10 +302,8 @@ class ServeSettings(_Section):
         return self
 
 
-class QualitySettings(_Section):
+class QualitySettings(_Section, env_prefix="NEO_QUALITY_"):
     """Answer quality (NEO_QUALITY_*): the self-evaluation and the gate on switches."""
-
-    model_config = SettingsConfigDict(env_prefix="NEO_QUALITY_", extra="ignore", frozen=True)
 
     # A new embedding generation serves a tenant only when no repo's self-evaluation is
     # worse than the serving generation's by more than the margin (MRR@10 or recall@10).
@@ -322,21 +312,6 @@ class QualitySettings(_Section):
     # Measure a repo's self-evaluation at the end of a sweep that moved its revision (and
     # of the sweep that completes a generation the gate waits on).
     after_sweep: bool = True
-
-
-# Each section and the settings class that reads it; a section's leaves are NEO_ + its
-# prefix + the leaf, upper-cased (NEO_EMBEDDING_MODEL is EmbeddingSettings.model).
-SECTIONS: dict[str, type[_Section]] = {
-    "store": StoreSettings,
-    "embedding": EmbeddingSettings,
-    "sweep": SweepSettings,
-    "reconcile": ReconcileSettings,
-    "health": HealthSettings,
-    "links": LinksSettings,
-    "alerts": AlertsSettings,
-    "serve": ServeSettings,
-    "quality": QualitySettings,
-}
 
 
 @dataclass(frozen=True)
@@ -352,6 +327,11 @@ class Settings:
     alerts: AlertsSettings
     serve: ServeSettings
     quality: QualitySettings
+
+
+# Each section and the settings class that reads it; a section's leaves are NEO_ + its
+# prefix + the leaf, upper-cased (NEO_EMBEDDING_MODEL is EmbeddingSettings.model).
+SECTIONS: dict[str, type[_Section]] = {f.name: f.type for f in fields(Settings)}
 
 
 def env_name(section: str, leaf: str) -> str:

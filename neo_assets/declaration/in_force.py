@@ -30,6 +30,7 @@ from neo_assets.tenants.validation import (
 )
 
 if TYPE_CHECKING:
+    from neo_assets.services.handles import OpenOnFirstUse
     from neo_assets.store.chroma_store import ChromaStore
 
 
@@ -47,27 +48,6 @@ def _stamp(path: Any) -> Any:
     except OSError:
         return None
     return (st.st_mtime_ns, st.st_size, st.st_ino)
-
-
-class _LedgerOnDemand:
-    """The ledger given, or one opened on first use and disposed of by ``close``."""
-
-    def __init__(self, settings: Settings, ledger: Ledger | None) -> None:
-        self.settings, self.given, self.opened = settings, ledger, None
-
-    def get(self) -> Ledger:
-        if self.given is not None:
-            return self.given
-        if self.opened is None:
-            from neo_assets.services.handles import open_ledger  # noqa: PLC0415 - on demand
-
-            self.opened = open_ledger(self.settings)
-        return self.opened
-
-    def close(self) -> None:
-        if self.opened is not None:
-            self.opened.dispose()
-            self.opened = None
 
 
 def load_declaration(
@@ -88,7 +68,14 @@ def load_declaration(
         check_paths=check_paths,
         home=settings.store.home_dir,
     )
-    on_demand = _LedgerOnDemand(settings, ledger)
+    # The ledger given, or one opened on first use and disposed of at the end (the
+    # handles import numpy: not at this module's import, which the CLI's config read takes).
+    from neo_assets.services.handles import OpenOnFirstUse, open_ledger  # noqa: PLC0415
+
+    if ledger is not None:
+        on_demand = OpenOnFirstUse(lambda: ledger, lambda _ledger: None)
+    else:
+        on_demand = OpenOnFirstUse(lambda: open_ledger(settings), Ledger.dispose)
     try:
         return _in_force(settings, reading, on_demand, check_paths and record, now, stamp)
     finally:
@@ -98,7 +85,7 @@ def load_declaration(
 def _in_force(
     settings: Settings,
     reading: TenantsReading,
-    ledger: _LedgerOnDemand,
+    ledger: "OpenOnFirstUse",
     record: bool,
     now: float | None,
     stamp: Any = None,
@@ -133,7 +120,7 @@ def _in_force(
 
 
 def remember(
-    ledger: _LedgerOnDemand,
+    ledger: "OpenOnFirstUse",
     url: str,
     tenants: Sequence[Tenant],
     now: float | None = None,

@@ -13,8 +13,6 @@ from neo_assets.core.ids.partition_changes import (
     tenant_partition_keys,
 )
 from neo_assets.defs.partitions import TENANT_REPOS, TENANTS
-from neo_assets.reconcile.retirement import retired_tenant_ids
-from neo_assets.store.ledger import Ledger
 from neo_assets.tenants.validation import TenantsFile
 
 PartitionRequest = dg.AddDynamicPartitionsRequest | dg.DeleteDynamicPartitionsRequest
@@ -29,11 +27,6 @@ def declared_partitions(
         TENANT_REPOS: repo_partition_keys(declaration),
         TENANTS: tenant_partition_keys(declaration) + list(retained_tenants),
     }
-
-
-def retained_tenants(ledger: Ledger, tenants: TenantsFile) -> list[str]:
-    """The retired tenants whose reconciliation partition stays."""
-    return retired_tenant_ids(ledger, tenants)
 
 
 def partition_requests(

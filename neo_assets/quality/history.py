@@ -68,7 +68,7 @@ def is_code(path: str) -> bool:
 def file_units(path: str, text: str, parser_version: str) -> list[Unit]:
     """The function-like units of one file by the declared parser, parts merged."""
     merged: dict[str, Unit] = {}
-    for ch in chunk_file("eval", "eval", path, text, PARSER_ID, parser_version):
+    for ch in chunk_file("eval", "eval", path, text, PARSER_ID, parser_version).chunks:
         if ch.kind not in FUNCTION_KINDS or ch.start_line is None or ch.end_line is None:
             continue
         qualified = unit_name(ch.qualified_name or ch.name)

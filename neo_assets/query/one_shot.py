@@ -4,7 +4,7 @@ from typing import Any
 
 from neo_assets.config.settings import Settings
 from neo_assets.query.rules.request import parse_search
-from neo_assets.query.search import EXPAND_PER_HIT, QueryService
+from neo_assets.query.search import QueryService
 from neo_assets.query.serving import Resident
 from neo_assets.store.chroma_store import ChromaStore
 from neo_assets.store.ledger import Ledger
@@ -20,16 +20,13 @@ async def run_query(
     repo: str | None,
     k: int,
     expand: bool = False,
-    expand_per_hit: int = EXPAND_PER_HIT,
     hybrid: bool | None = None,
-    repo_slugs: Any = None,
     filters: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """One query through a short-lived ``QueryService``, ``filters`` checked by the same rules
-    as HTTP's and MCP's. With ``expand``, each hit's linked chunks are under ``neighbours``
-    (and ``expanded``, the CLI's older name)."""
-    # The library's own bound; the tenant's declared repos come from the tenants file.
-    del expand_per_hit, repo_slugs
+    as HTTP's and MCP's, the tenant's repos read from the tenants file. With ``expand``,
+    each hit's linked chunks are under ``neighbours`` (and ``expanded``, the CLI's older
+    name)."""
     resident = Resident(settings, store, ledger)
     try:
         given = {name: value for name, value in (filters or {}).items() if value is not None}

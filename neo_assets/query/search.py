@@ -276,12 +276,7 @@ class QueryService(RelatedReads):
         parts: dict[str, list[str]] = {}
         if hybrid and options == RankingOptions():
             scored = view.index.scores(query_terms(request.query))
-            best = heapq.nsmallest(
-                LEXICAL_CANDIDATES,
-                (rid for rid in scored if keep(rid)),
-                key=lambda rid: (-scored[rid], rid),
-            )
-            lexical = {rid: scored[rid] for rid in best}
+            lexical = {rid: scored[rid] for rid in _best(scored, keep)}
             ranked = fuse(vector_ids, lexical, request.k)
         elif hybrid:
             ranked, lexical, parts = self._fused(view, request, keep, vector_ids, options)
@@ -320,22 +315,12 @@ class QueryService(RelatedReads):
         the chunk text; tests/docs demoted unless asked for; parts of a unit as one."""
         index = view.index
         scored = index.scores(query_terms(request.query))
-        names = heapq.nsmallest(
-            LEXICAL_CANDIDATES,
-            (rid for rid in scored if keep(rid)),
-            key=lambda rid: (-scored[rid], rid),
-        )
+        names = _best(scored, keep)
         lists: list[list[str]] = [vector_ids, names]
         lexical = {rid: scored[rid] for rid in names}
         if options.bm25:
             bm = above_floor(index.bm25(query_tokens(request.query)))
-            lists.append(
-                heapq.nsmallest(
-                    LEXICAL_CANDIDATES,
-                    (rid for rid in bm if keep(rid)),
-                    key=lambda rid: (-bm[rid], rid),
-                )
-            )
+            lists.append(_best(bm, keep))
         demoted: set[str] = set()
         asks = request.wants("path") is not None or asks_for_secondary(request.query)
         if options.source_prior and not asks:
@@ -443,6 +428,12 @@ class QueryService(RelatedReads):
             )
         checkpoint("answering")
         return {"tenantId": tenant_id, "repos": out}
+
+
+def _best(scores: dict[str, float], keep: Any) -> list[str]:
+    """The ``LEXICAL_CANDIDATES`` ids ``keep`` keeps of best score (ties by id)."""
+    kept = (rid for rid in scores if keep(rid))
+    return heapq.nsmallest(LEXICAL_CANDIDATES, kept, key=lambda rid: (-scores[rid], rid))
 
 
 def _cosine(vector: np.ndarray, other: Any) -> float:

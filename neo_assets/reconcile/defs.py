@@ -10,11 +10,7 @@ import dagster as dg
 from pydantic import Field
 
 from neo_assets.defs.metadata import markdown_table
-from neo_assets.defs.partition_sync import (
-    partition_requests,
-    retained_tenants,
-    sync_partitions,
-)
+from neo_assets.defs.partition_sync import partition_requests, sync_partitions
 from neo_assets.defs.partitions import tenants_partitions
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -23,6 +19,7 @@ from neo_assets.defs.resources import (
     TenantsResource,
 )
 from neo_assets.reconcile import checks
+from neo_assets.reconcile.retirement import retired_tenant_ids
 from neo_assets.reconcile.rules.plan import ACTIONABLE_KINDS, ORPHAN_KINDS
 from neo_assets.reconcile.rules.trigger import (
     after_sweep_run_key,
@@ -332,7 +329,7 @@ def reconciliation_sensor(
         ],
         # The tenant's partition, should the sweep sensor not have registered it yet.
         dynamic_partitions_requests=partition_requests(
-            instance, tenants_file, retained_tenants(ledger.get(), tenants_file)
+            instance, tenants_file, retired_tenant_ids(ledger.get(), tenants_file)
         ),
     )
 
@@ -352,7 +349,7 @@ def nightly_reconciliation_schedule(
     context: dg.ScheduleEvaluationContext, tenants: TenantsResource, ledger: LedgerResource
 ) -> list[dg.RunRequest] | dg.SkipReason:
     tenants_file = tenants.load()
-    retired = retained_tenants(ledger.get(), tenants_file)
+    retired = retired_tenant_ids(ledger.get(), tenants_file)
     tenant_ids = [t.id for t in tenants_file.tenants] + retired
     if not tenant_ids:
         return dg.SkipReason("no tenant is declared in the tenants file, and none is retired")

@@ -330,11 +330,8 @@ def iter_findings(text: str, path: str | None = None) -> Iterator[Finding]:
 
 def scan(text: str, path: str | None = None) -> list[Finding]:
     """The secrets in ``text`` (of ``path``), one per (rule, line), by line then rule."""
-    return sorted({(f.line, f.rule): f for f in iter_findings(text, path)}.values(), key=_order)
-
-
-def _order(f: Finding) -> tuple[int, str]:
-    return (f.line, f.rule)
+    found = {(f.line, f.rule): f for f in iter_findings(text, path)}
+    return [found[key] for key in sorted(found)]
 
 
 def has_secret(text: str, path: str | None = None) -> bool:

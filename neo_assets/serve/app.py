@@ -10,7 +10,6 @@ from urllib.parse import parse_qsl
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse
 from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -55,9 +54,7 @@ async def warm(runtime: Runtime) -> None:
 def build_app(settings: Settings, runtime: Runtime | None = None) -> ASGIApp:
     """The ASGI app; it opens its runtime (store, ledger, provider) when it starts and
     closes it when it stops (uvicorn's lifespan)."""
-    holder: dict[str, Runtime] = {}
     rt = runtime or Runtime.open(settings)
-    holder["rt"] = rt
     mcp = build_mcp(rt)
     host = settings.serve.host
     security = TransportSecuritySettings(
@@ -136,19 +133,13 @@ def refuse_tokens_in_urls(app: ASGIApp) -> ASGIApp:
             params = parse_qsl(scope["query_string"].decode("latin-1"), keep_blank_values=True)
             name = token_in_query(params)
             if name is not None:
-                refusal = JSONResponse(
-                    {
-                        "error": {
-                            "code": codes.AUTH_TOKEN_IN_URL,
-                            "message": f"a token was sent in the URL (query parameter "
-                            f"{name[:40]!r}); send it as 'Authorization: Bearer <token>' and "
-                            "revoke this one (`neo-assets token revoke ID`): URLs are logged",
-                            "field": name[:40],
-                        }
-                    },
-                    status_code=400,
+                message = (
+                    f"a token was sent in the URL (query parameter {name[:40]!r}); send it as "
+                    "'Authorization: Bearer <token>' and revoke this one (`neo-assets token "
+                    "revoke ID`): URLs are logged"
                 )
-                await refusal(scope, receive, send)
+                refusal = QueryInputError(codes.AUTH_TOKEN_IN_URL, message, name[:40])
+                await error_response(refusal)(scope, receive, send)
                 return
         await app(scope, receive, send)
 

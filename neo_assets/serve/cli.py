@@ -76,13 +76,8 @@ def serve(
     def go() -> int:
         import uvicorn
 
-        from neo_assets.config.settings import load_settings
-
         overrides = {k: v for k, v in {"serve_host": host, "serve_port": port}.items() if v}
-        try:
-            settings = load_settings(**overrides)
-        except Exception as exc:  # SettingsError: names the variable
-            raise common.UsageError(str(exc)) from None
+        settings = common.load_settings_or_usage(**overrides)
         problem = listen_problem(settings.serve.host, settings.serve.port)
         if problem is not None:  # before the store, the ledger and the provider open
             # One line, however narrow the terminal (a usage error, exit 2).

@@ -127,16 +127,9 @@ def _handler(
             )
         except Exception:
             log.exception("%s failed", name)
-            return JSONResponse(
-                {
-                    "error": {
-                        "code": codes.QUERY_UNAVAILABLE,
-                        "message": "the service could not answer; its log says why",
-                        "field": None,
-                    }
-                },
-                status_code=500,
-            )
+            message = "the service could not answer; its log says why"
+            failed = QueryInputError(codes.QUERY_UNAVAILABLE, message, None, status=500)
+            return error_response(failed)
 
     return handle
 

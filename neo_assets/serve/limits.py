@@ -32,7 +32,7 @@ log = logging.getLogger("neo_assets.serve")
 
 
 def _refusal(status: int, reason: str, code: str, message: str) -> bytes:
-    body = json.dumps({"error": {"code": code, "message": message, "field": None}}).encode()
+    body = json.dumps(QueryInputError(code, message, None).as_json()).encode()
     head = (
         f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\nconnection: close\r\n\r\n"
@@ -210,21 +210,8 @@ class StreamGuard:
             return
         log.info("closed an event stream idle for %.0f s", self.idle_s)
         if not started:  # nothing was answered yet: say why it ends
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 408,
-                    "headers": [(b"content-type", b"application/json")],
-                }
-            )
-            body = {
-                "error": {
-                    "code": codes.QUERY_TIMEOUT,
-                    "message": f"nothing to send for {self.idle_s} s (NEO_SERVE_STREAM_IDLE_S)",
-                    "field": None,
-                }
-            }
-            await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+            message = f"nothing to send for {self.idle_s} s (NEO_SERVE_STREAM_IDLE_S)"
+            await _send_error(send, 408, codes.QUERY_TIMEOUT, message)
         elif not finished:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -250,19 +237,18 @@ async def within(app: ASGIApp, scope: Scope, receive: Receive, send: Send, secon
     if started:  # the body was under way: end it
         await send({"type": "http.response.body", "body": b"", "more_body": False})
         return
-    body = {
-        "error": {
-            "code": codes.QUERY_TIMEOUT,
-            "message": f"the request took longer than {seconds:g} s "
-            "(NEO_SERVE_REQUEST_TIMEOUT_S); narrow it, send its body at once, or retry",
-            "field": None,
-        }
-    }
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 504,
-            "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-        }
+    message = (
+        f"the request took longer than {seconds:g} s (NEO_SERVE_REQUEST_TIMEOUT_S); narrow "
+        "it, send its body at once, or retry"
     )
+    await _send_error(send, 504, codes.QUERY_TIMEOUT, message, (b"connection", b"close"))
+
+
+async def _send_error(
+    send: Send, status: int, code: str, message: str, *headers: tuple[bytes, bytes]
+) -> None:
+    """A whole JSON refusal (``{"error": ...}``), as the service's every refusal reads."""
+    content = [(b"content-type", b"application/json"), *headers]
+    await send({"type": "http.response.start", "status": status, "headers": content})
+    body = QueryInputError(code, message, None).as_json()
     await send({"type": "http.response.body", "body": json.dumps(body).encode()})

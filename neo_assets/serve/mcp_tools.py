@@ -3,6 +3,7 @@ and the code tools, over the same query service and argument rules as HTTP, each
 declared schemas (``serve/query_specs.py``, ``code_tools/rules/tools.py``). The token
 (Bearer header, or NEO_TOKEN over stdio) is checked on every call."""
 
+import inspect
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -124,39 +125,32 @@ def add_search_tools(mcp: MCPServer, runtime: Runtime, call: Caller) -> None:
         check_args(SEARCH_TOOLS["list_repos"], arguments)
         return svc.repos(record.tenant_id, record.repos)
 
-    def search_tool(name: str, answer: Callable[..., Any]) -> Callable[..., Any]:
-        async def tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
-            async def run(record: TokenRecord) -> Any:
-                if name == "search_code":
-                    return await answer(record, arguments)
-                return await anyio.to_thread.run_sync(answer, record, arguments)
-
-            return await call(ctx, name, run)
-
-        return tool
-
-    for name, answer in (
-        ("search_code", search_code),
-        ("get_chunk", get_chunk),
-        ("related_chunks", related_chunks),
-        ("list_repos", list_repos),
-    ):
-        add_declared_tool(mcp, SEARCH_TOOLS[name], search_tool(name, answer))
+    for answer in (search_code, get_chunk, related_chunks, list_repos):
+        add_declared_tool(mcp, SEARCH_TOOLS[answer.__name__], _tool(call, answer.__name__, answer))
 
 
 def add_code_tools(mcp: MCPServer, runtime: Runtime, call: Caller) -> None:
     """The code tools (``find_symbol``, ``grep``, ...), answered by ``runtime.tools``."""
 
-    def tool_fn(name: str) -> Callable[..., Any]:
-        async def code_tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
-            async def run(record: TokenRecord) -> Any:
-                return await anyio.to_thread.run_sync(
-                    runtime.tools.call, name, record.tenant_id, record.repos, arguments
-                )
-
-            return await call(ctx, name, run)
-
-        return code_tool
+    def answer(name: str) -> Callable[[TokenRecord, dict[str, Any]], Any]:
+        return lambda record, arguments: runtime.tools.call(
+            name, record.tenant_id, record.repos, arguments
+        )
 
     for spec in TOOLS.values():
-        add_declared_tool(mcp, spec, tool_fn(spec.name))
+        add_declared_tool(mcp, spec, _tool(call, spec.name, answer(spec.name)))
+
+
+def _tool(call: Caller, name: str, answer: Callable[..., Any]) -> Callable[..., Any]:
+    """The MCP tool ``name``: ``answer(record, arguments)`` for the authenticated caller, in
+    a worker thread unless it is a coroutine function."""
+
+    async def tool(arguments: dict[str, Any], ctx: Context) -> dict[str, Any]:
+        async def run(record: TokenRecord) -> Any:
+            if inspect.iscoroutinefunction(answer):
+                return await answer(record, arguments)
+            return await anyio.to_thread.run_sync(answer, record, arguments)
+
+        return await call(ctx, name, run)
+
+    return tool

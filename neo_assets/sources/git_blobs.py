@@ -77,19 +77,6 @@ class CatFile:
         self._stdin: IO[bytes] = self._proc.stdin
         self._stdout: IO[bytes] = self._proc.stdout
 
-    def read(self, oid: str) -> bytes | None:
-        """The blob's bytes, or None when the object is missing or not a blob."""
-        try:
-            self._stdin.write(oid.encode("ascii") + b"\n")
-            self._stdin.flush()
-        except BrokenPipeError as exc:
-            raise SourceError(
-                codes.SOURCE_UNREADABLE,
-                f"repository {self._top}: git cat-file exited while reading {oid}. Fix: "
-                "check the repository with git fsck.",
-            ) from exc
-        return self._answer(oid)
-
     def read_many(self, oids: Sequence[str]) -> Iterator[tuple[str, bytes | None]]:
         """Each blob's bytes (or None), in order. A feeder thread writes every request
         ahead, so git answers back to back instead of one round trip per blob (on a first

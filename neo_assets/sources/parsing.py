@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from neo_assets.sources.parsers.neo_code import chunk_file_result
+from neo_assets.sources.parsers.neo_code import chunk_file
 
 # (chunk_id, source_path, kind, name, start_line, end_line, content, language,
 #  qualified_name, parent, fallback_reason). ``parent`` is "" when the chunk has none;
@@ -27,7 +27,7 @@ def parse_rows(identity: ParseIdentity, files: list[tuple[str, str]]) -> list[Ro
     """The chunks of ``files`` (path, text), in order, as plain rows."""
     rows: list[Row] = []
     for path, text in files:
-        result = chunk_file_result(
+        result = chunk_file(
             identity.tenant_id,
             identity.repo_slug,
             path,

@@ -26,11 +26,7 @@ from neo_assets.defs.metadata import (
     strikes_table,
     sweep_numbers,
 )
-from neo_assets.defs.partition_sync import (
-    partition_requests,
-    retained_tenants,
-    sync_partitions,
-)
+from neo_assets.defs.partition_sync import partition_requests, sync_partitions
 from neo_assets.defs.partitions import tenant_repos
 from neo_assets.defs.resources import (
     LedgerResource,
@@ -42,7 +38,7 @@ from neo_assets.defs.resources import (
 from neo_assets.quality.defs import ASSET as QUALITY_ASSET
 from neo_assets.quality.defs import OUT as QUALITY_OUT
 from neo_assets.quality.defs import quality_after_sweep
-from neo_assets.reconcile.retirement import apply_retirement
+from neo_assets.reconcile.retirement import apply_retirement, retired_tenant_ids
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.due import DUE_FORCED, declared_repos, evaluate
 from neo_assets.sweep.envelope import EnvelopeResult
@@ -404,7 +400,7 @@ def sweep_sensor(
         run_requests=requests,
         # Declared repos and tenants added, retired ones removed (their runs are kept).
         dynamic_partitions_requests=partition_requests(
-            context.instance, tenants_file, retained_tenants(the_ledger, tenants_file)
+            context.instance, tenants_file, retired_tenant_ids(the_ledger, tenants_file)
         ),
         cursor=json.dumps(cursor, sort_keys=True),
     )
@@ -435,7 +431,7 @@ def forced_sweep_schedule(
         return dg.SkipReason("no repo is declared in the tenants file")
     # A schedule cannot return partition requests (a sensor can): they are synced here, as
     # the CLI does, so every run request names a known partition.
-    sync_partitions(context.instance, tenants_file, retained_tenants(ledger.get(), tenants_file))
+    sync_partitions(context.instance, tenants_file, retired_tenant_ids(ledger.get(), tenants_file))
     when = context.scheduled_execution_time
     stamp = when.strftime("%Y-%m-%dT%H:%MZ") if when else "unscheduled"
     return [

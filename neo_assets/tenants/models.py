@@ -30,9 +30,7 @@ from neo_assets.tenants.rules import (
     _VERSION_ALLOWED,
     MAX_CADENCE_MINUTES,
     MAX_EXCLUDE_GLOB_LENGTH,
-    PARSER_KEYS,
     REPO_KEYS,
-    TENANT_KEYS,
     glob_defect,
     id_defects,
     is_semver,
@@ -61,6 +59,16 @@ def problem(kind: str, message: str) -> PydanticCustomError:
     """A failed check, its message as users read it. It rides in the context: as the
     template, its own braces ('${NEO_HOME}', '{id: ...}') would be read as fields."""
     return PydanticCustomError(kind, "{message}", {"message": message})
+
+
+def _once(seen: dict[str, int], key: str, what: str, where: str, allowed: str) -> None:
+    """A name declared again: ``seen`` maps each one so far to its index under ``where``."""
+    if key in seen:
+        raise problem(
+            "duplicate",
+            f"duplicate {what}; found {key!r}, already declared at {where}[{seen[key]}]; "
+            f"allowed: {allowed}",
+        )
 
 
 def _passes(says: str, defect_of: Callable[[str], str | None], allowed: str) -> AfterValidator:
@@ -123,6 +131,8 @@ class Strict(BaseModel):
     WORDS: ClassVar[dict[str, tuple[str, str]]] = {}  # field -> (what it is, what is allowed)
     MESSAGES: ClassVar[dict[tuple[str, str], Message]] = {}  # (field, error type) -> message
     NESTED: ClassVar[dict[str, type["Strict"]]] = {}  # field -> the model it holds
+    MAPPING: ClassVar[str] = ""  # what 'must be a mapping' names, when it is not one
+    EXAMPLE: ClassVar[str] = ""  # after the keys it allows
 
     @model_validator(mode="before")
     @classmethod
@@ -131,9 +141,12 @@ class Strict(BaseModel):
             return {key: value for key, value in data.items() if value is not None}
         return data
 
-    @staticmethod
-    def not_a_mapping(value: object) -> str:
-        raise NotImplementedError
+    @classmethod
+    def not_a_mapping(cls, value: object) -> str:
+        return (
+            f"{cls.MAPPING} must be a mapping; found {found_value(value)}; allowed: a mapping "
+            f"with keys {', '.join(cls.model_fields)}{cls.EXAMPLE}"
+        )
 
 
 class TopModel(Strict):
@@ -162,6 +175,7 @@ class TenantModel(Strict):
     """One tenant, its repos unread (each is validated on its own, ``RepoModel``)."""
 
     WHAT = "a tenant"
+    MAPPING = "each tenant"
     PHASES = ("id", "extra", "missing", "repos")
     WORDS = {"id": ("tenant id", _ID_ALLOWED)}
     MESSAGES = {
@@ -179,28 +193,18 @@ class TenantModel(Strict):
     id: Annotated[str, _id("tenant id")]
     repos: list[Any]
 
-    @staticmethod
-    def not_a_mapping(value: object) -> str:
-        return (
-            f"each tenant must be a mapping; found {found_value(value)}; allowed: a mapping "
-            f"with keys {', '.join(TENANT_KEYS)}"
-        )
-
     @field_validator("id")
     @classmethod
     def _once_in_the_file(cls, tenant_id: str, info: ValidationInfo) -> str:
-        seen: dict[str, int] = info.context["seen_tenants"]
-        if tenant_id in seen:
-            raise problem(
-                "duplicate",
-                f"duplicate tenant id; found {tenant_id!r}, already declared at "
-                f"tenants[{seen[tenant_id]}]; allowed: each tenant id once in the file",
-            )
+        seen = info.context["seen_tenants"]
+        _once(seen, tenant_id, "tenant id", "tenants", "each tenant id once in the file")
         return tenant_id
 
 
 class ParserModel(Strict):
     WHAT = "a parser"
+    MAPPING = "'parser'"
+    EXAMPLE = ", e.g. {id: neo-code, version: 1.0.0}"
     # Whether the parser exists is asked once the rest of it has been read.
     PHASES = (
         "extra",
@@ -231,13 +235,6 @@ class ParserModel(Strict):
     # None: the default secret globs (secrets/rules.DEFAULT_SECRET_FILE_GLOBS).
     secret_files: list[Glob] | None = None
 
-    @staticmethod
-    def not_a_mapping(value: object) -> str:
-        return (
-            f"'parser' must be a mapping; found {found_value(value)}; allowed: a mapping with "
-            f"keys {', '.join(PARSER_KEYS)}, e.g. {{id: neo-code, version: 1.0.0}}"
-        )
-
     @field_validator("id")
     @classmethod
     def _exists(cls, parser_id: str) -> str:
@@ -265,6 +262,7 @@ class RepoModel(Strict):
     slug -> index), the tenant's location and the ``PathRules``."""
 
     WHAT = "a repo"
+    MAPPING = "each repo"
     PHASES = ("slug", "extra", "missing", "path", "ref", "parser", "cadence_minutes")
     WORDS = {
         "slug": ("repo slug", _ID_ALLOWED),
@@ -284,24 +282,12 @@ class RepoModel(Strict):
     parser: ParserModel
     cadence_minutes: Annotated[int, Field(ge=1, le=MAX_CADENCE_MINUTES)] | None = None
 
-    @staticmethod
-    def not_a_mapping(value: object) -> str:
-        return (
-            f"each repo must be a mapping; found {found_value(value)}; allowed: a mapping with "
-            f"keys {', '.join(REPO_KEYS)}"
-        )
-
     @field_validator("slug")
     @classmethod
     def _once_in_the_tenant(cls, slug: str, info: ValidationInfo) -> str:
-        seen: dict[str, int] = info.context["seen_slugs"]
-        if slug in seen:
-            raise problem(
-                "duplicate",
-                f"duplicate repo slug in this tenant; found {slug!r}, already declared at "
-                f"{info.context['tenant_location']}.repos[{seen[slug]}]; allowed: each slug "
-                "once per tenant",
-            )
+        where = f"{info.context['tenant_location']}.repos"
+        seen = info.context["seen_slugs"]
+        _once(seen, slug, "repo slug in this tenant", where, "each slug once per tenant")
         return slug
 
     @field_validator("path")

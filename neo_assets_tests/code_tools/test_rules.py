@@ -23,7 +23,7 @@ from neo_assets.code_tools.rules.matching import (
 from neo_assets.code_tools.rules.tools import TOOLS, parse_args
 from neo_assets.core import codes
 from neo_assets.query.rules.request import QueryInputError
-from neo_assets.sources.parsers.units import CODE_UNIT_KINDS
+from neo_assets.sources.rules.chunk_kinds import CODE_UNIT_KINDS
 from neo_assets.sources.rules.languages import known_languages, language_of
 
 PY = (

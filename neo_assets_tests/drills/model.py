@@ -388,7 +388,7 @@ class World:
                 f"1.0.{repo.parser_patch}",
                 max_chunk_chars=settings.sweep.max_chunk_chars,
                 window_lines=settings.sweep.window_lines,
-            )
+            ).chunks
             ids[path] = {c.chunk_id for c in chunks}
         return ids
 

@@ -28,9 +28,7 @@ def query() -> dict:
     settings = load_settings()
     with open_ledger(settings) as ledger, open_store(settings) as store:
         return asyncio.run(
-            run_query(
-                settings, store, ledger, "render", tenant="acme", repo=None, k=10, repo_slugs=["w"]
-            )
+            run_query(settings, store, ledger, "render", tenant="acme", repo=None, k=10)
         )
 
 

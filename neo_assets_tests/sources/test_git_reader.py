@@ -284,7 +284,7 @@ def test_read_many_stopped_early_ends_git_without_waiting(tmp_path: Path) -> Non
     cat.close()
     # A fresh reader still works after that.
     with CatFile(str(repo.path)) as again:
-        assert again.read(oids[-1]) == bodies[oids[-1]]
+        assert list(again.read_many([oids[-1]])) == [(oids[-1], bodies[oids[-1]])]
 
 
 def test_read_texts_names_a_blob_gone_from_the_object_store(tmp_path: Path) -> None:

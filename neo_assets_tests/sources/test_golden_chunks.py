@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from neo_assets.sources.parsers import rules_digest
-from neo_assets.sources.parsers.neo_code import chunk_file_result
+from neo_assets.sources.parsers.neo_code import chunk_file
 from neo_assets_tests.sources.parser_v2 import samples
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -43,7 +43,7 @@ CORPUS = {
 def chunks_of(version: str) -> list[list[object]]:
     out: list[list[object]] = []
     for path, text in sorted(CORPUS.items()):
-        result = chunk_file_result("golden", "corpus", path, text, "neo-code", version)
+        result = chunk_file("golden", "corpus", path, text, "neo-code", version)
         for c in result.chunks:
             digest = hashlib.sha256(c.content.encode()).hexdigest()[:16]
             out.append(

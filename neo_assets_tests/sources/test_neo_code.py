@@ -5,16 +5,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neo_assets.core.ids.chunk_ids import chunk_id, is_chunk_id
-from neo_assets.sources.parsers.neo_code import (
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sources.parsers.neo_code_v1 import (
     CHUNK_KINDS,
-    PARSER_ID,
     ParsedChunk,
-    chunk_file,
     module_name,
     parse_file,
     split_lines,
 )
-from neo_assets.sources.rules.chunks import dedupe_chunks, make_chunk
+from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks
 
 PY = textwrap.dedent(
     '''\
@@ -331,7 +330,7 @@ def test_any_text_parses_bounded_and_deterministic(
 
 
 def test_chunk_file_ids_follow_the_contract() -> None:
-    chunks = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
+    chunks = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
     parsed = parse_file("pkg/widgets.py", PY)
     assert [(c.kind, c.name, c.content) for c in chunks] == [
         (p.kind, p.name, p.content) for p in parsed
@@ -346,29 +345,29 @@ def test_chunk_file_ids_follow_the_contract() -> None:
 
 
 def test_unchanged_file_same_parser_same_ids() -> None:
-    a = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
-    b = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
+    a = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
+    b = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
     assert [c.chunk_id for c in a] == [c.chunk_id for c in b]
 
 
 def test_parser_version_bump_gives_every_chunk_a_new_id() -> None:
-    old = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
-    new = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.1.0")
+    old = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
+    new = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.1.0").chunks
     assert len(old) == len(new)
     assert not {c.chunk_id for c in old} & {c.chunk_id for c in new}
 
 
 def test_same_file_in_two_tenants_gets_distinct_ids() -> None:
-    a = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
-    b = chunk_file("globex", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
+    a = chunk_file("acme", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
+    b = chunk_file("globex", "widgets", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
     assert not {c.chunk_id for c in a} & {c.chunk_id for c in b}
     assert {c.tenant_id for c in b} == {"globex"}
 
 
 def test_editing_one_function_changes_only_its_id() -> None:
-    before = chunk_file("acme", "w", "pkg/widgets.py", PY, PARSER_ID, "1.0.0")
+    before = chunk_file("acme", "w", "pkg/widgets.py", PY, PARSER_ID, "1.0.0").chunks
     edited = PY.replace("return a + b", "return a - b")
-    after = chunk_file("acme", "w", "pkg/widgets.py", edited, PARSER_ID, "1.0.0")
+    after = chunk_file("acme", "w", "pkg/widgets.py", edited, PARSER_ID, "1.0.0").chunks
     changed = {c.name for c in before} - {
         c.name for c in before if c.chunk_id in {x.chunk_id for x in after}
     }
@@ -377,14 +376,14 @@ def test_editing_one_function_changes_only_its_id() -> None:
 
 def test_identical_chunks_collapse_to_the_first() -> None:
     text = "def f():\n    return 1\n\n\ndef f():\n    return 1\n\n\ndef f():\n    return 2\n"
-    chunks = chunk_file("acme", "w", "dup.py", text, PARSER_ID, "1.0.0")
+    chunks = chunk_file("acme", "w", "dup.py", text, PARSER_ID, "1.0.0").chunks
     assert [(c.name, c.start_line) for c in chunks] == [("f", 1), ("f", 9)]
     assert len({c.chunk_id for c in chunks}) == 2
 
 
 def test_dedupe_chunks_keeps_order_and_first_occurrence() -> None:
     def mk(content: str, line: int) -> object:
-        return make_chunk(
+        return Chunk(
             tenant_id="t",
             repo_slug="r",
             source_path="p",

@@ -2,7 +2,7 @@
 
 from neo_assets.sources.rules.languages import known_languages
 
-# The kinds of unit find_symbol answers (sources/parsers/units.CODE_UNIT_KINDS; a unit
+# The kinds of unit find_symbol answers (sources/rules/chunk_kinds.CODE_UNIT_KINDS; a unit
 # test keeps them equal).
 SYMBOL_KINDS = ("class", "class-config", "function", "method", "type")
 LANGUAGES = known_languages()

@@ -3,6 +3,7 @@ options and the served-row test (``facet_values``, ``kept``) all read it. Adding
 is adding one ``QueryFilter`` to ``FILTERS``."""
 
 import fnmatch
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -15,14 +16,6 @@ _WILDCARD_ONLY = frozenset("*?/")
 
 def glob_matches_everything(glob: str) -> bool:
     return set(glob) <= _WILDCARD_ONLY
-
-
-def _equal(value: str, wanted: str) -> bool:
-    return value == wanted
-
-
-def _glob(value: str, wanted: str) -> bool:
-    return fnmatch.fnmatchcase(value, wanted)
 
 
 def _narrowing_glob(glob: str) -> str | None:
@@ -45,7 +38,7 @@ class QueryFilter:
     name: str
     stamp: str
     description: str
-    matches: Callable[[str, str], bool] = _equal
+    matches: Callable[[str, str], bool] = operator.eq
     values: tuple[str, ...] = ()
     refuse: Callable[[str], str | None] = _anything
     example: str = ""
@@ -56,7 +49,7 @@ FILTERS: tuple[QueryFilter, ...] = (
         "path",
         "sourcePath",
         "Only chunks whose source path matches this glob (src/**/*.py; * also crosses folders).",
-        matches=_glob,
+        matches=fnmatch.fnmatchcase,
         refuse=_narrowing_glob,
         example="src/*.py",
     ),
@@ -79,7 +72,7 @@ FILTERS: tuple[QueryFilter, ...] = (
         "qualifiedName",
         "Only chunks of units whose qualified name matches this glob (Ky.* for a class's "
         "members, *.retry for every retry).",
-        matches=_glob,
+        matches=fnmatch.fnmatchcase,
         example="Ky.*",
     ),
 )

@@ -1,6 +1,6 @@
 """Tenant API tokens: their format (``neo_<id>_<secret>``), their hash (only the sha256 is
-stored, compared with ``hmac.compare_digest``), and what one may read: tenant and repo
-subset from the record alone; a request can only narrow them. Pure."""
+stored, compared with ``hmac.compare_digest``), and their record: what one may read (its
+tenant and repo subset; a request can only narrow them). Pure."""
 
 import hashlib
 import hmac
@@ -110,10 +110,3 @@ def token_in_query(params: Sequence[tuple[str, str]]) -> str | None:
         if TOKEN_PREFIX in value and _TOKEN.search(value):
             return name
     return None
-
-
-def readable_repos(record: TokenRecord, declared: Sequence[str]) -> list[str]:
-    """The repos the token may read among those its tenant declares now."""
-    if not record.repos:
-        return list(declared)
-    return [slug for slug in declared if slug in record.repos]

@@ -22,15 +22,14 @@ from neo_assets.sources.parsers.code_languages import (
     text_of,
 )
 from neo_assets.sources.parsers.grammars import GrammarUnavailable, language_for
-from neo_assets.sources.parsers.units import (
+from neo_assets.sources.parsers.units import Unit, is_blank
+from neo_assets.sources.rules.chunk_kinds import (
     KIND_CLASS,
     KIND_CLASS_CONFIG,
     KIND_FUNCTION,
     KIND_METHOD,
     KIND_MODULE,
     KIND_TYPE,
-    Unit,
-    is_blank,
 )
 from neo_assets.sources.rules.syntax_errors import (
     REASON_GRAMMAR_UNUSABLE,

@@ -4,7 +4,8 @@ spans sources/rules/data_keys.py and css_blocks.py find. Lines no key or rule co
 
 from collections.abc import Sequence
 
-from neo_assets.sources.parsers.units import KIND_KEY, KIND_MODULE, KIND_RULE, Unit
+from neo_assets.sources.parsers.units import Unit
+from neo_assets.sources.rules.chunk_kinds import KIND_KEY, KIND_MODULE, KIND_RULE
 from neo_assets.sources.rules.css_blocks import css_rule_spans
 from neo_assets.sources.rules.data_keys import json_key_spans, toml_key_spans, yaml_key_spans
 

@@ -7,7 +7,8 @@ heading is a section named by the source path."""
 from collections.abc import Sequence
 
 from neo_assets.sources.parsers.neo_code_v1 import _markdown_headings
-from neo_assets.sources.parsers.units import KIND_SECTION, Unit
+from neo_assets.sources.parsers.units import Unit
+from neo_assets.sources.rules.chunk_kinds import KIND_SECTION
 from neo_assets.sources.rules.doc_headings import asciidoc_headings, heading_paths, rst_headings
 
 _HEADINGS = {"markdown": _markdown_headings, "rst": rst_headings, "asciidoc": asciidoc_headings}

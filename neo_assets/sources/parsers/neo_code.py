@@ -5,41 +5,10 @@ version is part of each chunk id, so a version bump re-identifies every chunk.""
 
 from dataclasses import dataclass
 
-from neo_assets.sources.parsers.neo_code_v1 import (
-    CHUNK_KINDS,
-    KIND_CLASS,
-    KIND_FUNCTION,
-    KIND_METHOD,
-    KIND_MODULE,
-    KIND_SECTION,
-    KIND_TEXT,
-    PARSER_ID,
-    ParsedChunk,
-    module_name,
-    parse_file,
-    split_lines,
-)
+from neo_assets.sources.parsers.neo_code_v1 import PARSER_ID, parse_file
 from neo_assets.sources.parsers.neo_code_v2 import parse_file_v2
-from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks, make_chunk
+from neo_assets.sources.rules.chunks import Chunk, dedupe_chunks
 from neo_assets.sources.rules.parser_versions import GENERATION_UNITS, parser_generation
-
-__all__ = [
-    "CHUNK_KINDS",
-    "KIND_CLASS",
-    "KIND_FUNCTION",
-    "KIND_METHOD",
-    "KIND_MODULE",
-    "KIND_SECTION",
-    "KIND_TEXT",
-    "PARSER_ID",
-    "ChunkedFile",
-    "ParsedChunk",
-    "chunk_file",
-    "chunk_file_result",
-    "module_name",
-    "parse_file",
-    "split_lines",
-]
 
 
 @dataclass(frozen=True)
@@ -62,35 +31,10 @@ def chunk_file(
     *,
     max_chunk_chars: int = 6000,
     window_lines: int = 60,
-) -> list[Chunk]:
-    """The file's chunks with contract ids; identical chunks (same kind, name and
-    content) collapse to the first. The declared version picks the parser: 1.x neo_code_v1's,
-    2.x neo_code_v2's."""
-    return chunk_file_result(
-        tenant_id,
-        repo_slug,
-        source_path,
-        text,
-        parser_id,
-        parser_version,
-        max_chunk_chars=max_chunk_chars,
-        window_lines=window_lines,
-    ).chunks
-
-
-def chunk_file_result(
-    tenant_id: str,
-    repo_slug: str,
-    source_path: str,
-    text: str,
-    parser_id: str,
-    parser_version: str,
-    *,
-    max_chunk_chars: int = 6000,
-    window_lines: int = 60,
 ) -> ChunkedFile:
-    """``chunk_file`` with the file's language and fallback reason, for callers that
-    count windowed files."""
+    """The file's chunks with contract ids (identical chunks, same kind, name and content,
+    collapse to the first), its language and fallback reason. The declared version picks
+    the parser: 1.x neo_code_v1's, 2.x neo_code_v2's."""
     if parser_id != PARSER_ID:
         raise ValueError(f"chunk_file of {PARSER_ID!r} cannot produce chunks for {parser_id!r}")
     if parser_generation(parser_version) == GENERATION_UNITS:
@@ -104,7 +48,7 @@ def chunk_file_result(
         )
         language, reason = "", None  # 1.x names no language and never falls back by choice
     chunks = dedupe_chunks(
-        make_chunk(
+        Chunk(
             tenant_id=tenant_id,
             repo_slug=repo_slug,
             source_path=source_path,

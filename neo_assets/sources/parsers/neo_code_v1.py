@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from neo_assets.sources.parsers.units import content_of, is_blank, trimmed
 from neo_assets.sources.rules.chunk_kinds import CHUNK_KINDS_V1 as CHUNK_KINDS  # noqa: F401
 from neo_assets.sources.rules.chunk_kinds import (
     KIND_CLASS,
@@ -17,6 +18,7 @@ from neo_assets.sources.rules.chunk_kinds import (
     KIND_SECTION,
     KIND_TEXT,
 )
+from neo_assets.sources.rules.doc_headings import heading_paths
 from neo_assets.sources.rules.parser_versions import NEO_CODE
 
 PARSER_ID = NEO_CODE  # declared in the parser registry (sources/rules/parser_versions.py)
@@ -143,10 +145,6 @@ def _class_pieces(node: ast.ClassDef, qualname: str) -> list[_Piece]:
 # --------------------------------------------------------------------------- markdown
 
 
-def _is_blank(line: str) -> bool:
-    return not line.strip()
-
-
 def _front_matter_end(lines: Sequence[str]) -> int:
     """Index of the first line after YAML front matter (0 when there is none)."""
     if not lines or lines[0].rstrip("\r\n") != "---":
@@ -193,9 +191,9 @@ def _is_setext_text(lines: Sequence[str], j: int, start: int, heading_lines: set
     if j < start or j in heading_lines:
         return False
     text = lines[j].rstrip("\r\n")
-    if _is_blank(text) or _BLOCK_START_RE.match(text) or _FENCE_RE.match(text):
+    if is_blank(text) or _BLOCK_START_RE.match(text) or _FENCE_RE.match(text):
         return False
-    return j == start or _is_blank(lines[j - 1]) or (j - 1) in heading_lines
+    return j == start or is_blank(lines[j - 1]) or (j - 1) in heading_lines
 
 
 def _markdown_pieces(source_path: str, lines: Sequence[str]) -> list[_Piece]:
@@ -204,14 +202,9 @@ def _markdown_pieces(source_path: str, lines: Sequence[str]) -> list[_Piece]:
     first = headings[0][0] if headings else len(lines)
     if first > 0:
         pieces.append(_Piece(KIND_SECTION, source_path, tuple(range(1, first + 1))))
-    stack: list[tuple[int, str]] = []
-    for n, (start, level, title) in enumerate(headings):
+    for n, ((start, _, _), path) in enumerate(zip(headings, heading_paths(headings), strict=True)):
         end = headings[n + 1][0] if n + 1 < len(headings) else len(lines)
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, title))
-        name = " > ".join(t for _, t in stack)
-        pieces.append(_Piece(KIND_SECTION, name, tuple(range(start + 1, end + 1))))
+        pieces.append(_Piece(KIND_SECTION, " > ".join(path), tuple(range(start + 1, end + 1))))
     return pieces
 
 
@@ -249,24 +242,11 @@ def _window_pieces(
 # --------------------------------------------------------------------------- bounds
 
 
-def _trimmed(numbers: Sequence[int], lines: Sequence[str]) -> list[int]:
-    lo, hi = 0, len(numbers)
-    while lo < hi and _is_blank(lines[numbers[lo] - 1]):
-        lo += 1
-    while hi > lo and _is_blank(lines[numbers[hi - 1] - 1]):
-        hi -= 1
-    return list(numbers[lo:hi])
-
-
-def _content(numbers: Sequence[int], lines: Sequence[str]) -> str:
-    return "".join(lines[n - 1] for n in numbers).rstrip("\r\n")
-
-
 def _bounded(piece: _Piece, lines: Sequence[str], max_chars: int) -> list[ParsedChunk]:
-    numbers = _trimmed(piece.line_numbers, lines)
+    numbers = trimmed(piece.line_numbers, lines)
     if not numbers:
         return []
-    content = _content(numbers, lines)
+    content = content_of(numbers, lines)
     if len(content) <= max_chars:
         return [ParsedChunk(piece.kind, piece.name, content, numbers[0], numbers[-1])]
     parts: list[tuple[str, int, int]] = []
@@ -291,10 +271,10 @@ def _group_parts(
 ) -> list[tuple[str, int, int]]:
     """One part for a group of lines, or character slices of a single over-long line;
     blank-only groups yield nothing."""
-    numbers = _trimmed(group, lines)
+    numbers = trimmed(group, lines)
     if not numbers:
         return []
-    text = _content(numbers, lines)
+    text = content_of(numbers, lines)
     if len(text) <= max_chars:
         return [(text, numbers[0], numbers[-1])]
     # Only a single line can exceed the bound here (groups are packed by line length).

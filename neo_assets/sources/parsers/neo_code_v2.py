@@ -9,14 +9,8 @@ from neo_assets.sources.parsers import neo_code_v1
 from neo_assets.sources.parsers.code_units import code_units
 from neo_assets.sources.parsers.data_sections import data_units, style_units
 from neo_assets.sources.parsers.doc_sections import doc_units
-from neo_assets.sources.parsers.units import (
-    KIND_MODULE,
-    KIND_TEXT,
-    ParsedUnit,
-    Unit,
-    bound_units,
-    is_blank,
-)
+from neo_assets.sources.parsers.units import ParsedUnit, Unit, bound_units, is_blank
+from neo_assets.sources.rules.chunk_kinds import KIND_MODULE, KIND_TEXT
 from neo_assets.sources.rules.languages import (
     FAMILY_CODE,
     FAMILY_DATA,

@@ -5,20 +5,6 @@ units into ``ParsedUnit`` chunks of at most ``max_chunk_chars``."""
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from neo_assets.sources.rules.chunk_kinds import (  # noqa: F401 (re-exported)
-    CHUNK_KINDS_V2,
-    CODE_UNIT_KINDS,
-    KIND_CLASS,
-    KIND_CLASS_CONFIG,
-    KIND_FUNCTION,
-    KIND_KEY,
-    KIND_METHOD,
-    KIND_MODULE,
-    KIND_RULE,
-    KIND_SECTION,
-    KIND_TEXT,
-    KIND_TYPE,
-)
 from neo_assets.sources.rules.line_parts import pack_lines, part_name, slice_line
 
 

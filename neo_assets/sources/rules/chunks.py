@@ -3,19 +3,19 @@ file's chunk list well-formed (ids computed from the identity tuple, duplicates
 collapsed)."""
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neo_assets.core.ids.chunk_ids import chunk_id
 
 
 @dataclass(frozen=True)
 class Chunk:
-    """A chunk as stored. ``chunk_id`` covers the identity fields only: not the line
-    range (lines move when code above moves; identity is the content's, not its
-    position) and not the metadata after it (``language``, ``qualified_name``,
-    ``parent``: what an agent reads about the chunk, derived from the same input)."""
+    """A chunk as stored. ``chunk_id`` is computed: the contract's chunk id over the
+    identity fields only, not the line range (lines move when code above moves; identity
+    is the content's, not its position) and not the metadata after it (``language``,
+    ``qualified_name``, ``parent``: what an agent reads about the chunk, derived from the
+    same input)."""
 
-    chunk_id: str
     tenant_id: str
     repo_slug: str
     kind: str
@@ -29,43 +29,12 @@ class Chunk:
     language: str = ""  # "python", "go", "markdown", ... ("" from parser 1.x)
     qualified_name: str = ""  # the unit's name qualified by module/package ("" from 1.x)
     parent: str | None = None  # the enclosing unit's name: a method's class, ...
+    chunk_id: str = field(init=False)
 
-
-def make_chunk(
-    *,
-    tenant_id: str,
-    repo_slug: str,
-    source_path: str,
-    parser_id: str,
-    parser_version: str,
-    kind: str,
-    name: str,
-    content: str,
-    start_line: int,
-    end_line: int,
-    language: str = "",
-    qualified_name: str = "",
-    parent: str | None = None,
-) -> Chunk:
-    """A Chunk whose id is the contract's chunk id over its identity fields."""
-    return Chunk(
-        chunk_id=chunk_id(
-            tenant_id, repo_slug, kind, name, content, source_path, parser_id, parser_version
-        ),
-        tenant_id=tenant_id,
-        repo_slug=repo_slug,
-        kind=kind,
-        name=name,
-        content=content,
-        source_path=source_path,
-        parser_id=parser_id,
-        parser_version=parser_version,
-        start_line=start_line,
-        end_line=end_line,
-        language=language,
-        qualified_name=qualified_name,
-        parent=parent,
-    )
+    def __post_init__(self) -> None:
+        identity = (self.tenant_id, self.repo_slug, self.kind, self.name, self.content)
+        the_id = chunk_id(*identity, self.source_path, self.parser_id, self.parser_version)
+        object.__setattr__(self, "chunk_id", the_id)
 
 
 def dedupe_chunks(chunks: Iterable[Chunk]) -> list[Chunk]:

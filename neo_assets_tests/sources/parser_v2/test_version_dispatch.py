@@ -6,7 +6,8 @@ import pytest
 
 from neo_assets.core.ids.chunk_ids import chunk_id
 from neo_assets.sources.parsers import grammars
-from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file, chunk_file_result, parse_file
+from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sources.parsers.neo_code_v1 import parse_file
 from neo_assets_tests.sources.parser_v2 import samples
 
 FILES = [
@@ -21,7 +22,7 @@ FILES = [
 @pytest.mark.parametrize("version", ["1.0.0", "1.1.0", "0.9.0"])
 @pytest.mark.parametrize(("path", "text"), FILES)
 def test_version_1_is_the_original_parser(version: str, path: str, text: str) -> None:
-    chunks = chunk_file("acme", "web", path, text, PARSER_ID, version)
+    chunks = chunk_file("acme", "web", path, text, PARSER_ID, version).chunks
     original = parse_file(path, text)
     assert [(c.kind, c.name, c.content, c.start_line, c.end_line) for c in chunks] == [
         (p.kind, p.name, p.content, p.start_line, p.end_line) for p in original
@@ -30,7 +31,7 @@ def test_version_1_is_the_original_parser(version: str, path: str, text: str) ->
 
 
 def test_version_2_reads_structure_and_fills_metadata() -> None:
-    result = chunk_file_result("acme", "web", "cobra/command.go", samples.GO, PARSER_ID, "2.0.0")
+    result = chunk_file("acme", "web", "cobra/command.go", samples.GO, PARSER_ID, "2.0.0")
     assert result.language == "go"
     assert result.fallback_reason is None
     execute = next(c for c in result.chunks if c.name == "Command.Execute")
@@ -45,7 +46,9 @@ def test_version_2_reads_structure_and_fills_metadata() -> None:
 def test_chunk_id_stays_the_contract_tuple() -> None:
     (only,) = [
         c
-        for c in chunk_file("acme", "web", "a.go", "package p\n\nfunc F() {}\n", PARSER_ID, "2.0.0")
+        for c in chunk_file(
+            "acme", "web", "a.go", "package p\n\nfunc F() {}\n", PARSER_ID, "2.0.0"
+        ).chunks
         if c.kind == "function"
     ]
     assert only.chunk_id == chunk_id(
@@ -55,7 +58,7 @@ def test_chunk_id_stays_the_contract_tuple() -> None:
 
 def test_fallback_reason_is_reported_to_the_caller() -> None:
     broken = "func broken( {\n\treturn ]]\n" * 5
-    result = chunk_file_result("acme", "web", "a.go", broken, PARSER_ID, "2.0.0")
+    result = chunk_file("acme", "web", "a.go", broken, PARSER_ID, "2.0.0")
     assert result.fallback_reason == "syntax-errors"
     assert {c.kind for c in result.chunks} == {"text"}
 
