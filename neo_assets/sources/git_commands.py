@@ -47,7 +47,9 @@ def run_git(top: str, *args: str) -> subprocess.CompletedProcess[bytes]:
 
 
 def git_stderr(done: subprocess.CompletedProcess[bytes]) -> str:
-    return done.stderr.decode("utf-8", errors="replace").strip() or f"exit {done.returncode}"
+    # One line: a summary showing an error's first line must still reach its Fix.
+    words = done.stderr.decode("utf-8", errors="replace").split()
+    return " ".join(words) or f"exit {done.returncode}"
 
 
 def ref_is_sane(ref: str) -> bool:

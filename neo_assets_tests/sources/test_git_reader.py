@@ -3,12 +3,14 @@ blobs through cat-file."""
 
 import os
 import signal
+import subprocess
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from neo_assets.core import codes
+from neo_assets.sources import git_commands
 from neo_assets.sources.envelope import build_envelope, read_texts, resolve_revision
 from neo_assets.sources.git_blobs import CatFile
 from neo_assets.sources.model import Envelope, SourceError
@@ -639,3 +641,20 @@ def test_a_blob_reader_that_fails_fails_the_envelope(
     monkeypatch.setattr(git_blobs.CatFile, "_answer", dying)
     with pytest.raises(SourceError, match="stopped answering"):
         build_envelope(repo.path, ref="HEAD", exclude=(), max_file_bytes=CAP)
+
+
+def test_gits_message_over_several_lines_reads_as_one() -> None:
+    # Outside the root file system git adds a second line ("Stopping at filesystem
+    # boundary ..."); a summary that shows an error's first line must still reach the Fix.
+    done = subprocess.CompletedProcess(
+        ["git"],
+        128,
+        b"",
+        b"fatal: not a git repository (or any parent up to mount point /dev)\n"
+        b"Stopping at filesystem boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM not set).\n",
+    )
+    assert git_commands.git_stderr(done) == (
+        "fatal: not a git repository (or any parent up to mount point /dev) "
+        "Stopping at filesystem boundary (GIT_DISCOVERY_ACROSS_FILESYSTEM not set)."
+    )
+    assert git_commands.git_stderr(subprocess.CompletedProcess(["git"], 3, b"", b" \n")) == "exit 3"
