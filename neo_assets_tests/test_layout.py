@@ -270,3 +270,43 @@ def test_a_stale_module_name_is_found() -> None:
         "neo_assets.reconcile.rules.gone",
         "neo_assets.health.rules.gone",
     }
+
+
+# Issue 34's size rule: a module a reader can hold (no hub) and a function that fits a screen.
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 80
+
+
+def _oversized(source: str) -> list[str]:
+    """Why ``source`` breaks the size rule: its length, and each function over the limit."""
+    found = []
+    lines = source.count("\n") + (0 if source.endswith("\n") else 1)
+    if lines > MAX_MODULE_LINES:
+        found.append(f"{lines} lines (at most {MAX_MODULE_LINES})")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            length = node.end_lineno - node.lineno + 1  # type: ignore[operator]
+            if length > MAX_FUNCTION_LINES:
+                found.append(f"{node.name}() {length} lines (at most {MAX_FUNCTION_LINES})")
+    return found
+
+
+def test_no_module_over_500_lines_and_no_function_over_80() -> None:
+    # Migrations are history, kept as written.
+    problems = {
+        name: found
+        for name, path in MODULES.items()
+        if ".migrations." not in name and (found := _oversized(path.read_text()))
+    }
+    assert not problems, problems
+
+
+def test_an_oversized_module_and_function_are_found() -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    assert _oversized(f"def long():\n{body}") == [
+        f"long() {MAX_FUNCTION_LINES + 1} lines (at most {MAX_FUNCTION_LINES})"
+    ]
+    assert _oversized("x = 1\n" * (MAX_MODULE_LINES + 1)) == [
+        f"{MAX_MODULE_LINES + 1} lines (at most {MAX_MODULE_LINES})"
+    ]
+    assert _oversized("def short():\n    return 1\n") == []

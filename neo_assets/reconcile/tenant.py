@@ -320,15 +320,12 @@ def reconcile_tenant(
     done = _Reclaim()
     if blocked is None:
         done = reclaim(settings, tenants, store, ledger, snap, plan, log)
+    # Other generations' collections, reclaimed whole once the tenant no longer uses them.
     declared = find_tenant(tenants, tenant_id)
+    slugs = [r.slug for r in declared.repos] if declared is not None else []
+    batch = settings.reconcile.delete_batch
     old_generations = reclaim_generations(
-        settings,
-        tenant_id,
-        [r.slug for r in declared.repos] if declared is not None else [],
-        base,
-        ledger,
-        write=write,
-        batch=settings.reconcile.delete_batch,
+        settings, tenant_id, slugs, base, ledger, write=write, batch=batch
     )
     remaining = [row for row in snap.rows if row["id"] not in done.deleted]
     residue_now = residue(snap.declaration, remaining, REPORT_MAX_IDS)
