@@ -270,10 +270,13 @@ class LlamaCppPythonServer(RealServer):
     name = "llama_cpp.server"
     ready_path = "/v1/models"
 
-    def __init__(self, log_dir: Path, *, n_ctx: int = 512, port: int | None = None) -> None:
+    def __init__(
+        self, log_dir: Path, *, n_ctx: int = 512, n_threads: int = 2, port: int | None = None
+    ) -> None:
         super().__init__(log_dir, port)
         self.model = require_llama_cpp_python()
         self.n_ctx = n_ctx
+        self.n_threads = n_threads
 
     def argv(self) -> list[str]:
         return [
@@ -289,7 +292,9 @@ class LlamaCppPythonServer(RealServer):
             "--n_batch",
             str(self.n_ctx),
             "--n_threads",
-            "2",
+            str(self.n_threads),
+            "--n_threads_batch",
+            str(self.n_threads),
             "--host",
             LOOPBACK,
             "--port",
