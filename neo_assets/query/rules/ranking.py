@@ -4,7 +4,7 @@ asked for. Pure. Design: docs/design/query.md#ranking"""
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,6 +129,7 @@ class LexicalIndex:
         self._part_key: dict[str, tuple[str, str]] = {}
         self._heads: dict[str, str] | None = None
         self.secondary: set[str] = set()  # test / doc / example rows
+        self._place: dict[str, tuple[str, int, str, str]] = {}
 
     def add(
         self,
@@ -138,8 +139,10 @@ class LexicalIndex:
         document: str,
         path: str = "",
         language: str = "",
+        start_line: int = 0,
     ) -> None:
         self.rows += 1
+        self._place[row_id] = (path, start_line, name, row_id)
         tokens = lexical_tokens(f"{name} {qualified_name} {document}")
         counts: dict[str, int] = {}
         for token in tokens:
@@ -167,6 +170,12 @@ class LexicalIndex:
                 if token and (place, token) not in seen:
                     seen.add((place, token))
                     self._postings[place].setdefault(token, []).append(row_id)
+
+    def place(self, row_id: str) -> tuple[str, int, str, str]:
+        """Where a row stands (path, first line, name): the order of equal scores. Chunk
+        ids change with the parser version and its rules digest; an order by id made a
+        version switch that cuts the same chunks move the self-evaluation."""
+        return self._place.get(row_id, ("", 0, "", row_id))
 
     def common(self, postings: Sequence[str]) -> bool:
         """A text token in this many rows tells nothing (a stop word of this corpus)."""
@@ -359,10 +368,12 @@ def fuse_lists(
     tiebreak: Mapping[str, int] | None = None,
     weights: Sequence[float] = (),
     rrf_k: int = RRF_K,
+    place: Callable[[str], Any] | None = None,
 ) -> list[tuple[str, float, list[str]]]:
-    """The top ``k`` by reciprocal-rank fusion of ``lists``; a ``demoted`` id counts
-    SECONDARY_WEIGHT. With ``unit_head`` the parts of one unit answer as its first part,
-    scored by its best part, carrying the ids of its parts that matched."""
+    """The top ``k`` by reciprocal-rank fusion of ``lists`` (equal scores by ``tiebreak``,
+    then ``place``, then id); a ``demoted`` id counts SECONDARY_WEIGHT. With ``unit_head``
+    the parts of one unit answer as its first part, scored by its best part, carrying the
+    ids of its parts that matched."""
     fused: dict[str, float] = {}
     for at, ranked in enumerate(lists):
         weight = weights[at] if at < len(weights) else 1.0
@@ -371,7 +382,11 @@ def fuse_lists(
     for rid in demoted:
         if rid in fused:
             fused[rid] *= SECONDARY_WEIGHT
-    order = sorted(fused, key=lambda rid: (-fused[rid], (tiebreak or {}).get(rid, 1 << 30), rid))
+    last = 1 << 30
+    order = sorted(
+        fused,
+        key=lambda rid: (-fused[rid], (tiebreak or {}).get(rid, last), (place or str)(rid)),
+    )
     out: list[tuple[str, float, list[str]]] = []
     at: dict[str, int] = {}
     for rid in order:

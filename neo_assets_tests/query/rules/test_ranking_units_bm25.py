@@ -11,6 +11,7 @@ from neo_assets.query.rules.ranking import (
     is_test_or_doc,
     lexical_tokens,
     part_of,
+    query_terms,
     query_tokens,
 )
 
@@ -112,3 +113,23 @@ def test_tests_and_docs_rank_below_source_unless_asked_for() -> None:
     got = fuse_lists(lists, 2, demoted={"t"})
     assert [r for r, _s, _m in got] == ["s", "t"]
     assert got[1][1] == (2 / 61) * SECONDARY_WEIGHT
+
+
+def test_equal_scores_are_ordered_by_where_the_rows_stand_not_by_their_ids() -> None:
+    # Chunk ids change with the parser version and its rules digest while the chunks stay
+    # the same: the ranking, and so the self-evaluation a switch is gated on, must not.
+    def ranked(ids: dict[str, str]) -> tuple[list[str], list[str]]:
+        index = LexicalIndex()
+        for key, line in (("early", 10), ("late", 90)):
+            index.add(ids[key], "handler", "app.handler", "def handler(): pass", "app.py", "", line)
+        scores = index.scores(query_terms("handler"))
+        assert len(set(scores.values())) == 1  # a tie
+        by_score = sorted(scores, key=lambda rid: (-scores[rid], index.place(rid)))
+        fused = fuse_lists([["v"], by_score], 3, place=index.place)
+        names = {rid: key for key, rid in ids.items()}
+        return [names[r] for r in by_score], [names.get(h, h) for h, _s, _m in fused]
+
+    assert ranked({"early": "a1", "late": "z9"}) == ranked({"early": "z9", "late": "a1"})
+    assert ranked({"early": "z9", "late": "a1"})[0] == ["early", "late"]
+    # Without a place the id decides (what the ranking did before).
+    assert [h for h, _s, _m in fuse_lists([["z9"], ["a1"]], 2)] == ["a1", "z9"]
