@@ -23,6 +23,7 @@ from neo_assets.quality.rules import (
     unit_name,
 )
 from neo_assets.sources.parsers.neo_code import PARSER_ID, chunk_file
+from neo_assets.sources.rules.definition_line import definition_line as names_unit
 
 # Files whose functions can answer a question (source code; tests/docs filtered apart).
 CODE_SUFFIXES = (
@@ -91,11 +92,10 @@ def file_units(path: str, text: str, parser_version: str) -> list[Unit]:
 
 def definition_line(chunk) -> str:  # noqa: ANN001 - a parser Chunk
     """The unit's line that names it (else its first non-blank line), stripped."""
-    leaf = unit_name(chunk.name).split(".")[-1]
+    found = names_unit(unit_name(chunk.name), chunk.content or "")
+    if found is not None:
+        return found
     lines = [line.strip() for line in (chunk.content or "").splitlines() if line.strip()]
-    for line in lines:
-        if leaf and leaf in line and not line.startswith(("@", "#", "//", "/*", "*")):
-            return line
     return lines[0] if lines else ""
 
 

@@ -1,12 +1,14 @@
 """Hybrid ranking: vector similarity fused (RRF) with exact identifier matches and BM25; the
-parts of one unit answer as one result; tests, docs and examples below source unless
-asked for. Pure. Design: docs/design/query.md#ranking"""
+parts of one unit answer as one result (the part with its signature); tests, docs and
+examples below source unless asked for. Pure. Design: docs/design/query.md#ranking"""
 
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from neo_assets.sources.rules.definition_line import definition_line
 
 RRF_K = 60
 
@@ -127,6 +129,7 @@ class LexicalIndex:
         # Units stored as parts: (path, unit name) -> {part index: row id}.
         self._parts: dict[tuple[str, str], dict[int, str]] = {}
         self._part_key: dict[str, tuple[str, str]] = {}
+        self._defining: set[str] = set()  # parts holding their unit's signature line
         self._heads: dict[str, str] | None = None
         self.secondary: set[str] = set()  # test / doc / example rows
         self._place: dict[str, tuple[str, int, str, str]] = {}
@@ -156,6 +159,8 @@ class LexicalIndex:
             key = (path, qualified_name or part[0])
             self._parts.setdefault(key, {})[part[1]] = row_id
             self._part_key[row_id] = key
+            if definition_line(part[0], document) is not None:
+                self._defining.add(row_id)
             self._heads = None
         if is_test_or_doc(path, language):
             self.secondary.add(row_id)
@@ -208,13 +213,17 @@ class LexicalIndex:
 
     @property
     def unit_heads(self) -> dict[str, str]:
-        """Each part's id -> the id of its unit's first part (when that part is served)."""
+        """Each part's id -> the id of the part its unit answers as: the first served part
+        holding the unit's signature line (a long doc comment above a Rust or Go function
+        can fill part 1 alone), else its first part; none when that part is not served."""
         if self._heads is None:
             heads: dict[str, str] = {}
             for rid, key in self._part_key.items():
-                first = self._parts[key].get(1)
-                if first is not None:
-                    heads[rid] = first
+                parts = self._parts[key]
+                defining = [i for i in sorted(parts) if parts[i] in self._defining]
+                head = parts[defining[0]] if defining else parts.get(1)
+                if head is not None:
+                    heads[rid] = head
             self._heads = heads
         return self._heads
 

@@ -14,6 +14,7 @@ from neo_assets.query.rules.ranking import (
     query_terms,
     query_tokens,
 )
+from neo_assets.sources.rules.definition_line import definition_line
 
 
 def test_tokens_split_identifiers_and_keep_short_and_qualified_ones() -> None:
@@ -96,6 +97,32 @@ def test_parts_of_a_unit_answer_as_its_first_part() -> None:
     assert [(rid, matched) for rid, _s, matched in got] == [("p1", ["p3", "p2"]), ("x", ["x"])]
     # Without the unit map the parts stand alone (the legacy ranking).
     assert [rid for rid, _s, _m in fuse_lists([["p3", "x", "p2"]], 10)] == ["p3", "x", "p2"]
+
+
+def test_a_unit_answers_as_the_part_holding_its_signature() -> None:
+    # A long doc comment above a Rust function fills part 1 alone: the unit answers as
+    # the part with `pub fn path`, so the result holds the signature.
+    doc = "    /// The full path that this entry represents.\n" * 3
+    index = index_of(
+        {
+            "d1": ("DirEntry.path [part 1/2]", "dent.DirEntry.path", doc, "src/dent.rs"),
+            "d2": (
+                "DirEntry.path [part 2/2]",
+                "dent.DirEntry.path",
+                "    pub fn path(&self) -> &Path {\n        &self.path\n    }",
+                "src/dent.rs",
+            ),
+            # No part names the unit outside comments: its first part answers.
+            "n1": ("macro [part 1/2]", "m.macro", "// a\n", "src/m.rs"),
+            "n2": ("macro [part 2/2]", "m.macro", "// b\n", "src/m.rs"),
+        }
+    )
+    assert index.unit_heads == {"d1": "d2", "d2": "d2", "n1": "n1", "n2": "n1"}
+    got = fuse_lists([["d1", "n2"]], 10, unit_head=index.unit_heads)
+    assert [(rid, matched) for rid, _s, matched in got] == [("d2", ["d1"]), ("n1", ["n2"])]
+    assert definition_line("DirEntry.path", doc + "    pub fn path(&self)") == "pub fn path(&self)"
+    assert definition_line("Flask.run", "@setupmethod\ndef run(self):") == "def run(self):"
+    assert definition_line("run", "# run it\n") is None
 
 
 def test_tests_and_docs_rank_below_source_unless_asked_for() -> None:
