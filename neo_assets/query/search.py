@@ -275,11 +275,11 @@ class QueryService(RelatedReads):
         options = self.ranking
         parts: dict[str, list[str]] = {}
         if hybrid and options == RankingOptions():
-            scored = view.index.scores(query_terms(request.query))
+            scored = view.index.scores(query_terms(request.query), repos)
             lexical = {rid: scored[rid] for rid in _best(scored, keep)}
             ranked = fuse(vector_ids, lexical, request.k)
         elif hybrid:
-            ranked, lexical, parts = self._fused(view, request, keep, vector_ids, options)
+            ranked, lexical, parts = self._fused(view, request, repos, keep, vector_ids, options)
         else:
             ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
         wanted = [rid for rid, _ in ranked]
@@ -306,20 +306,23 @@ class QueryService(RelatedReads):
         self,
         view: TruthView,
         request: SearchRequest,
+        repos: list[str],
         keep: Any,
         vector_ids: list[str],
         options: RankingOptions,
     ) -> tuple[list[tuple[str, float]], dict[str, float], dict[str, list[str]]]:
         """(ranked ids with fused scores, lexical scores, matched parts per unit result):
         the vector list fused with exact name matches and, with ``options.bm25``, BM25 over
-        the chunk text; tests/docs demoted unless asked for; parts of a unit as one."""
+        the chunk text; tests/docs demoted unless asked for; parts of a unit as one. The
+        lexical statistics and BM25's floor are those of the rows the query can return."""
         index = view.index
-        scored = index.scores(query_terms(request.query))
+        scored = index.scores(query_terms(request.query), repos)
         names = _best(scored, keep, index.place)
         lists: list[list[str]] = [vector_ids, names]
         lexical = {rid: scored[rid] for rid in names}
         if options.bm25:
-            bm = above_floor(index.bm25(query_tokens(request.query)))
+            bm = index.bm25(query_tokens(request.query), repos)
+            bm = above_floor({rid: score for rid, score in bm.items() if keep(rid)})
             lists.append(_best(bm, keep, index.place))
         demoted: set[str] = set()
         asks = request.wants("path") is not None or asks_for_secondary(request.query)

@@ -133,6 +133,7 @@ def compute_truth(
                 path=str(md.get("sourcePath", "")),
                 language=str(md.get("language", "")),
                 start_line=int(md.get("startLine") or 0),
+                repo=str(md.get("repoSlug", "")),
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
 

@@ -125,7 +125,12 @@ class LexicalIndex:
         # BM25: term -> {row id: term frequency}, each row's length in tokens.
         self._tf: dict[str, dict[str, int]] = {}
         self._length: dict[str, int] = {}
-        self._total_length = 0
+        # Per repo: rows, their total length, and each token's row count (BM25's document
+        # frequency) and each text token's, so a query's statistics are its scope's alone.
+        self._repo_rows: dict[str, int] = {}
+        self._repo_length: dict[str, int] = {}
+        self._df: dict[str, dict[str, int]] = {}
+        self._text_df: dict[str, dict[str, int]] = {}
         # Units stored as parts: (path, unit name) -> {part index: row id}.
         self._parts: dict[tuple[str, str], dict[int, str]] = {}
         self._part_key: dict[str, tuple[str, str]] = {}
@@ -143,8 +148,10 @@ class LexicalIndex:
         path: str = "",
         language: str = "",
         start_line: int = 0,
+        repo: str = "",
     ) -> None:
         self.rows += 1
+        self._repo_rows[repo] = self._repo_rows.get(repo, 0) + 1
         self._place[row_id] = (path, start_line, name, row_id)
         tokens = lexical_tokens(f"{name} {qualified_name} {document}")
         counts: dict[str, int] = {}
@@ -152,8 +159,10 @@ class LexicalIndex:
             counts[token] = counts.get(token, 0) + 1
         for token, n in counts.items():
             self._tf.setdefault(token, {})[row_id] = n
+            by_repo = self._df.setdefault(token, {})
+            by_repo[repo] = by_repo.get(repo, 0) + 1
         self._length[row_id] = len(tokens)
-        self._total_length += len(tokens)
+        self._repo_length[repo] = self._repo_length.get(repo, 0) + len(tokens)
         part = part_of(name)
         if part is not None:
             key = (path, qualified_name or part[0])
@@ -175,6 +184,9 @@ class LexicalIndex:
                 if token and (place, token) not in seen:
                     seen.add((place, token))
                     self._postings[place].setdefault(token, []).append(row_id)
+                    if place == "text":
+                        by_repo = self._text_df.setdefault(token, {})
+                        by_repo[repo] = by_repo.get(repo, 0) + 1
 
     def place(self, row_id: str) -> tuple[str, int, str, str]:
         """Where a row stands (path, first line, name): the order of equal scores. Chunk
@@ -182,13 +194,22 @@ class LexicalIndex:
         version switch that cuts the same chunks move the self-evaluation."""
         return self._place.get(row_id, ("", 0, "", row_id))
 
-    def common(self, postings: Sequence[str]) -> bool:
-        """A text token in this many rows tells nothing (a stop word of this corpus)."""
-        return len(postings) > max(COMMON_MIN_ROWS, COMMON_SHARE * self.rows)
+    def _in_scope(self, counts: Mapping[str, int], repos: Sequence[str] | None) -> int:
+        if repos is None:
+            return sum(counts.values())
+        return sum(counts.get(repo, 0) for repo in repos)
 
-    def scores(self, terms: Sequence[str]) -> dict[str, float]:
+    def common(self, token: str, repos: Sequence[str] | None = None) -> bool:
+        """A text token in this many of the scope's rows tells nothing (a stop word of
+        this corpus)."""
+        rows = self._in_scope(self._repo_rows, repos)
+        held = self._in_scope(self._text_df.get(token, {}), repos)
+        return held > max(COMMON_MIN_ROWS, COMMON_SHARE * rows)
+
+    def scores(self, terms: Sequence[str], repos: Sequence[str] | None = None) -> dict[str, float]:
         """``lexical_score`` of every row matching a term, from the postings alone. A text
-        match of a token that is in more than COMMON_SHARE of the rows is not counted."""
+        match of a token that is in more than COMMON_SHARE of the rows of ``repos`` (the
+        query's scope; None: every repo) is not counted."""
         # Plain words matched in text pull natural-language questions off their answers
         # (bench/query.py; docs/performance.md); as exact names they do not.
         out: dict[str, float] = {}
@@ -199,7 +220,7 @@ class LexicalIndex:
             best: dict[str, float] = {}
             if weight > 1:  # a plain word counts only as a chunk's exact name
                 text = self._postings["text"].get(leaf, ())
-                for rid in () if self.common(text) else text:
+                for rid in () if self.common(leaf, repos) else text:
                     best[rid] = weight
                 for rid in self._postings["qualified"].get(leaf, ()):
                     best[rid] = 2 * weight
@@ -227,18 +248,20 @@ class LexicalIndex:
             self._heads = heads
         return self._heads
 
-    def bm25(self, tokens: Sequence[str]) -> dict[str, float]:
-        """BM25 (k1 1.2, b 0.75) of every row holding a query token; a token in more than
-        BM25_MAX_DF_SHARE of the rows is left out."""
-
-        n = max(1, self.rows)
-        average = self._total_length / n if self._total_length else 1.0
+    def bm25(self, tokens: Sequence[str], repos: Sequence[str] | None = None) -> dict[str, float]:
+        """BM25 (k1 1.2, b 0.75) of every row holding a query token, with the statistics
+        (rows, mean length, document frequencies) of ``repos``, the query's scope (None:
+        every repo), so a repo's ranking does not move with its tenant's other repos; a
+        token in more than BM25_MAX_DF_SHARE of those rows is left out."""
+        n = max(1, self._in_scope(self._repo_rows, repos))
+        total = self._in_scope(self._repo_length, repos)
+        average = total / n if total else 1.0
         out: dict[str, float] = {}
         for token in dict.fromkeys(tokens):
             postings = self._tf.get(token)
-            if not postings or len(postings) > BM25_MAX_DF_SHARE * n:
+            df = self._in_scope(self._df.get(token, {}), repos)
+            if not postings or not df or df > BM25_MAX_DF_SHARE * n:
                 continue
-            df = len(postings)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
             for rid, tf in postings.items():
                 norm = tf + BM25_K1 * (1 - BM25_B + BM25_B * self._length[rid] / average)

@@ -160,3 +160,40 @@ def test_equal_scores_are_ordered_by_where_the_rows_stand_not_by_their_ids() -> 
     assert ranked({"early": "z9", "late": "a1"})[0] == ["early", "late"]
     # Without a place the id decides (what the ranking did before).
     assert [h for h, _s, _m in fuse_lists([["z9"], ["a1"]], 2)] == ["a1", "z9"]
+
+
+def test_a_repo_scoped_query_ranks_by_its_own_repos_statistics() -> None:
+    # A repo's lexical ranking must not move when its tenant adds a repo: BM25's document
+    # frequencies, mean length and the "too common" cut are the scope's rows alone.
+    def rows_of(repo: str, n: int, text: str) -> list[tuple[str, str, str]]:
+        return [(f"{repo}{i}", f"f{i}", text) for i in range(n)]
+
+    alone = LexicalIndex()
+    together = LexicalIndex()
+    a_rows = [
+        ("a0", "split_once", "def split_once(s):\n  return s.split(maxsplit=1)"),
+        ("a1", "parse", "def parse(s):\n  return s.split()\n  # header parser"),
+        ("a2", "walk", "def walk(tree):\n  return tree"),
+    ]
+    # Another repo where "split" is in every row and the texts are long.
+    b_rows = rows_of("b", 300, "def g():\n  " + "split header " * 20)
+    for rid, name, doc in a_rows:
+        alone.add(rid, name, f"m.{name}", doc, path="m.py", repo="a")
+        together.add(rid, name, f"m.{name}", doc, path="m.py", repo="a")
+    for rid, name, doc in b_rows:
+        together.add(rid, name, f"n.{name}", doc, path="n.py", repo="b")
+    tokens = query_tokens("maxsplit of the header")
+    mine = alone.bm25(tokens, ["a"])
+    assert set(mine) == {"a0", "a1"}
+    assert mine == {
+        rid: s for rid, s in together.bm25(tokens, ["a"]).items() if rid.startswith("a")
+    }
+    # Over the whole tenant "header" is in more than half the rows: it ranks nothing there,
+    # and a1 (the row of a that says it) would have no lexical evidence.
+    assert "a1" not in together.bm25(tokens)
+    # The exact-name list's "common" cut is the scope's too: `header` is in 300 of b's
+    # rows but one of a's.
+    assert together.common("header") and not together.common("header", ["a"])
+    in_a = together.scores(["header_x.header"], ["a"])
+    assert {rid: s for rid, s in in_a.items() if rid.startswith("a")} == {"a1": 2.0}
+    assert "a1" not in together.scores(["header_x.header"])
