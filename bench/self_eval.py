@@ -307,6 +307,7 @@ def project_case(
                                 "query_ms": round(
                                     1000 * (time.perf_counter() - t0) / max(1, len(ranks)), 1
                                 ),
+                                "ranks": ranks,
                             }
                             hand = handwritten.get(name)
                             if hand:
@@ -316,7 +317,7 @@ def project_case(
                                 )
                                 figures[name][vname]["handwritten_questions"] = len(hand)
                             print(
-                                f"{embedder} {name} {vname}: {figures[name][vname]}",
+                                f"{embedder} {name} {vname}: {_figures(figures[name][vname])}",
                                 file=sys.stderr,
                             )
                     await resident.aclose()
@@ -449,6 +450,7 @@ def score_orders(chunks: list[tuple[str, str]], questions: list[Any], orders: li
         "recall_at_10": m.recall_at_10,
         "mrr_at_10": m.mrr_at_10,
         "chunks": len(chunks),
+        "ranks": ranks,
     }
 
 
@@ -499,11 +501,18 @@ def peers_case(
             vec = vector_order(encode_cached(model, cache, [t for _p, t in chunks]), q_vectors)
             figures["langchain_cosine"] = score_orders(chunks, questions, vec)
         out[name] = figures
-        print(f"peers {name}: {figures}", file=sys.stderr)
+        print(f"peers {name}: { {p: _figures(f) for p, f in figures.items()} }", file=sys.stderr)
     return out
 
 
 # ---------------------------------------------------------------------------- main
+def _figures(figures: Any) -> Any:
+    """Figures as the progress lines print them: without the per-question ranks."""
+    if not isinstance(figures, dict):
+        return figures
+    return {k: v for k, v in figures.items() if k != "ranks"}
+
+
 def macro(per_repo: dict[str, Any], system: str) -> dict[str, float] | None:
     rows = [f[system] for f in per_repo.values() if isinstance(f, dict) and system in f]
     if not rows:
@@ -598,6 +607,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, spec in sets.items():
         summary["repos"][name]["questions"] = len(spec["questions"])
         summary["repos"][name]["skipped"] = spec["skipped"]
+        # Each system's "ranks" lists the questions' first answering ranks in this order.
+        summary["repos"][name]["asked"] = [
+            {"q": q.text, "path": q.path, "unit": q.qualified_name} for q in spec["questions"]
+        ]
         summary["repos"][name]["commits_read"] = spec["commits_read"]
     if not args.skip_peers and sets:
         peers = peers_case(repos, sets, cache)
