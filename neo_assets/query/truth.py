@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from neo_assets.query.rules.filters import facet_values
-from neo_assets.query.rules.ranking import LexicalIndex
+from neo_assets.query.rules.ranking import LexicalIndex, enclosing_names
 from neo_assets.query.rules.truth import RepoServing, tenant_serving
 from neo_assets.reconcile.reading import (
     declaration_marker,
@@ -121,6 +121,20 @@ def compute_truth(
     ids = frozenset().union(*(s.ids for s in served.values())) if served else frozenset()
     facets: dict[str, Facet] = {}
     index = LexicalIndex()
+    context = enclosing_names(
+        [
+            (
+                row["id"],
+                str(row["metadata"].get("sourcePath", "")),
+                str(row["metadata"].get("kind", "")),
+                str(row["metadata"].get("name") or ""),
+                int(row["metadata"].get("startLine") or 0),
+                int(row["metadata"].get("endLine") or 0),
+            )
+            for row in rows
+            if row["id"] in ids
+        ]
+    )
     for row in rows:
         if row["id"] in ids:
             md = row["metadata"]
@@ -134,6 +148,7 @@ def compute_truth(
                 language=str(md.get("language", "")),
                 start_line=int(md.get("startLine") or 0),
                 repo=str(md.get("repoSlug", "")),
+                context=context.get(row["id"], ""),
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
 

@@ -149,11 +149,12 @@ class LexicalIndex:
         language: str = "",
         start_line: int = 0,
         repo: str = "",
+        context: str = "",
     ) -> None:
         self.rows += 1
         self._repo_rows[repo] = self._repo_rows.get(repo, 0) + 1
         self._place[row_id] = (path, start_line, name, row_id)
-        tokens = lexical_tokens(f"{name} {qualified_name} {document}")
+        tokens = lexical_tokens(f"{name} {qualified_name} {context} {document}")
         counts: dict[str, int] = {}
         for token in tokens:
             counts[token] = counts.get(token, 0) + 1
@@ -178,7 +179,7 @@ class LexicalIndex:
         for place, tokens in (
             ("name", [name] if name else []),
             ("qualified", qualified_parts),
-            ("text", _TOKEN.findall(document)),
+            ("text", _TOKEN.findall(f"{context} {document}")),
         ):
             for token in tokens:
                 if token and (place, token) not in seen:
@@ -340,6 +341,35 @@ def query_tokens(text: str) -> list[str]:
         for t in kept:
             if t not in out:
                 out.append(t)
+    return out
+
+
+# ---------------------------------------------------------------------------- context
+_CONTAINER_KINDS = frozenset({"class"})  # class, struct, interface, trait, impl, enum
+_MEMBER_KINDS = frozenset({"function", "method"})
+
+
+def enclosing_names(rows: Sequence[tuple[str, str, str, str, int, int]]) -> dict[str, str]:
+    """For each function or method row of ``(id, path, kind, name, first line, last
+    line)``: the name of the innermost class-like row of its file whose lines hold it
+    (``impl ToValue for Rc`` for a Rust method, whose own text names neither). Units nest
+    (they are syntax nodes), so one pass per file with a stack of open blocks finds it."""
+    by_path: dict[str, list[tuple[int, int, int, str, str]]] = {}
+    for rid, path, kind, name, first, last in rows:
+        if kind in _CONTAINER_KINDS and name:
+            by_path.setdefault(path, []).append((first, -last, 0, rid, name))
+        elif kind in _MEMBER_KINDS:
+            by_path.setdefault(path, []).append((first, -last, 1, rid, name))
+    out: dict[str, str] = {}
+    for events in by_path.values():
+        open_blocks: list[tuple[int, str]] = []  # (last line, name), innermost last
+        for first, neg_last, member, rid, name in sorted(events):
+            while open_blocks and open_blocks[-1][0] < first:
+                open_blocks.pop()
+            if not member:
+                open_blocks.append((-neg_last, name))
+            elif open_blocks and open_blocks[-1][0] >= -neg_last:
+                out[rid] = open_blocks[-1][1]
     return out
 
 

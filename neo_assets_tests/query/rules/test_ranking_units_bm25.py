@@ -7,6 +7,7 @@ from neo_assets.query.rules.ranking import (
     LexicalIndex,
     above_floor,
     asks_for_secondary,
+    enclosing_names,
     fuse_lists,
     is_test_or_doc,
     lexical_tokens,
@@ -197,3 +198,28 @@ def test_a_repo_scoped_query_ranks_by_its_own_repos_statistics() -> None:
     in_a = together.scores(["header_x.header"], ["a"])
     assert {rid: s for rid, s in in_a.items() if rid.startswith("a")} == {"a1": 2.0}
     assert "a1" not in together.scores(["header_x.header"])
+
+
+def test_a_method_is_found_by_the_names_of_the_block_that_holds_it() -> None:
+    # A Rust method's text names neither its trait nor its type (`fn to_value(&self)`);
+    # the impl block holding it does, so BM25 reads the block's name with the method.
+    rows = [
+        ("impl", "src/value.rs", "class", "std.impl ToValue for Rc", 444, 451),
+        ("m", "src/value.rs", "method", "std.Rc.to_value", 448, 450),
+        ("outer", "src/value.rs", "class", "std", 400, 500),
+        ("free", "src/value.rs", "function", "helper", 600, 610),
+        ("other", "src/key.rs", "method", "Key.as_str", 448, 450),
+    ]
+    context = enclosing_names(rows)
+    assert context == {"m": "std.impl ToValue for Rc"}  # the innermost block only
+    with_context = LexicalIndex()
+    without = LexicalIndex()
+    body = "fn to_value(&self) -> Value<'_> {\n    (**self).to_value()\n}"
+    for index, ctx in ((with_context, context["m"]), (without, "")):
+        index.add("m", "Rc.to_value", "std.Rc.to_value", body, path="src/value.rs", context=ctx)
+        index.add("k", "Key.as_str", "Key.as_str", "fn as_str(&self) -> &str", path="src/key.rs")
+    tokens = query_tokens("Implement ToValue for Rc")
+    assert with_context.bm25(tokens)["m"] > without.bm25(tokens).get("m", 0.0)
+    # And the exact-name list reads the spelled trait in it as in the method's text.
+    assert with_context.scores(["ToValue"]) == {"m": 2.0}
+    assert without.scores(["ToValue"]) == {}
