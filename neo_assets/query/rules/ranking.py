@@ -41,7 +41,8 @@ VARIANTS: dict[str, RankingOptions] = {
 }
 # At most this many query terms are looked up lexically (each costs one store read).
 MAX_TERMS = 4
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+# A qualified name is dotted or, in Rust, C++, PHP and Ruby, joined by ``::`` (read as ``.``).
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:(?:\.|::)[A-Za-z_][A-Za-z0-9_]*)*")
 _STOP = frozenset(
     """a an and are as at be by do does for from how in is it of on or the this to what
     when where which who why with where's get set use used using code function class method
@@ -65,7 +66,7 @@ def looks_like_identifier(word: str) -> bool:
 def query_terms(text: str) -> list[str]:
     """The query's exact-match terms: identifiers first (in order), then other words of
     four letters or more that are no stop words; at most MAX_TERMS, no repeats."""
-    words = _WORD.findall(text)
+    words = [w.replace("::", ".") for w in _WORD.findall(text)]
     idents = [w for w in words if looks_like_identifier(w)]
     plain = [w for w in words if w not in idents and len(w) >= 4 and w.lower() not in _STOP]
     out: list[str] = []
@@ -293,7 +294,7 @@ def above_floor(scores: Mapping[str, float], share: float = BM25_FLOOR) -> dict[
     return {rid: s for rid, s in scores.items() if s >= floor}
 
 
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:\.[A-Za-z_$][A-Za-z0-9_$]*)*|\d+")
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*(?:(?:\.|::)[A-Za-z_$][A-Za-z0-9_$]*)*|\d+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _ENGLISH_STOP = frozenset(
     """a an and are as at be been but by can could did do does doing for from had has have
@@ -318,6 +319,7 @@ def lexical_tokens(text: str) -> list[str]:
     by part), and split on underscores and case changes; plural folded; repeats kept."""
     out: list[str] = []
     for word in _IDENT.findall(text):
+        word = word.replace("::", ".")
         parts = word.split(".")
         if len(parts) > 1:
             out.append(word.lower())
@@ -335,6 +337,7 @@ def query_tokens(text: str) -> list[str]:
     word spelled as an identifier, like ``Is`` in ``errors.Is``, is kept); no repeats."""
     out: list[str] = []
     for word in _IDENT.findall(text):
+        word = word.replace("::", ".")
         kept = lexical_tokens(word)
         if "." not in word and not looks_like_identifier(word):
             kept = [t for t in kept if t not in _ENGLISH_STOP and len(t) > 1]

@@ -223,3 +223,18 @@ def test_a_method_is_found_by_the_names_of_the_block_that_holds_it() -> None:
     # And the exact-name list reads the spelled trait in it as in the method's text.
     assert with_context.scores(["ToValue"]) == {"m": 2.0}
     assert without.scores(["ToValue"]) == {}
+
+
+def test_a_rust_path_is_a_qualified_name_like_a_dotted_one() -> None:
+    # `Error::new` names the method as `errors.Is` does in Go: looked up whole, not as
+    # the plain word "Error" with "new" dropped for its length.
+    assert query_terms("Use doc_cfg to mark Error::new") == ["doc_cfg", "Error.new", "mark"]
+    assert {"error.new", "error", "new"} <= set(query_tokens("mark Error::new"))
+    assert lexical_tokens("Error::construct(e)")[:3] == ["error.construct", "error", "construct"]
+    index = index_of(
+        {
+            "new": ("Error.new", "error.Error.new", "pub fn new<E>(error: E) -> Self", "e.rs"),
+            "msg": ("Error.msg", "error.Error.msg", "pub fn msg<M>(message: M) -> Self", "e.rs"),
+        }
+    )
+    assert max(index.scores(query_terms("mark Error::new")).items(), key=lambda x: x[1])[0] == "new"
