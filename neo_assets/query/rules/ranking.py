@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from neo_assets.sources.rules.definition_line import definition_line
+from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
 
 RRF_K = 60
 
@@ -61,6 +62,17 @@ def looks_like_identifier(word: str) -> bool:
     if any(c.isdigit() for c in word):
         return True
     return any(c.isupper() for c in word[1:])
+
+
+def names_a_source_file(word: str) -> bool:
+    """``chain.rs``, ``utils.py``: a code file's name, its suffix spelled in lower case
+    (``errgroup.Go`` and ``response.json`` are a method and a data file's suffix)."""
+    suffix = word.rsplit(".", 1)[-1]
+    return (
+        "." in word
+        and suffix.islower()
+        and language_of(word).family in (FAMILY_CODE, FAMILY_PYTHON)
+    )
 
 
 def query_terms(text: str) -> list[str]:
@@ -218,6 +230,8 @@ class LexicalIndex:
         for term in terms:
             weight = 2.0 if looks_like_identifier(term) else 1.0
             parts = [p for p in re.split(r"[.:#/]", term) if p] or [term]
+            if len(parts) > 1 and names_a_source_file(term):
+                parts = parts[:-1]  # `chain.rs` asks for chain, not for every `.rs` module
             leaf = parts[-1]
             best: dict[str, float] = {}
             if weight > 1:  # a plain word counts only as a chunk's exact name

@@ -11,6 +11,7 @@ from neo_assets.query.rules.ranking import (
     fuse_lists,
     is_test_or_doc,
     lexical_tokens,
+    names_a_source_file,
     part_of,
     query_terms,
     query_tokens,
@@ -238,3 +239,18 @@ def test_a_rust_path_is_a_qualified_name_like_a_dotted_one() -> None:
         }
     )
     assert max(index.scores(query_terms("mark Error::new")).items(), key=lambda x: x[1])[0] == "new"
+
+
+def test_a_file_name_in_the_question_asks_for_its_stem_not_its_suffix() -> None:
+    # "chain.rs" looked up the leaf "rs": every Rust module's qualified name holds it.
+    assert names_a_source_file("chain.rs") and names_a_source_file("utils.py")
+    # A Go method and a data file's suffix are not code file names.
+    assert not names_a_source_file("errgroup.Go") and not names_a_source_file("response.json")
+    assert not names_a_source_file("errors.Is")
+    index = index_of(
+        {
+            "chain": ("src/chain.rs", "src/chain.rs", "pub struct Chain", "src/chain.rs"),
+            "error": ("src/error.rs", "src/error.rs", "pub struct Error", "src/error.rs"),
+        }
+    )
+    assert index.scores(["chain.rs"]) == {"chain": 4.0}
