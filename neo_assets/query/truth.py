@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from neo_assets.query.rules.filters import facet_values
-from neo_assets.query.rules.ranking import LexicalIndex, enclosing_names
+from neo_assets.query.rules.ranking import LexicalIndex, enclosing_blocks
 from neo_assets.query.rules.truth import RepoServing, tenant_serving
 from neo_assets.reconcile.reading import (
     declaration_marker,
@@ -121,7 +121,7 @@ def compute_truth(
     ids = frozenset().union(*(s.ids for s in served.values())) if served else frozenset()
     facets: dict[str, Facet] = {}
     index = LexicalIndex()
-    context = enclosing_names(
+    blocks = enclosing_blocks(
         [
             (
                 row["id"],
@@ -148,7 +148,8 @@ def compute_truth(
                 language=str(md.get("language", "")),
                 start_line=int(md.get("startLine") or 0),
                 repo=str(md.get("repoSlug", "")),
-                context=context.get(row["id"], ""),
+                context=blocks.get(row["id"], ("", ""))[1],
+                block=blocks.get(row["id"], ("", ""))[0],
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
 

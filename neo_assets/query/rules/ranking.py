@@ -148,6 +148,9 @@ class LexicalIndex:
         self._parts: dict[tuple[str, str], dict[int, str]] = {}
         self._part_key: dict[str, tuple[str, str]] = {}
         self._defining: set[str] = set()  # parts holding their unit's signature line
+        # A function or method row -> the id of the class-like row holding it; Rust impl rows.
+        self._block_of: dict[str, str] = {}
+        self._impl_blocks: set[str] = set()
         self._heads: dict[str, str] | None = None
         self.secondary: set[str] = set()  # test / doc / example rows
         self._place: dict[str, tuple[str, int, str, str]] = {}
@@ -163,10 +166,15 @@ class LexicalIndex:
         start_line: int = 0,
         repo: str = "",
         context: str = "",
+        block: str = "",
     ) -> None:
         self.rows += 1
         self._repo_rows[repo] = self._repo_rows.get(repo, 0) + 1
         self._place[row_id] = (path, start_line, name, row_id)
+        if block:
+            self._block_of[row_id] = block
+        if _IMPL_BLOCK.search(name):
+            self._impl_blocks.add(row_id)
         tokens = lexical_tokens(f"{name} {qualified_name} {context} {document}")
         counts: dict[str, int] = {}
         for token in tokens:
@@ -252,7 +260,9 @@ class LexicalIndex:
     def unit_heads(self) -> dict[str, str]:
         """Each part's id -> the id of the part its unit answers as: the first served part
         holding the unit's signature line (a long doc comment above a Rust or Go function
-        can fill part 1 alone), else its first part; none when that part is not served."""
+        can fill part 1 alone), else its first part; none when that part is not served.
+        And a Rust ``impl`` row holding one function -> that function's: the impl row is
+        its header alone (``impl ToValue for Rc {}``), the function what is asked for."""
         if self._heads is None:
             heads: dict[str, str] = {}
             for rid, key in self._part_key.items():
@@ -261,6 +271,13 @@ class LexicalIndex:
                 head = parts[defining[0]] if defining else parts.get(1)
                 if head is not None:
                     heads[rid] = head
+            units: dict[str, set[str]] = {}
+            for rid, block in self._block_of.items():
+                if block in self._impl_blocks:
+                    units.setdefault(block, set()).add(heads.get(rid, rid))
+            for block, held in units.items():
+                if len(held) == 1:
+                    heads[block] = next(iter(held))
             self._heads = heads
         return self._heads
 
@@ -364,11 +381,14 @@ def query_tokens(text: str) -> list[str]:
 # ---------------------------------------------------------------------------- context
 _CONTAINER_KINDS = frozenset({"class"})  # class, struct, interface, trait, impl, enum
 _MEMBER_KINDS = frozenset({"function", "method"})
+_IMPL_BLOCK = re.compile(r"(?:^|\.)impl ")  # neo-code's name of a Rust impl block
 
 
-def enclosing_names(rows: Sequence[tuple[str, str, str, str, int, int]]) -> dict[str, str]:
+def enclosing_blocks(
+    rows: Sequence[tuple[str, str, str, str, int, int]],
+) -> dict[str, tuple[str, str]]:
     """For each function or method row of ``(id, path, kind, name, first line, last
-    line)``: the name of the innermost class-like row of its file whose lines hold it
+    line)``: (id, name) of the innermost class-like row of its file whose lines hold it
     (``impl ToValue for Rc`` for a Rust method, whose own text names neither). Units nest
     (they are syntax nodes), so one pass per file with a stack of open blocks finds it."""
     by_path: dict[str, list[tuple[int, int, int, str, str]]] = {}
@@ -377,16 +397,16 @@ def enclosing_names(rows: Sequence[tuple[str, str, str, str, int, int]]) -> dict
             by_path.setdefault(path, []).append((first, -last, 0, rid, name))
         elif kind in _MEMBER_KINDS:
             by_path.setdefault(path, []).append((first, -last, 1, rid, name))
-    out: dict[str, str] = {}
+    out: dict[str, tuple[str, str]] = {}
     for events in by_path.values():
-        open_blocks: list[tuple[int, str]] = []  # (last line, name), innermost last
+        open_blocks: list[tuple[int, str, str]] = []  # (last line, id, name), innermost last
         for first, neg_last, member, rid, name in sorted(events):
             while open_blocks and open_blocks[-1][0] < first:
                 open_blocks.pop()
             if not member:
-                open_blocks.append((-neg_last, name))
+                open_blocks.append((-neg_last, rid, name))
             elif open_blocks and open_blocks[-1][0] >= -neg_last:
-                out[rid] = open_blocks[-1][1]
+                out[rid] = open_blocks[-1][1:]
     return out
 
 

@@ -7,7 +7,7 @@ from neo_assets.query.rules.ranking import (
     LexicalIndex,
     above_floor,
     asks_for_secondary,
-    enclosing_names,
+    enclosing_blocks,
     fuse_lists,
     is_test_or_doc,
     lexical_tokens,
@@ -211,12 +211,12 @@ def test_a_method_is_found_by_the_names_of_the_block_that_holds_it() -> None:
         ("free", "src/value.rs", "function", "helper", 600, 610),
         ("other", "src/key.rs", "method", "Key.as_str", 448, 450),
     ]
-    context = enclosing_names(rows)
-    assert context == {"m": "std.impl ToValue for Rc"}  # the innermost block only
+    blocks = enclosing_blocks(rows)
+    assert blocks == {"m": ("impl", "std.impl ToValue for Rc")}  # the innermost block only
     with_context = LexicalIndex()
     without = LexicalIndex()
     body = "fn to_value(&self) -> Value<'_> {\n    (**self).to_value()\n}"
-    for index, ctx in ((with_context, context["m"]), (without, "")):
+    for index, ctx in ((with_context, blocks["m"][1]), (without, "")):
         index.add("m", "Rc.to_value", "std.Rc.to_value", body, path="src/value.rs", context=ctx)
         index.add("k", "Key.as_str", "Key.as_str", "fn as_str(&self) -> &str", path="src/key.rs")
     tokens = query_tokens("Implement ToValue for Rc")
@@ -254,3 +254,27 @@ def test_a_file_name_in_the_question_asks_for_its_stem_not_its_suffix() -> None:
         }
     )
     assert index.scores(["chain.rs"]) == {"chain": 4.0}
+
+
+def test_a_rust_impl_block_of_one_function_answers_as_that_function() -> None:
+    # `impl ToValue for Rc {}` is the block's header alone; its one function is what a
+    # question about the impl asks for. A block of two functions, or a Python class,
+    # stays a result of its own.
+    index = LexicalIndex()
+    rows = [
+        ("impl", "impl ToValue for Rc", "impl<T> ToValue for Rc<T> {\n}", ""),
+        ("m", "Rc.to_value", "fn to_value(&self) -> Value<'_> {", "impl"),
+        ("impl2", "impl Chain", "impl Chain {\n}", ""),
+        ("a", "Chain.new", "pub fn new() -> Self {", "impl2"),
+        ("b", "Chain.len [part 1/2]", "pub fn len(&self) -> usize {", "impl2"),
+        ("b2", "Chain.len [part 2/2]", "    self.count()\n}", "impl2"),
+        ("cls", "Config", "class Config:\n    pass", ""),
+        ("c", "Config.load", "def load(self):", "cls"),
+    ]
+    for rid, name, doc, block in rows:
+        index.add(rid, name, name, doc, path="src/lib.rs", block=block)
+    heads = index.unit_heads
+    assert heads["impl"] == "m"
+    assert "impl2" not in heads and "cls" not in heads
+    got = fuse_lists([["impl", "cls", "m"]], 10, unit_head=heads)
+    assert [(rid, matched) for rid, _s, matched in got] == [("m", ["impl", "m"]), ("cls", ["cls"])]
