@@ -534,6 +534,13 @@ def variant(name: str) -> Any:
 
     from neo_assets.query.rules.ranking import DEFAULT_RANKING, VARIANTS
 
+    if name.startswith("keep"):  # every step on, these lists' best rows in the top N: keep5:0,2
+        within, _, lists = name[4:].partition(":")
+        return replace(
+            DEFAULT_RANKING,
+            keep_first=tuple(int(i) for i in lists.split(",")),
+            keep_within=int(within or 5),
+        )
     if not name.startswith("grid:"):
         return VARIANTS[name]
     v, n, b, k = name[5:].split(",")

@@ -339,6 +339,8 @@ class QueryService(RelatedReads):
             weights=options.weights,
             rrf_k=options.rrf_k,
             place=index.place,
+            keep_first=options.keep_first,
+            keep_within=options.keep_within,
         )
         parts = {
             head: matched for head, _s, matched in fused if heads is not None and head in heads

@@ -12,7 +12,8 @@ from typing import Any, NamedTuple
 import sqlalchemy as sa
 
 from neo_assets.query.rules.filters import facet_values
-from neo_assets.query.rules.ranking import LexicalIndex, enclosing_blocks
+from neo_assets.query.rules.lexical_context import detached_comments, enclosing_blocks
+from neo_assets.query.rules.ranking import LexicalIndex
 from neo_assets.query.rules.truth import RepoServing, tenant_serving
 from neo_assets.reconcile.reading import (
     declaration_marker,
@@ -125,11 +126,28 @@ def compute_truth(
         [
             (
                 row["id"],
-                str(row["metadata"].get("sourcePath", "")),
+                _file_of(row["metadata"]),
                 str(row["metadata"].get("kind", "")),
                 str(row["metadata"].get("name") or ""),
                 int(row["metadata"].get("startLine") or 0),
                 int(row["metadata"].get("endLine") or 0),
+            )
+            for row in rows
+            if row["id"] in ids
+        ]
+    )
+    # A doc comment a blank line above a function (left in the module row) is the
+    # function's lexical context too; its text and embedding are unchanged.
+    comments = detached_comments(
+        [
+            (
+                row["id"],
+                _file_of(row["metadata"]),
+                str(row["metadata"].get("name") or ""),
+                str(row["metadata"].get("kind", "")),
+                int(row["metadata"].get("startLine") or 0),
+                int(row["metadata"].get("endLine") or 0),
+                row["document"] or "",
             )
             for row in rows
             if row["id"] in ids
@@ -148,10 +166,15 @@ def compute_truth(
                 language=str(md.get("language", "")),
                 start_line=int(md.get("startLine") or 0),
                 repo=str(md.get("repoSlug", "")),
-                context=blocks.get(row["id"], ("", ""))[1],
+                context=f"{blocks.get(row['id'], ('', ''))[1]} {comments.get(row['id'], '')}",
                 block=blocks.get(row["id"], ("", ""))[0],
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
+
+
+def _file_of(metadata: dict[str, Any]) -> tuple[str, str]:
+    """The file a row comes from: two repos of a tenant may each hold ``lib/index.js``."""
+    return (str(metadata.get("repoSlug", "")), str(metadata.get("sourcePath", "")))
 
 
 class TruthCache:

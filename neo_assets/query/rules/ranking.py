@@ -24,13 +24,17 @@ class RankingOptions:
     # Each list's weight in the fusion (vector, exact names, BM25) and RRF's k.
     weights: tuple[float, float, float] = (1.0, 1.0, 1.0)
     rrf_k: int = RRF_K
+    # The lists (0 vector, 1 names, 2 BM25) whose best row always keeps a place in the top
+    # k: fusion alone drops a row one list is sure of when the others hold nothing on it.
+    keep_first: tuple[int, ...] = ()
+    keep_within: int = 5
 
 
 LEGACY = RankingOptions()
 # Every step on: each one was kept because it helped on the *train* split of the
 # self-evaluation (bench/self_eval.py --split train: the older commit window, functions of
 # the judged set left out), never chosen on the judged window (docs/performance.md).
-DEFAULT_RANKING = RankingOptions(bm25=True, units=True, source_prior=True)
+DEFAULT_RANKING = RankingOptions(bm25=True, units=True, source_prior=True, keep_first=(0,))
 # The variants bench/self_eval.py measures side by side, by name.
 VARIANTS: dict[str, RankingOptions] = {
     "legacy": LEGACY,
@@ -38,7 +42,8 @@ VARIANTS: dict[str, RankingOptions] = {
     "prior": RankingOptions(source_prior=True),
     "bm25": RankingOptions(bm25=True),
     "units+prior": RankingOptions(units=True, source_prior=True),
-    "all": RankingOptions(bm25=True, units=True, source_prior=True),
+    "all-but-keep": RankingOptions(bm25=True, units=True, source_prior=True),
+    "all": DEFAULT_RANKING,
 }
 # At most this many query terms are looked up lexically (each costs one store read).
 MAX_TERMS = 4
@@ -379,35 +384,7 @@ def query_tokens(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------- context
-_CONTAINER_KINDS = frozenset({"class"})  # class, struct, interface, trait, impl, enum
-_MEMBER_KINDS = frozenset({"function", "method"})
 _IMPL_BLOCK = re.compile(r"(?:^|\.)impl ")  # neo-code's name of a Rust impl block
-
-
-def enclosing_blocks(
-    rows: Sequence[tuple[str, str, str, str, int, int]],
-) -> dict[str, tuple[str, str]]:
-    """For each function or method row of ``(id, path, kind, name, first line, last
-    line)``: (id, name) of the innermost class-like row of its file whose lines hold it
-    (``impl ToValue for Rc`` for a Rust method, whose own text names neither). Units nest
-    (they are syntax nodes), so one pass per file with a stack of open blocks finds it."""
-    by_path: dict[str, list[tuple[int, int, int, str, str]]] = {}
-    for rid, path, kind, name, first, last in rows:
-        if kind in _CONTAINER_KINDS and name:
-            by_path.setdefault(path, []).append((first, -last, 0, rid, name))
-        elif kind in _MEMBER_KINDS:
-            by_path.setdefault(path, []).append((first, -last, 1, rid, name))
-    out: dict[str, tuple[str, str]] = {}
-    for events in by_path.values():
-        open_blocks: list[tuple[int, str, str]] = []  # (last line, id, name), innermost last
-        for first, neg_last, member, rid, name in sorted(events):
-            while open_blocks and open_blocks[-1][0] < first:
-                open_blocks.pop()
-            if not member:
-                open_blocks.append((-neg_last, rid, name))
-            elif open_blocks and open_blocks[-1][0] >= -neg_last:
-                out[rid] = open_blocks[-1][1:]
-    return out
 
 
 # ---------------------------------------------------------------------------- units
@@ -468,11 +445,15 @@ def fuse_lists(
     weights: Sequence[float] = (),
     rrf_k: int = RRF_K,
     place: Callable[[str], Any] | None = None,
+    keep_first: Sequence[int] = (),
+    keep_within: int = 5,
 ) -> list[tuple[str, float, list[str]]]:
     """The top ``k`` by reciprocal-rank fusion of ``lists`` (equal scores by ``tiebreak``,
     then ``place``, then id); a ``demoted`` id counts SECONDARY_WEIGHT. With ``unit_head``
     the parts of one unit answer as its first part, scored by its best part, carrying the
-    ids of its parts that matched."""
+    ids of its parts that matched. The best row of each list in ``keep_first`` (unless
+    demoted) keeps a place in the top ``keep_within``: if fusion ranks it lower, it takes
+    the last place(s) there, in fused order."""
     fused: dict[str, float] = {}
     for at, ranked in enumerate(lists):
         weight = weights[at] if at < len(weights) else 1.0
@@ -486,15 +467,26 @@ def fuse_lists(
         fused,
         key=lambda rid: (-fused[rid], (tiebreak or {}).get(rid, last), (place or str)(rid)),
     )
+    heads = unit_head or {}
+    anchors = {
+        heads.get(lists[i][0], lists[i][0])
+        for i in keep_first
+        if i < len(lists) and lists[i] and lists[i][0] not in demoted
+    }
     out: list[tuple[str, float, list[str]]] = []
     at: dict[str, int] = {}
     for rid in order:
-        head = (unit_head or {}).get(rid, rid)
+        head = heads.get(rid, rid)
         if head in at:
             out[at[head]][2].append(rid)
             continue
-        if len(out) >= max(0, k):
-            continue  # still collect the matched parts of units already in
         at[head] = len(out)
         out.append((head, fused[rid], [rid]))
-    return out
+    k = max(0, k)
+    if not any(entry[0] in anchors for entry in out[keep_within:]):
+        return out[:k]
+    anchored = [i for i, entry in enumerate(out) if entry[0] in anchors][:keep_within]
+    others = [i for i, entry in enumerate(out) if entry[0] not in anchors]
+    first = sorted(anchored + others[: keep_within - len(anchored)])
+    taken = set(first)
+    return [out[i] for i in first + [i for i in range(len(out)) if i not in taken]][:k]

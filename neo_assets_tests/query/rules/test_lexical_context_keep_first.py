@@ -1,0 +1,108 @@
+"""Two ranking steps over plain data: a doc comment a blank line above its function (left
+in the module row by the parser) read as that function's lexical context, and a list's
+best row kept in the top few when fusion alone would drop it."""
+
+from neo_assets.query.rules.lexical_context import (
+    detached_comment,
+    detached_comments,
+    file_lines,
+)
+from neo_assets.query.rules.ranking import fuse_lists
+
+FILE = """'use strict'
+
+/**
+ * Check whether the request's content type matches.
+ */
+
+req.is = function is(types) {
+  return typeis(this, types)
+}
+
+// Parse the range header.
+req.range = function range(size) {
+  return parse(size)
+}
+
+/* a note */
+
+
+req.far = function far() {}
+module.exports = req""".split("\n")
+
+
+KINDS = {"module": "module", "is": "function", "range": "function", "far": "method"}
+
+
+def rows_of_file(kinds: dict[str, str] = KINDS) -> list[tuple[str, str, str, int, int, str]]:
+    """The parser's shape: units by their lines, the module row the file less its units."""
+    units = [("is", 7, 9), ("range", 12, 14), ("far", 19, 19)]
+    inside = {n for _r, a, b in units for n in range(a, b + 1)}
+    module = "\n".join(line for n, line in enumerate(FILE, 1) if n not in inside)
+    out = [("module", "p.js", "module", 1, len(FILE), module)]
+    out += [(rid, rid, kinds[rid], a, b, "\n".join(FILE[a - 1 : b])) for rid, a, b in units]
+    return out
+
+
+def test_file_lines_rebuilds_the_file_from_a_module_row_and_its_units() -> None:
+    lines = file_lines(rows_of_file())
+    assert [lines[n] for n in range(1, len(FILE) + 1)] == FILE
+
+
+def test_a_module_the_sweep_cut_in_parts_is_read_whole_from_its_first_line() -> None:
+    # A part's lines count its own text (1-4, 5-...), not the file's: joined, then walked.
+    (_m, _n, kind, first, last, text), *units = rows_of_file()
+    head, tail = text.split("\n")[:4], text.split("\n")[4:]
+    parts = [
+        ("m1", "p.js [part 1/2]", kind, first, 4, "\n".join(head)),
+        ("m2", "p.js [part 2/2]", kind, 5, 4 + len(tail), "\n".join(tail)),
+    ]
+    lines = file_lines(parts + units)
+    assert [lines[n] for n in range(1, len(FILE) + 1)] == FILE
+
+
+def test_a_row_whose_text_does_not_end_on_its_last_line_is_left_out() -> None:
+    rows = [("m", "m", "module", 1, 5, "only\ntwo"), ("f", "f", "function", 7, 7, "f()")]
+    assert file_lines(rows) == {7: "f()"}
+
+
+def test_the_comment_a_blank_line_above_a_function_is_found_whole() -> None:
+    lines = file_lines(rows_of_file())
+    assert detached_comment(lines, 7) == "\n".join(FILE[2:5])
+    # Directly above: the parser gives it to the function already; two blank lines: not its.
+    assert detached_comment(lines, 12) == ""
+    assert detached_comment(lines, 19) == ""
+    assert detached_comment(lines, 1) == ""
+
+
+def test_only_function_rows_get_a_comment() -> None:
+    got = detached_comments([(r, "p.js", n, k, a, b, t) for r, n, k, a, b, t in rows_of_file()])
+    assert got == {"is": "\n".join(FILE[2:5])}
+    rows = rows_of_file({**KINDS, "is": "class"})
+    assert detached_comments([(r, "p.js", n, k, a, b, t) for r, n, k, a, b, t in rows]) == {}
+
+
+def test_line_comments_a_blank_line_above_are_taken_and_a_shebang_is_not() -> None:
+    lines = {
+        1: "#!/usr/bin/env node",
+        2: "",
+        3: "fn()",
+        4: "# one",
+        5: "# two",
+        6: "",
+        7: "def f():",
+    }
+    assert detached_comment(lines, 7) == "# one\n# two"
+    assert detached_comment(lines, 3) == ""
+
+
+def test_a_lists_best_row_keeps_a_place_in_the_top_few() -> None:
+    lists = [["v1", "a", "b"], ["a", "b", "c", "d", "e"], ["b", "a", "c", "d", "e"]]
+    plain = [h for h, _s, _m in fuse_lists(lists, 10)]
+    assert plain == ["a", "b", "c", "d", "e", "v1"]
+    kept = [h for h, _s, _m in fuse_lists(lists, 10, keep_first=(0,), keep_within=3)]
+    assert kept == ["a", "b", "v1", "c", "d", "e"]
+    assert [h for h, _s, _m in fuse_lists(lists, 2, keep_first=(0,), keep_within=5)] == ["a", "b"]
+    # A demoted best row (a test, when the question is about source) is not kept.
+    got = fuse_lists(lists, 10, keep_first=(0,), keep_within=3, demoted={"v1"})
+    assert [h for h, _s, _m in got][-1] == "v1"
