@@ -92,15 +92,18 @@ def file_lines(
     when the row around it skips it; a row whose text does not end on its last line is
     left out."""
     pieces = sorted(_pieces(rows), key=lambda p: (-p[0], p[1]))
-    spans: list[tuple[int, int, int]] = []  # (first, rank, last) of the pieces walked
+    spans: list[tuple[int, int, int]] = []  # (first, rank, last) walked, first descending
     lines: dict[int, str] = {}
     for first, rank, last, text in pieces:
-        inside = sorted((a, b) for a, r, b in spans if a > first or (a == first and r < rank))
-        at, j, own = first, 0, {}
+        # The spans walked so far start at or after this one's first line: reversed, they
+        # come in line order, and the walk reads only as many as its text reaches.
+        ahead = ((a, b) for a, r, b in reversed(spans) if a > first or r < rank)
+        at, own = first, {}
+        span = next(ahead, None)
         for line in text:
-            while j < len(inside) and inside[j][0] <= at:
-                at = max(at, inside[j][1] + 1)
-                j += 1
+            while span is not None and span[0] <= at:
+                at = max(at, span[1] + 1)
+                span = next(ahead, None)
             own[at] = line
             at += 1
         end = at - 1

@@ -2,12 +2,17 @@
 in the module row by the parser) read as that function's lexical context, and a list's
 best row kept in the top few when fusion alone would drop it."""
 
+from neo_assets.query.rules.fusion import fuse_lists, keeps_first
 from neo_assets.query.rules.lexical_context import (
     detached_comment,
     detached_comments,
     file_lines,
 )
-from neo_assets.query.rules.ranking import fuse_lists
+from neo_assets.query.rules.ranking import (
+    DEFAULT_RANKING,
+    KEEP_MARGIN,
+    RankingOptions,
+)
 
 FILE = """'use strict'
 
@@ -106,3 +111,13 @@ def test_a_lists_best_row_keeps_a_place_in_the_top_few() -> None:
     # A demoted best row (a test, when the question is about source) is not kept.
     got = fuse_lists(lists, 10, keep_first=(0,), keep_within=3, demoted={"v1"})
     assert [h for h, _s, _m in got][-1] == "v1"
+
+
+def test_the_vector_lists_best_row_is_kept_only_when_it_leads_the_second() -> None:
+    options = RankingOptions(keep_first=(0,), keep_margin=0.05)
+    assert keeps_first(options, [0.61, 0.55]).keep_first == (0,)
+    assert keeps_first(options, [0.61, 0.58]).keep_first == ()
+    assert keeps_first(options, [0.61]).keep_first == ()  # nothing to lead
+    always = RankingOptions(keep_first=(0,))
+    assert keeps_first(always, [0.61, 0.61]) is always
+    assert DEFAULT_RANKING.keep_first == (0,) and DEFAULT_RANKING.keep_margin == KEEP_MARGIN

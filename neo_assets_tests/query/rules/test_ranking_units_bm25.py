@@ -1,14 +1,13 @@
 """The ranking steps over plain data: identifier-aware BM25 over chunk text, the parts of
 one unit answering as one result (its first part), tests/docs below source."""
 
+from neo_assets.query.rules.fusion import SECONDARY_WEIGHT, fuse_lists
 from neo_assets.query.rules.lexical_context import enclosing_blocks
 from neo_assets.query.rules.ranking import (
     BM25_FLOOR,
-    SECONDARY_WEIGHT,
     LexicalIndex,
     above_floor,
     asks_for_secondary,
-    fuse_lists,
     is_test_or_doc,
     lexical_tokens,
     names_a_source_file,
