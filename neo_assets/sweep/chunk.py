@@ -17,6 +17,7 @@ from neo_assets.sources.parsers.rules_digest import parser_rules_digest
 from neo_assets.sources.parsing import ParseIdentity, Row, parse_rows
 from neo_assets.sources.rules.chunks import DeclaredChunk
 from neo_assets.sources.rules.fit_parts import fit_parts
+from neo_assets.sources.rules.line_numbers import text_line_numbers
 from neo_assets.sources.rules.line_parts import part_name
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
@@ -146,6 +147,7 @@ def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> li
     if not parsed:
         return parsed
     counts = band.count([_sent_text(ctx, c, c.content or "", c.name) for c in parsed])
+    spans = _file_spans(parsed)
     out: list[DeclaredChunk] = []
     for chunk, tokens in zip(parsed, counts, strict=True):
         if tokens <= band.tokens:
@@ -165,7 +167,7 @@ def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> li
             out.append(chunk)
             continue
         count = len(pieces)
-        first = chunk.start_line
+        numbers = _line_numbers(chunk, spans.get(chunk.source_path, []))
         for index, piece in enumerate(pieces, start=1):
             out.append(
                 replace(
@@ -173,11 +175,37 @@ def fit_to_band(ctx: RepoContext, parsed: list[DeclaredChunk], band: Band) -> li
                     chunk_id=part_chunk_id(chunk.chunk_id, index, count),
                     name=part_name(chunk.name, index, count),
                     content=piece.text,
-                    start_line=None if first is None else first + piece.first_line,
-                    end_line=None if first is None else first + piece.last_line,
+                    start_line=None if numbers is None else numbers[piece.first_line],
+                    end_line=None if numbers is None else numbers[piece.last_line],
                 )
             )
     return out
+
+
+def _file_spans(parsed: list[DeclaredChunk]) -> dict[str, list[tuple[int, int]]]:
+    """Each file's chunk spans (first, last line), in line order."""
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for c in parsed:
+        if c.start_line is not None and c.end_line is not None:
+            spans.setdefault(c.source_path, []).append((c.start_line, c.end_line))
+    return {path: sorted(found) for path, found in spans.items()}
+
+
+def _line_numbers(chunk: DeclaredChunk, spans: list[tuple[int, int]]) -> list[int] | None:
+    """The file line of each of ``chunk``'s text lines (as ``fit_parts`` splits them): its
+    first line on, skipping the units nested in it when its text is the file less them (a
+    module or class row). None without line numbers."""
+    first, last = chunk.start_line, chunk.end_line
+    if first is None or last is None:
+        return None
+    count = len((chunk.content or "").splitlines(keepends=True)) or 1
+    contiguous = list(range(first, first + count))
+    if first + count - 1 == last:
+        return contiguous
+    nested = [(a, b) for a, b in spans if first <= a and b <= last and (a, b) != (first, last)]
+    numbers = text_line_numbers(first, count, nested)
+    # A text that does not end on the row's last line is read as before: line by line.
+    return numbers if numbers[-1] == last else contiguous
 
 
 @dataclass

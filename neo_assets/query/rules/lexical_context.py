@@ -6,6 +6,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 
 from neo_assets.query.rules.ranking import part_of
+from neo_assets.sources.rules.line_numbers import text_line_numbers
 
 _CONTAINER_KINDS = frozenset({"class"})  # class, struct, interface, trait, impl, enum
 _MEMBER_KINDS = frozenset({"function", "method"})
@@ -98,15 +99,9 @@ def file_lines(
         # The spans walked so far start at or after this one's first line: reversed, they
         # come in line order, and the walk reads only as many as its text reaches.
         ahead = ((a, b) for a, r, b in reversed(spans) if a > first or r < rank)
-        at, own = first, {}
-        span = next(ahead, None)
-        for line in text:
-            while span is not None and span[0] <= at:
-                at = max(at, span[1] + 1)
-                span = next(ahead, None)
-            own[at] = line
-            at += 1
-        end = at - 1
+        numbers = text_line_numbers(first, len(text), ahead)
+        own = dict(zip(numbers, text, strict=True))
+        end = numbers[-1] if numbers else first - 1
         if last is not None and end != last:
             continue
         spans.append((first, rank, end))

@@ -13,6 +13,7 @@ from neo_assets.query.rules.ranking import (
     KEEP_MARGIN,
     RankingOptions,
 )
+from neo_assets.sources.rules.line_numbers import text_line_numbers
 
 FILE = """'use strict'
 
@@ -121,3 +122,10 @@ def test_the_vector_lists_best_row_is_kept_only_when_it_leads_the_second() -> No
     always = RankingOptions(keep_first=(0,))
     assert keeps_first(always, [0.61, 0.61]) is always
     assert DEFAULT_RANKING.keep_first == (0,) and DEFAULT_RANKING.keep_margin == KEEP_MARGIN
+
+
+def test_a_rows_text_lines_skip_the_units_nested_in_it() -> None:
+    # Lines 1-2, a unit on 3-5 (and one nested in it on 4), then 6, a unit on 7, then 8.
+    assert text_line_numbers(1, 4, [(3, 5), (4, 4), (7, 7)]) == [1, 2, 6, 8]
+    assert text_line_numbers(10, 3, []) == [10, 11, 12]
+    assert text_line_numbers(3, 1, [(3, 4)]) == [5]  # a unit on its first line: skipped
