@@ -543,14 +543,6 @@ def variant(name: str) -> Any:
             keep_first=tuple(int(i) for i in lists.split(",")),
             keep_within=int(within or 5),
         )
-    if name.startswith("cc:"):
-        weights, _, margin = name[3:].partition("/")
-        return replace(
-            DEFAULT_RANKING,
-            convex=tuple(float(w) for w in weights.split(",")),
-            keep_margin=float(margin) if margin else DEFAULT_RANKING.keep_margin,
-            keep_first=(0,) if not margin or float(margin) else (),
-        )
     if not name.startswith("grid:"):
         return VARIANTS[name]
     v, n, b, k = name[5:].split(",")

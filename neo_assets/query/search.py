@@ -4,7 +4,7 @@ only the true knowledge base (``truth.TruthCache``); rows are re-checked to be t
 caller's. Design: docs/design/query.md"""
 
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
@@ -280,9 +280,7 @@ class QueryService(RelatedReads):
             ranked = fuse(vector_ids, lexical, request.k)
         elif hybrid:
             options = keeps_first(options, [similarity[rid] for rid in vector_ids[:2]])
-            ranked, lexical, parts = self._fused(
-                view, request, repos, keep, similarity, vector_ids, options
-            )
+            ranked, lexical, parts = self._fused(view, request, repos, keep, vector_ids, options)
         else:
             ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]
         wanted = [rid for rid, _ in ranked]
@@ -311,7 +309,6 @@ class QueryService(RelatedReads):
         request: SearchRequest,
         repos: list[str],
         keep: Any,
-        similarity: Mapping[str, float],
         vector_ids: list[str],
         options: RankingOptions,
     ) -> tuple[list[tuple[str, float]], dict[str, float], dict[str, list[str]]]:
@@ -324,12 +321,10 @@ class QueryService(RelatedReads):
         names = _best(scored, keep, index.place)
         lists: list[list[str]] = [vector_ids, names]
         lexical = {rid: scored[rid] for rid in names}
-        list_scores: list[Mapping[str, float]] = [similarity, lexical]
         if options.bm25:
             bm = index.bm25(query_tokens(request.query), repos)
             bm = above_floor({rid: score for rid, score in bm.items() if keep(rid)})
             lists.append(_best(bm, keep, index.place))
-            list_scores.append(bm)
         demoted: set[str] = set()
         asks = request.wants("path") is not None or asks_for_secondary(request.query)
         if options.source_prior and not asks:
@@ -347,8 +342,6 @@ class QueryService(RelatedReads):
             place=index.place,
             keep_first=options.keep_first,
             keep_within=options.keep_within,
-            scores=list_scores,
-            convex=options.convex,
         )
         parts = {
             head: matched for head, _s, matched in fused if heads is not None and head in heads

@@ -24,43 +24,6 @@ def keeps_first(options: RankingOptions, similarities: Sequence[float]) -> Ranki
     return replace(options, keep_first=())
 
 
-def rrf_scores(
-    lists: Sequence[Sequence[str]], weights: Sequence[float], rrf_k: int
-) -> dict[str, float]:
-    """Each id's reciprocal-rank sum over the lists, list ``i`` weighted ``weights[i]``."""
-    fused: dict[str, float] = {}
-    for at, ranked in enumerate(lists):
-        weight = weights[at] if at < len(weights) else 1.0
-        for i, rid in enumerate(ranked):
-            fused[rid] = fused.get(rid, 0.0) + weight / (rrf_k + i + 1)
-    return fused
-
-
-def convex_scores(
-    lists: Sequence[Sequence[str]],
-    scores: Sequence[Mapping[str, float]],
-    weights: Sequence[float],
-) -> dict[str, float]:
-    """Each id's weighted sum of its normalised scores: list 0 (similarities) min-max over
-    its candidates, the others (lexical scores, least 0) divided by their best."""
-    fused: dict[str, float] = {}
-    for at, ranked in enumerate(lists):
-        weight = weights[at] if at < len(weights) else 0.0
-        got = scores[at] if at < len(scores) else {}
-        values = [got[rid] for rid in ranked if rid in got]
-        if not values or not weight:
-            for rid in ranked:
-                fused.setdefault(rid, 0.0)
-            continue
-        high = max(values)
-        low = min(values) if at == 0 else 0.0
-        span = high - low
-        for rid in ranked:
-            norm = (got.get(rid, low) - low) / span if span > 0 else 1.0
-            fused[rid] = fused.get(rid, 0.0) + weight * norm
-    return fused
-
-
 def fuse_lists(
     lists: Sequence[Sequence[str]],
     k: int,
@@ -73,8 +36,6 @@ def fuse_lists(
     place: Callable[[str], Any] | None = None,
     keep_first: Sequence[int] = (),
     keep_within: int = 5,
-    scores: Sequence[Mapping[str, float]] = (),
-    convex: Sequence[float] = (),
 ) -> list[tuple[str, float, list[str]]]:
     """The top ``k`` by reciprocal-rank fusion of ``lists`` (equal scores by ``tiebreak``,
     then ``place``, then id); a ``demoted`` id counts SECONDARY_WEIGHT. With ``unit_head``
@@ -82,10 +43,11 @@ def fuse_lists(
     ids of its parts that matched. The best row of each list in ``keep_first`` (unless
     demoted) keeps a place in the top ``keep_within``: if fusion ranks it lower, it takes
     the last place(s) there, in fused order."""
-    if convex:
-        fused = convex_scores(lists, scores, convex)
-    else:
-        fused = rrf_scores(lists, weights, rrf_k)
+    fused: dict[str, float] = {}
+    for at, ranked in enumerate(lists):
+        weight = weights[at] if at < len(weights) else 1.0
+        for i, rid in enumerate(ranked):
+            fused[rid] = fused.get(rid, 0.0) + weight / (rrf_k + i + 1)
     for rid in demoted:
         if rid in fused:
             fused[rid] *= SECONDARY_WEIGHT

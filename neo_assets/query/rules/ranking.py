@@ -30,8 +30,6 @@ class RankingOptions:
     keep_within: int = 5
     # Keep the vector list's best row only when its similarity leads the second's by this.
     keep_margin: float = 0.0
-    # Weights of a convex combination of normalised scores in place of RRF (empty: RRF).
-    convex: tuple[float, ...] = ()
 
 
 LEGACY = RankingOptions()
