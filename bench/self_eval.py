@@ -534,10 +534,6 @@ def variant(name: str) -> Any:
 
     from neo_assets.query.rules.ranking import DEFAULT_RANKING, VARIANTS
 
-    if name.startswith("keepz"):  # kept when it leads by Z standard deviations: keepz0.5
-        return replace(
-            DEFAULT_RANKING, keep_first=(0,), keep_margin=0.0, keep_spread=float(name[5:])
-        )
     if name.startswith("keepm"):  # the vector list's best row kept when it leads by M: keepm0.05
         return replace(DEFAULT_RANKING, keep_first=(0,), keep_margin=float(name[5:]))
     if name.startswith("keep"):  # every step on, these lists' best rows in the top N: keep5:0,2

@@ -21,7 +21,7 @@ from neo_assets.query.freshness import HeadCache
 from neo_assets.query.related import RelatedReads
 from neo_assets.query.rules.filters import kept
 from neo_assets.query.rules.freshness import freshness
-from neo_assets.query.rules.fusion import SPREAD_ROWS, fuse_lists, keeps_first
+from neo_assets.query.rules.fusion import fuse_lists, keeps_first
 from neo_assets.query.rules.ranking import (
     DEFAULT_RANKING,
     RankingOptions,
@@ -279,7 +279,7 @@ class QueryService(RelatedReads):
             lexical = {rid: scored[rid] for rid in _best(scored, keep)}
             ranked = fuse(vector_ids, lexical, request.k)
         elif hybrid:
-            options = keeps_first(options, [similarity[rid] for rid in vector_ids[:SPREAD_ROWS]])
+            options = keeps_first(options, [similarity[rid] for rid in vector_ids[:2]])
             ranked, lexical, parts = self._fused(view, request, repos, keep, vector_ids, options)
         else:
             ranked = [(rid, similarity[rid]) for rid in vector_ids[: request.k]]

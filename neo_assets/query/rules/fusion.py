@@ -12,26 +12,15 @@ from neo_assets.query.rules.ranking import RRF_K, RankingOptions
 # a priori (not tuned on the self-evaluation sets that judge it): half, so a test ranks
 # below a source row of the same evidence but above one with much less.
 SECONDARY_WEIGHT = 0.5
-# The vector list's spread is read over its first this many rows (a k=10 search's fetch).
-SPREAD_ROWS = 40
 
 
 def keeps_first(options: RankingOptions, similarities: Sequence[float]) -> RankingOptions:
     """``options`` as they apply to a vector list of these similarities, best first: its
-    best row is not kept when it does not lead the second by ``options.keep_margin`` (or,
-    with ``options.keep_spread``, by that many standard deviations of the first
-    SPREAD_ROWS similarities: a lead in the embedder's own scale)."""
-    if not options.keep_first or not (options.keep_margin or options.keep_spread):
+    best row is not kept when it does not lead the second by ``options.keep_margin``."""
+    if not options.keep_first or not options.keep_margin:
         return options
-    if len(similarities) >= 2:
-        margin = options.keep_margin
-        if options.keep_spread:
-            top = similarities[:SPREAD_ROWS]
-            mean = sum(top) / len(top)
-            spread = (sum((s - mean) ** 2 for s in top) / len(top)) ** 0.5
-            margin = options.keep_spread * spread
-        if similarities[0] - similarities[1] >= margin:
-            return options
+    if len(similarities) >= 2 and similarities[0] - similarities[1] >= options.keep_margin:
+        return options
     return replace(options, keep_first=())
 
 

@@ -30,8 +30,6 @@ class RankingOptions:
     keep_within: int = 5
     # Keep the vector list's best row only when its similarity leads the second's by this.
     keep_margin: float = 0.0
-    # ... or by this many standard deviations of the list's similarities (0: not used).
-    keep_spread: float = 0.0
 
 
 LEGACY = RankingOptions()

@@ -129,15 +129,3 @@ def test_a_rows_text_lines_skip_the_units_nested_in_it() -> None:
     assert text_line_numbers(1, 4, [(3, 5), (4, 4), (7, 7)]) == [1, 2, 6, 8]
     assert text_line_numbers(10, 3, []) == [10, 11, 12]
     assert text_line_numbers(3, 1, [(3, 4)]) == [5]  # a unit on its first line: skipped
-
-
-def test_a_spread_margin_reads_the_lead_in_the_lists_own_scale() -> None:
-    options = RankingOptions(keep_first=(0,), keep_spread=0.5)
-    # The same lead of 0.02: large against a tight list, small against a spread-out one.
-    tight = [0.62, 0.60] + [0.59] * 38
-    loose = [0.62, 0.60] + [0.30] * 38
-    assert keeps_first(options, tight).keep_first == (0,)
-    assert keeps_first(options, loose).keep_first == ()
-    assert keeps_first(options, [0.62]).keep_first == ()  # nothing to lead
-    # Only the first SPREAD_ROWS similarities count: a long tail far below changes nothing.
-    assert keeps_first(options, tight + [0.0] * 500).keep_first == (0,)
