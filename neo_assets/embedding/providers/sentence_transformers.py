@@ -111,8 +111,14 @@ class SentenceTransformersProvider:
         self.batches_encoded = 0  # sub-batches that reached the model (observable work)
         self._model: Any = None
         self._load_lock = asyncio.Lock()
-        # One worker: calls share one model and torch already uses every core.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neo-st")
+        # One worker: calls share one model and torch already uses every core. Opened on
+        # use, so a provider closed by its sweep still answers the quality step after it.
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _worker(self) -> ThreadPoolExecutor:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="neo-st")
+        return self._executor
 
     def _load_sync(self) -> Any:
         from sentence_transformers import SentenceTransformer  # noqa: PLC0415 - optional
@@ -134,7 +140,7 @@ class SentenceTransformersProvider:
             if self._model is None:
                 cancel_scope.raise_if_cancelled()
                 loop = asyncio.get_running_loop()
-                self._model = await loop.run_in_executor(self._executor, self._load_sync)
+                self._model = await loop.run_in_executor(self._worker(), self._load_sync)
         return self._model
 
     def _encode_sync(self, model: Any, texts: list[str]) -> tuple[np.ndarray | None, int, int]:
@@ -157,7 +163,7 @@ class SentenceTransformersProvider:
             model = await self._ensure_model(cancel_scope)  # loaded by the first batch
             cancel_scope.raise_if_cancelled()
             vectors, over, tokens = await asyncio.get_running_loop().run_in_executor(
-                self._executor, self._encode_sync, model, batch
+                self._worker(), self._encode_sync, model, batch
             )
             cancel_scope.raise_if_cancelled()
             if vectors is None:
@@ -184,8 +190,11 @@ class SentenceTransformersProvider:
         )
 
     async def aclose(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self._model = None
+        """Stop the worker thread; a later call starts another. The loaded model stays with
+        the provider (freed with it), so using it again does not load the model again."""
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
 
 def build(args: ProviderArgs) -> SentenceTransformersProvider:
