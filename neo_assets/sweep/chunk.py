@@ -22,18 +22,21 @@ from neo_assets.sources.rules.line_parts import part_name
 from neo_assets.store.ledger import Ledger
 from neo_assets.sweep.context import RepoContext
 from neo_assets.sweep.envelope import EnvelopeResult, previous_envelope
+from neo_assets.sweep.rules.moved_lines import LINES_STAMP
 
 
 def chunking_identity(ctx: RepoContext, settings: Settings) -> str:
     """What, besides a file's bytes, decides its chunks: reuse needs both unchanged. The
     band is in it because a chunk over the band is split into parts (``fit_to_band``); the
-    parser's rules digest because a release may change its tables under the same version."""
+    parser's rules digest because a release may change its tables under the same version;
+    the lines stamp because a release may change how rows' lines are stamped."""
     parser = ctx.repo.parser
     sweep = settings.sweep
     band = band_for(settings)
     return (
         f"{parser.id}@{parser.version}:{sweep.max_chunk_chars}:{sweep.window_lines}"
         f":band{band.tokens}" + _counted_by(band) + f":rules{parser_rules_digest()}"
+        f":lines{LINES_STAMP}"
     )
 
 

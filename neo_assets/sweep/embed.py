@@ -31,6 +31,7 @@ from neo_assets.sweep.context import RepoContext, lane_settings
 from neo_assets.sweep.embed_plan import EmbedContext, EmbedPlan, plan_embedding
 from neo_assets.sweep.embed_writes import batch_writer, write_copies
 from neo_assets.sweep.envelope import EnvelopeResult
+from neo_assets.sweep.moved_lines import restamp_moved_lines
 from neo_assets.sweep.rules.summary import LaneSummary, SweepTimings
 
 
@@ -63,7 +64,9 @@ def embed_step(
             frozen,
         )
     else:
+        moved = restamp_moved_lines(store, chunks)
         summary = _embed_and_write(settings, ledger, envelope, run, plan, fence_book, write_batch)
+        summary = replace(summary, counts=replace(summary.counts, lines_moved=moved))
     timings = SweepTimings(
         present_check_s=present_check_s,
         write_s=written_s[0],

@@ -20,6 +20,8 @@ REUSED = "reused"
 # Chunks the sweep fenced `secret` before the lane (never offered to it).
 FENCED_SECRET = "fencedSecret"
 CHUNKS = "chunks"
+# Present rows whose chunk moved in its file, given its new lines (no text sent again).
+LINES_MOVED = "linesMoved"
 
 # The counts every lane summary carries, each from 0.
 LANE_COUNTS = (
@@ -126,13 +128,14 @@ def read_stored_summary(raw: object) -> StoredSummary:
 # Each count's attribute, by its JSON key (the lane counts its own in a dict by key): its
 # snake_case spelling.
 _FIELD_OF: Mapping[str, str] = {
-    key: _snake_case(key) for key in (*LANE_COUNTS, REUSED, FENCED_SECRET, ALREADY_PRESENT, CHUNKS)
+    key: _snake_case(key)
+    for key in (*LANE_COUNTS, REUSED, FENCED_SECRET, ALREADY_PRESENT, CHUNKS, LINES_MOVED)
 }
 
 
 @dataclass(frozen=True)
 class SweepCounts:
-    """What one sweep counted. The lane's seven counts are always there; the three the
+    """What one sweep counted. The lane's seven counts are always there; the ones the
     sweep adds around the lane are None until it does (a lane run on its own, or a sweep
     aborted before its generation was tallied, has no ``chunks``)."""
 
@@ -147,6 +150,7 @@ class SweepCounts:
     fenced_secret: int | None = None
     already_present: int | None = None
     chunks: int | None = None
+    lines_moved: int | None = None
 
     @classmethod
     def from_doc(cls, counts: Mapping[str, Any]) -> "SweepCounts":
