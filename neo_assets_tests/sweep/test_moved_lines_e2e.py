@@ -23,7 +23,7 @@ BODY = "def alpha(x):\n    return x + 1\n\n\ndef beta(y):\n    return y * 2\n"
 HEADER = "import os\nimport sys\n\nLIMIT = 10\n\n\n"
 
 
-def test_only_rows_whose_lines_differ_are_restamped_with_their_other_stamps_kept() -> None:
+def test_only_rows_whose_lines_differ_are_restamped_and_only_their_lines() -> None:
     declared = {"a": (11, 12), "b": (1, 2), "c": (None, None)}
     stored = {
         "a": {"startLine": 5, "endLine": 6, "tenantId": "acme"},
@@ -31,21 +31,23 @@ def test_only_rows_whose_lines_differ_are_restamped_with_their_other_stamps_kept
         "c": {"startLine": 3, "endLine": 4},
         "z": {"startLine": 9, "endLine": 9},  # not declared: not this sweep's to judge
     }
-    assert moved_lines(declared, stored) == {
-        "a": {"startLine": 11, "endLine": 12, "tenantId": "acme"}
-    }
+    assert moved_lines(declared, stored) == {"a": {"startLine": 11, "endLine": 12}}
 
 
-def _lines(settings, name: str) -> dict[str, tuple[int, int]]:
-    """Each generation collection's (startLine, endLine) of the function ``name``."""
+def _stamps(settings, name: str) -> dict[str, dict]:
+    """Each generation collection's metadata of the function ``name``."""
     out = {}
     with open_store(settings) as store:
         for generation in store.generation_siblings():
             for row in generation.tenant_rows("acme"):
-                md = row["metadata"]
-                if md.get("name") == name:
-                    out[generation.collection_name] = (md["startLine"], md["endLine"])
+                if row["metadata"].get("name") == name:
+                    out[generation.collection_name] = row["metadata"]
     return out
+
+
+def _lines(settings, name: str) -> dict[str, tuple[int, int]]:
+    """Each generation collection's (startLine, endLine) of the function ``name``."""
+    return {c: (md["startLine"], md["endLine"]) for c, md in _stamps(settings, name).items()}
 
 
 def test_a_function_pushed_down_its_file_answers_with_its_new_lines_in_every_generation(
@@ -72,6 +74,7 @@ def test_a_function_pushed_down_its_file_answers_with_its_new_lines_in_every_gen
         assert second["outcome"] == "complete", second
         before = _lines(settings, "beta")
         assert len(before) == 2 and set(before.values()) == {(5, 6)}, before
+        stamped = _stamps(settings, "beta")
 
         repo.write("pkg/m.py", HEADER + BODY)
         repo.commit("a header above the functions", when=1_700_000_100)
@@ -80,6 +83,10 @@ def test_a_function_pushed_down_its_file_answers_with_its_new_lines_in_every_gen
         after = _lines(settings, "beta")
         assert set(after.values()) == {(11, 12)}, after
         assert set(_lines(settings, "alpha").values()) == {(7, 8)}
+        # Only the lines were written: every other stamp is the one the row was added with.
+        for collection, md in _stamps(settings, "beta").items():
+            old = stamped[collection]
+            assert {**old, "startLine": 11, "endLine": 12} == md, collection
         counts = third["counts"]
         # alpha and beta, in each of the two generations; the module row is new text.
         assert counts["linesMoved"] == 4 and counts["embedded"] == 1, counts

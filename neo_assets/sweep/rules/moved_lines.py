@@ -16,14 +16,14 @@ def moved_lines(
     declared: Mapping[str, tuple[int | None, int | None]],
     stored: Mapping[str, Mapping[str, Any]],
 ) -> dict[str, dict[str, Any]]:
-    """Each stored row whose lines are not its declared chunk's: its metadata as stored,
-    with the declared lines. A row with no declared lines (a chunk the parser gave none)
-    or not declared is left as it is."""
+    """Each stored row whose lines are not its declared chunk's: the two line stamps to
+    write (the store merges them into the row's metadata, so no other stamp is written
+    back). A row with no declared lines, or not declared, is left as it is."""
     out: dict[str, dict[str, Any]] = {}
     for rid, metadata in stored.items():
         lines = declared.get(rid)
         if lines is None or None in lines:
             continue
         if tuple(metadata.get(key) for key in LINE_KEYS) != lines:
-            out[rid] = {**metadata, **dict(zip(LINE_KEYS, lines, strict=True))}
+            out[rid] = dict(zip(LINE_KEYS, lines, strict=True))
     return out
