@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from neo_assets.embedding.rules.lane import embedding_generation
 
-HASHING_DEFAULT_MODEL = "neo-hashing-v1"
+# The default embedder's features (embedding/providers/hashing.py); v1 stays selectable.
+HASHING_DEFAULT_MODEL = "neo-hashing-v2"
 SENTENCE_TRANSFORMERS_BUNDLED_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
 # Every spelling of the bundled model the sentence-transformers provider accepts ("" or
 # unset included: the bundled model is its default).

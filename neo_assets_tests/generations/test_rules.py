@@ -10,7 +10,8 @@ GEOMETRY = (384, 7372, 60_000, "header-v1")
 @pytest.mark.parametrize(
     ("kind", "spellings", "expected"),
     [
-        ("hashing", [None, "", "  ", "neo-hashing-v1", " neo-hashing-v1 "], "neo-hashing-v1"),
+        ("hashing", [None, "", "  ", "neo-hashing-v2", " neo-hashing-v2 "], "neo-hashing-v2"),
+        ("hashing", ["neo-hashing-v1", " neo-hashing-v1 "], "neo-hashing-v1"),
         (
             "sentence_transformers",
             [
@@ -49,12 +50,16 @@ def test_a_different_model_dimension_or_format_is_another_generation() -> None:
 
 
 def test_the_digest_of_a_correct_spelling_is_unchanged() -> None:
-    """Knowledge bases made before normalisation keep their generation (no re-embed)."""
+    """Knowledge bases made before normalisation keep their generation (no re-embed); the
+    default hashing features moved to v2, a generation of its own beside v1's."""
     from neo_assets.embedding.rules.lane import embedding_generation
 
+    v1 = embedding_generation("hashing", "neo-hashing-v1", *GEOMETRY)
+    assert generation_digest("hashing", " neo-hashing-v1", *GEOMETRY) == v1
     assert generation_digest("hashing", None, *GEOMETRY) == embedding_generation(
-        "hashing", "neo-hashing-v1", *GEOMETRY
+        "hashing", "neo-hashing-v2", *GEOMETRY
     )
+    assert generation_digest("hashing", None, *GEOMETRY) != v1
 
 
 # ------------------------------------------------------------------ which generation serves
