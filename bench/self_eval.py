@@ -126,10 +126,23 @@ class CachedProvider:
         return np.vstack(found).astype(np.float32) if found else np.zeros((0, 384), np.float32)
 
 
-def encode_cached(model: Any, cache: VectorCache, texts: list[str]) -> Any:
+class HashingModel:
+    """The default embedder behind the bundled model's ``encode``: the peers embedded with
+    what the project's default embeds with (``--peer-embedder default``)."""
+
+    def encode(self, texts: list[str], **_options: Any) -> Any:
+        from neo_assets.embedding.providers.hash_features import embed_texts
+
+        return embed_texts(list(texts), 384)
+
+
+def encode_cached(model: Any, cache: VectorCache | None, texts: list[str]) -> Any:
     """Peers' vectors: the model truncates an input over its window, as theirs would."""
     import numpy as np
 
+    if cache is None:
+        got = model.encode(texts, normalize_embeddings=True, show_progress_bar=False)
+        return np.asarray(got) if len(texts) else np.zeros((0, 384), np.float32)
     found = cache.get(texts)
     missing = [i for i, v in enumerate(found) if v is None]
     if missing:
@@ -455,11 +468,15 @@ def score_orders(chunks: list[tuple[str, str]], questions: list[Any], orders: li
 
 
 def peers_case(
-    repos: dict[str, tuple[Path, tuple[str, ...]]], sets: dict[str, Any], cache: VectorCache
+    repos: dict[str, tuple[Path, tuple[str, ...]]],
+    sets: dict[str, Any],
+    cache: VectorCache,
+    embedder: str = "bundled",
 ) -> dict[str, Any]:
     from bench.retrieval import load_model
 
-    model = load_model()
+    model: Any = load_model() if embedder == "bundled" else HashingModel()
+    cache = cache if embedder == "bundled" else None
     out: dict[str, Any] = {"skipped": {}}
     try:
         import llama_index.core  # noqa: F401
@@ -561,6 +578,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-questions", type=int, default=100)
     parser.add_argument("--skip-peers", action="store_true")
     parser.add_argument(
+        "--peer-embedder",
+        choices=("bundled", "default"),
+        default="bundled",
+        help="what the peers embed with: the bundled model, or the project's default "
+        "hashing embedder (to set them beside the project's default-embedder figures)",
+    )
+    parser.add_argument(
         "--split",
         choices=("judge", "train"),
         default="judge",
@@ -622,8 +646,9 @@ def main(argv: list[str] | None = None) -> int:
         ]
         summary["repos"][name]["commits_read"] = spec["commits_read"]
     if not args.skip_peers and sets:
-        peers = peers_case(repos, sets, cache)
+        peers = peers_case(repos, sets, cache, args.peer_embedder)
         summary["peers"] = peers
+        summary["peers_embedder"] = args.peer_embedder
         systems = (
             "llamaindex_cosine",
             "langchain_cosine",

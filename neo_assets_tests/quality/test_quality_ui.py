@@ -95,6 +95,9 @@ def quality_world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         tenants,
         NEO_CHROMA_LOCAL="embedded",
         NEO_SERVE_HYBRID="false",  # the vectors alone answer
+        # The scene (no drop between the two evaluations, a refused switch) was built on
+        # v1's figures; what is shown is the asset and its checks, not the embedder.
+        NEO_EMBEDDING_MODEL="neo-hashing-v1",
     )
     first = _sweep(env)
     first_rev = repo.head()
