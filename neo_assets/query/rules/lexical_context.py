@@ -91,9 +91,11 @@ def file_lines(
     line, text)``: a row's text is its lines less those of the units nested in it (a module
     row is the file less its units). Walked innermost first, so each unit's span is known
     when the row around it skips it; a row whose text does not end on its last line is
-    left out."""
+    left out. A line in no row's span is blank: the parser trims the blank lines at the
+    edges of a module part (the one between a JSDoc and ``req.is = function``)."""
     pieces = sorted(_pieces(rows), key=lambda p: (-p[0], p[1]))
     spans: list[tuple[int, int, int]] = []  # (first, rank, last) walked, first descending
+    left_out: list[tuple[int, int]] = []
     lines: dict[int, str] = {}
     for first, rank, last, text in pieces:
         # The spans walked so far start at or after this one's first line: reversed, they
@@ -103,10 +105,23 @@ def file_lines(
         own = dict(zip(numbers, text, strict=True))
         end = numbers[-1] if numbers else first - 1
         if last is not None and end != last:
+            left_out.append((first, last))
             continue
         spans.append((first, rank, end))
         lines.update(own)
+    lines.update(dict.fromkeys(_uncovered([(a, b) for a, _r, b in spans] + left_out), ""))
     return lines
+
+
+def _uncovered(spans: list[tuple[int, int]]) -> list[int]:
+    """The line numbers between the spans' first and last line that no span holds."""
+    spans = sorted(spans)
+    out: list[int] = []
+    reached = spans[0][0] - 1 if spans else 0
+    for first, last in spans:
+        out.extend(range(reached + 1, first))
+        reached = max(reached, last)
+    return out
 
 
 def detached_comment(lines: Mapping[int, str], first: int) -> str:

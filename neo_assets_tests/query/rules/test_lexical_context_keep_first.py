@@ -69,7 +69,8 @@ def test_a_module_the_sweep_cut_in_parts_is_read_whole_from_its_first_line() -> 
 
 def test_a_row_whose_text_does_not_end_on_its_last_line_is_left_out() -> None:
     rows = [("m", "m", "module", 1, 5, "only\ntwo"), ("f", "f", "function", 7, 7, "f()")]
-    assert file_lines(rows) == {7: "f()"}
+    # Its span still counts as held: only line 6, in no row's span, is read as blank.
+    assert file_lines(rows) == {6: "", 7: "f()"}
 
 
 def test_the_comment_a_blank_line_above_a_function_is_found_whole() -> None:
@@ -129,3 +130,19 @@ def test_a_rows_text_lines_skip_the_units_nested_in_it() -> None:
     assert text_line_numbers(1, 4, [(3, 5), (4, 4), (7, 7)]) == [1, 2, 6, 8]
     assert text_line_numbers(10, 3, []) == [10, 11, 12]
     assert text_line_numbers(3, 1, [(3, 4)]) == [5]  # a unit on its first line: skipped
+
+
+def test_a_comment_above_a_module_parts_trimmed_edge_is_found() -> None:
+    # The parser cuts a long module into parts and trims the blank lines at a part's
+    # edges: line 6 (between the JSDoc and ``req.is``) is in no row.
+    (_m, _n, kind, _first, _last, text), *units = rows_of_file()
+    module = text.split("\n")
+    parts = [
+        ("m1", "p.js [part 1/2]", kind, 1, 5, "\n".join(module[:5])),
+        ("m2", "p.js [part 2/2]", kind, 10, len(FILE), "\n".join(module[6:])),
+    ]
+    lines = file_lines(parts + units)
+    assert lines[6] == ""
+    assert [lines[n] for n in range(1, len(FILE) + 1)] == FILE
+    got = detached_comments([(r, "p.js", n, k, a, b, t) for r, n, k, a, b, t in parts + units])
+    assert got["is"] == "\n".join(FILE[2:5])
