@@ -9,26 +9,19 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.services.handles import open_store
+from neo_assets_tests.js_sources import jsdoc_members
 from neo_assets_tests.serve.service_harness import ServedKb
+
+DOC = (
+    "Member number {i} of the response, described at some length so the",
+    "module row, which holds every comment, runs over the band.",
+)
 
 
 def _source() -> str:
     """A module of JSDoc'd members, each doc a blank line above its function (koa's
     style), long enough that the module row is cut into parts at a small band."""
-    out = ["'use strict'", ""]
-    for i in range(24):
-        out += [
-            "/**",
-            f" * Member number {i} of the response, described at some length so the",
-            " * module row, which holds every comment, runs over the band.",
-            " */",
-            "",
-            f"exports.member{i} = function member{i} (value) {{",
-            f"  return value + {i}",
-            "}",
-            "",
-        ]
-    return "\n".join(out) + "module.exports.done = true\n"
+    return jsdoc_members(24, DOC, owner="exports", last="module.exports.done = true\n")
 
 
 @pytest.fixture(scope="module")

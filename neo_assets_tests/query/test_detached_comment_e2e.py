@@ -9,28 +9,20 @@ import pytest
 
 from neo_assets.config.settings import load_settings
 from neo_assets.services.handles import open_store
+from neo_assets_tests.js_sources import jsdoc_members
 from neo_assets_tests.serve.service_harness import ServedKb
 
 MEMBERS = 16
+DOC = (
+    "Member {i}: settles the codeword{i}x of the request, described at",
+    "some length so the module row, which holds every comment, is long.",
+)
 
 
 def _source() -> str:
     """Members each under a JSDoc a blank line above, each doc holding one word no other
     text holds; the module row (every comment) runs over a small chunk bound."""
-    out = ["'use strict'", ""]
-    for i in range(MEMBERS):
-        out += [
-            "/**",
-            f" * Member {i}: settles the codeword{i}x of the request, described at",
-            " * some length so the module row, which holds every comment, is long.",
-            " */",
-            "",
-            f"req.member{i} = function member{i} (value) {{",
-            f"  return value + {i}",
-            "}",
-            "",
-        ]
-    return "\n".join(out) + "module.exports = req\n"
+    return jsdoc_members(MEMBERS, DOC, owner="req", last="module.exports = req\n")
 
 
 @pytest.fixture(scope="module")
