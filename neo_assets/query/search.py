@@ -342,6 +342,7 @@ class QueryService(RelatedReads):
             place=index.place,
             keep_first=options.keep_first,
             keep_within=options.keep_within,
+            best_part=index.answers_as_best_part if options.units else frozenset(),
         )
         parts = {
             head: matched for head, _s, matched in fused if heads is not None and head in heads

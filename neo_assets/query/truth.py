@@ -168,6 +168,7 @@ def compute_truth(
                 repo=str(md.get("repoSlug", "")),
                 context=f"{blocks.get(row['id'], ('', ''))[1]} {comments.get(row['id'], '')}",
                 block=blocks.get(row["id"], ("", ""))[0],
+                kind=str(md.get("kind", "")),
             )
     return TruthView(tenant_id, ids, served, marker, facets, index)
 

@@ -62,3 +62,16 @@ def test_a_comment_at_a_module_parts_edge_finds_its_function(kb: ServedKb) -> No
         results = json.loads(done.stdout)["results"]
         assert [r["name"] for r in results] == [f"req.member{i}"], (i, edges)
         assert results[0]["lexical"] > 0, i
+
+
+def test_a_module_cut_in_parts_answers_with_the_part_that_matched(kb: ServedKb) -> None:
+    # The module row (every comment) is one unit of many parts; asked for the last
+    # member's word, it answers with the part holding it, not with its first part.
+    i = MEMBERS - 1
+    done = kb.cli("query", "--tenant", "acme", "--json", "-k", "5", f"codeword{i}x")
+    assert done.returncode == 0, done.stderr
+    modules = [r for r in json.loads(done.stdout)["results"] if r["kind"] == "module"]
+    assert len(modules) == 1, modules
+    assert f"codeword{i}x" in modules[0]["document"]
+    assert modules[0]["id"] == modules[0]["matchedParts"][0]
+    assert "codeword0x" not in modules[0]["document"]

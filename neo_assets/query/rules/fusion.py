@@ -36,13 +36,15 @@ def fuse_lists(
     place: Callable[[str], Any] | None = None,
     keep_first: Sequence[int] = (),
     keep_within: int = 5,
+    best_part: frozenset[str] | set[str] = frozenset(),
 ) -> list[tuple[str, float, list[str]]]:
     """The top ``k`` by reciprocal-rank fusion of ``lists`` (equal scores by ``tiebreak``,
     then ``place``, then id); a ``demoted`` id counts SECONDARY_WEIGHT. With ``unit_head``
     the parts of one unit answer as its first part, scored by its best part, carrying the
     ids of its parts that matched. The best row of each list in ``keep_first`` (unless
     demoted) keeps a place in the top ``keep_within``: if fusion ranks it lower, it takes
-    the last place(s) there, in fused order."""
+    the last place(s) there, in fused order. A unit whose head is in ``best_part`` (one
+    with no signature: a module) answers as its part that matched best instead."""
     fused: dict[str, float] = {}
     for at, ranked in enumerate(lists):
         weight = weights[at] if at < len(weights) else 1.0
@@ -73,9 +75,21 @@ def fuse_lists(
         out.append((head, fused[rid], [rid]))
     k = max(0, k)
     if not any(entry[0] in anchors for entry in out[keep_within:]):
-        return out[:k]
+        return _answering(out[:k], best_part)
     anchored = [i for i, entry in enumerate(out) if entry[0] in anchors][:keep_within]
     others = [i for i, entry in enumerate(out) if entry[0] not in anchors]
     first = sorted(anchored + others[: keep_within - len(anchored)])
     taken = set(first)
-    return [out[i] for i in first + [i for i in range(len(out)) if i not in taken]][:k]
+    return _answering(
+        [out[i] for i in first + [i for i in range(len(out)) if i not in taken]][:k], best_part
+    )
+
+
+def _answering(
+    out: list[tuple[str, float, list[str]]], best_part: frozenset[str] | set[str]
+) -> list[tuple[str, float, list[str]]]:
+    """Each unit as the row it answers as: its head, or its best part for a head in
+    ``best_part``."""
+    if not best_part:
+        return out
+    return [(m[0] if h in best_part else h, s, m) for h, s, m in out]

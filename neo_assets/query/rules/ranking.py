@@ -12,6 +12,9 @@ from neo_assets.sources.rules.definition_line import definition_line
 from neo_assets.sources.rules.languages import FAMILY_CODE, FAMILY_PYTHON, language_of
 
 RRF_K = 60
+# Kinds of row with no signature line to answer as: a module's remainder, a text window,
+# a doc section; a long one answers as the part that matched (its first holds no more).
+_SIGNATURELESS_KINDS = frozenset({"module", "text", "section"})
 
 
 @dataclass(frozen=True)
@@ -158,13 +161,16 @@ class LexicalIndex:
         self._df: dict[str, dict[str, int]] = {}
         self._text_df: dict[str, dict[str, int]] = {}
         # Units stored as parts: (path, unit name) -> {part index: row id}.
-        self._parts: dict[tuple[str, str], dict[int, str]] = {}
+        self._parts: dict[tuple[str, str], dict[tuple[int, ...], str]] = {}
         self._part_key: dict[str, tuple[str, str]] = {}
         self._defining: set[str] = set()  # parts holding their unit's signature line
+        # Units of a _SIGNATURELESS_KINDS kind: each answers as its part that matched best.
+        self._signatureless: set[tuple[str, str]] = set()
         # A function or method row -> the id of the class-like row holding it; Rust impl rows.
         self._block_of: dict[str, str] = {}
         self._impl_blocks: set[str] = set()
         self._heads: dict[str, str] | None = None
+        self._best_heads: frozenset[str] = frozenset()
         self.secondary: set[str] = set()  # test / doc / example rows
         self._place: dict[str, tuple[str, int, str, str]] = {}
 
@@ -180,6 +186,7 @@ class LexicalIndex:
         repo: str = "",
         context: str = "",
         block: str = "",
+        kind: str = "",
     ) -> None:
         self.rows += 1
         self._repo_rows[repo] = self._repo_rows.get(repo, 0) + 1
@@ -198,12 +205,14 @@ class LexicalIndex:
             by_repo[repo] = by_repo.get(repo, 0) + 1
         self._length[row_id] = len(tokens)
         self._repo_length[repo] = self._repo_length.get(repo, 0) + len(tokens)
-        part = part_of(name)
+        part = unit_part(name)
         if part is not None:
             key = (path, qualified_name or part[0])
             self._parts.setdefault(key, {})[part[1]] = row_id
             self._part_key[row_id] = key
-            if definition_line(part[0], document) is not None:
+            if kind in _SIGNATURELESS_KINDS:
+                self._signatureless.add(key)
+            elif definition_line(part[0], document) is not None:
                 self._defining.add(row_id)
             self._heads = None
         if is_test_or_doc(path, language):
@@ -270,6 +279,13 @@ class LexicalIndex:
         return out
 
     @property
+    def answers_as_best_part(self) -> frozenset[str]:
+        """The heads (``unit_heads``' values) of units with no signature: each answers as
+        its part that matched best (the part of a module holding what was asked)."""
+        self.unit_heads  # noqa: B018  (computes both)
+        return self._best_heads
+
+    @property
     def unit_heads(self) -> dict[str, str]:
         """Each part's id -> the id of the part its unit answers as: the first served part
         holding the unit's signature line (a long doc comment above a Rust or Go function
@@ -278,12 +294,19 @@ class LexicalIndex:
         its header alone (``impl ToValue for Rc {}``), the function what is asked for."""
         if self._heads is None:
             heads: dict[str, str] = {}
+            best: set[str] = set()
             for rid, key in self._part_key.items():
                 parts = self._parts[key]
                 defining = [i for i in sorted(parts) if parts[i] in self._defining]
-                head = parts[defining[0]] if defining else parts.get(1)
+                if defining:
+                    head = parts[defining[0]]
+                else:  # its first part, when served
+                    first = min(parts)
+                    head = parts[first] if set(first) == {1} else None
                 if head is not None:
                     heads[rid] = head
+                    if key in self._signatureless:
+                        best.add(head)
             units: dict[str, set[str]] = {}
             for rid, block in self._block_of.items():
                 if block in self._impl_blocks:
@@ -292,6 +315,7 @@ class LexicalIndex:
                 if len(held) == 1:
                     heads[block] = next(iter(held))
             self._heads = heads
+            self._best_heads = frozenset(best)
         return self._heads
 
     def bm25(self, tokens: Sequence[str], repos: Sequence[str] | None = None) -> dict[str, float]:
@@ -403,6 +427,19 @@ def part_of(name: str) -> tuple[str, int] | None:
     """(unit name, part index) of a part's name ``<name> [part i/n]``, else None."""
     m = _PART_NAME.match(name)
     return (m.group(1), int(m.group(2))) if m else None
+
+
+def unit_part(name: str) -> tuple[str, tuple[int, ...]] | None:
+    """(unit name, position) of a part's name, every ``[part i/n]`` taken off: a unit the
+    parser cut in two and the sweep cut again is ``f [part 2/2] [part 1/3]``, position
+    (2, 1), after every part of ``f [part 1/2]``; else None."""
+    position: list[int] = []
+    m = _PART_NAME.match(name)
+    while m:
+        name = m.group(1)
+        position.insert(0, int(m.group(2)))
+        m = _PART_NAME.match(name)
+    return (name, tuple(position)) if position else None
 
 
 # Code under doc/ or docs/ can be source (cobra's doc/ package generates the docs), so a
