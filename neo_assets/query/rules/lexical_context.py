@@ -5,7 +5,7 @@ the module row. Pure. Design: docs/design/query.md#ranking"""
 import re
 from collections.abc import Hashable, Mapping, Sequence
 
-from neo_assets.query.rules.ranking import part_of
+from neo_assets.query.rules.ranking import part_of, unit_part
 from neo_assets.sources.rules.line_numbers import text_line_numbers
 
 _CONTAINER_KINDS = frozenset({"class"})  # class, struct, interface, trait, impl, enum
@@ -166,8 +166,8 @@ def detached_comments(
             continue
         lines = file_lines(members)
         for rid, name, kind, first, _last, _text in members:
-            cut = part_of(name)
-            if kind in _MEMBER_KINDS and (cut is None or cut[1] == 1):
+            cut = unit_part(name)  # its very first part: not ``f [part 2/2] [part 1/3]``
+            if kind in _MEMBER_KINDS and (cut is None or set(cut[1]) == {1}):
                 comment = detached_comment(lines, first)
                 if comment:
                     out[rid] = comment

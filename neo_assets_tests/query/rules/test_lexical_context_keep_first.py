@@ -146,3 +146,16 @@ def test_a_comment_above_a_module_parts_trimmed_edge_is_found() -> None:
     assert [lines[n] for n in range(1, len(FILE) + 1)] == FILE
     got = detached_comments([(r, "p.js", n, k, a, b, t) for r, n, k, a, b, t in parts + units])
     assert got["is"] == "\n".join(FILE[2:5])
+
+
+def test_only_a_functions_very_first_part_gets_the_comment_above_it() -> None:
+    # ``far`` cut by the parser in two, then by the sweep: the first line of its second
+    # half sits under a comment and a blank line inside the function, which is not its doc.
+    lines = {1: "/** far's doc */", 2: "", 3: "function far() {", 4: "  // step two", 5: ""}
+    text = {3: "function far() {\n  // step two", 6: "  two()\n}"}
+    rows = [
+        ("m", "p.js", "p.js", "module", 1, 1, lines[1]),
+        ("a", "p.js", "far [part 1/2] [part 1/1]", "function", 3, 4, text[3]),
+        ("b", "p.js", "far [part 2/2] [part 1/1]", "function", 6, 7, text[6]),
+    ]
+    assert detached_comments(rows) == {"a": "/** far's doc */"}
